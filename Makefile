@@ -1,0 +1,32 @@
+# Two commands on a fresh machine:
+#   make report   set up .venv and write the report for the bundled tiny model
+#   make test     set up .venv and run the whole test suite (what CI runs)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup test report lint bench
+
+$(BIN)/ropekit: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(BIN)/ropekit
+
+setup: $(BIN)/ropekit
+
+test: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/pytest -q
+
+report: setup
+	$(BIN)/ropekit report --out report
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+bench: setup
+	$(BIN)/python benchmarks/bench_apply.py

@@ -1,0 +1,60 @@
+"""ropekit: rotary position embeddings (RoPE) and context-window extension.
+
+Vocabulary used throughout:
+
+* ``base``: the RoPE constant b (10000 in RoFormer). Never called theta.
+* ``inv_freq[i] = base ** (-2i / rotary_dim)``: angular frequency of pair i; ``wavelength = 2π / inv_freq``.
+* ``angles = positions ⊗ inv_freq``; ``cos``/``sin`` are tables of those angles, one column per pair.
+* ``rotary_dim <= head_dim``: how many leading dims rotate; the rest pass through unchanged.
+* ``interleaved=True``: pairs (0,1),(2,3),… (Meta Llama, GPT-J, RoFormer); ``False``: pairs
+  (i, i + rotary_dim/2) (GPT-NeoX, Hugging Face ``rotate_half``).
+* ``attention_factor``: multiplies cos and sin, so q·k logits scale by its square (YaRN).
+* Shapes are ``(batch, seq, heads, head_dim)`` unless a function says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ropekit.config import RopeConfig
+from ropekit.scaling import Frequencies, frequencies, get_scaling, inv_freq, list_scalings, make_scaling
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Frequencies",
+    "RopeConfig",
+    "RotaryEmbedding",
+    "__version__",
+    "apply_rope",
+    "cos_sin",
+    "frequencies",
+    "from_hf_config",
+    "get_scaling",
+    "inv_freq",
+    "list_scalings",
+    "make_scaling",
+]
+
+if TYPE_CHECKING:
+    from ropekit.functional import apply_rope, cos_sin
+    from ropekit.integrations.hf_config import from_hf_config
+    from ropekit.module import RotaryEmbedding
+
+_LAZY = {
+    "apply_rope": "ropekit.functional",
+    "cos_sin": "ropekit.functional",
+    "RotaryEmbedding": "ropekit.module",
+    "from_hf_config": "ropekit.integrations.hf_config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import torch-backed names on first use, so ``import ropekit`` and the theory CLI stay fast."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ropekit' has no attribute {name!r}")

@@ -1,0 +1,42 @@
+"""Argument checks shared by every config: each failure names the argument, the value and what is allowed."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+
+def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an int, or raise naming ``name`` if it is not an integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def require_float(
+    name: str,
+    value: object,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+) -> float:
+    """Return ``value`` as a finite float, or raise naming ``name`` and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if above is not None and not number > above:
+        raise ValueError(f"{name} must be > {above}, got {value!r}")
+    if at_least is not None and not number >= at_least:
+        raise ValueError(f"{name} must be >= {at_least}, got {value!r}")
+    return number
+
+
+def require_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise listing the choices."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return str(value)

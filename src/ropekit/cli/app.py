@@ -1,0 +1,47 @@
+"""The central command table of the ``ropekit`` CLI.
+
+Each command lives in its own module as a typed, documented function; this file only registers them,
+importing each module lazily so ``ropekit --help`` stays fast (no torch import for theory commands).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="ropekit",
+    help="Rotary position embeddings and context-window extension: apply, extend, reason, measure.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: command name -> (module under ropekit.cli, function name). The one table of commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "frequencies": ("frequencies_cmd", "frequencies_command"),
+}
+#: command groups (sub-apps): name -> (module, Typer object name)
+GROUPS: dict[str, tuple[str, str]] = {}
+
+
+@app.callback()
+def _root() -> None:
+    """Rotary position embeddings and context-window extension: apply, extend, reason, measure."""
+
+
+def _register() -> None:
+    for name, (module, function) in COMMANDS.items():
+        command = getattr(importlib.import_module(f"ropekit.cli.{module}"), function)
+        app.command(name)(command)
+    for name, (module, attribute) in GROUPS.items():
+        app.add_typer(getattr(importlib.import_module(f"ropekit.cli.{module}"), attribute), name=name)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

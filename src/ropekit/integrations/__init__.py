@@ -1,0 +1,1 @@
+"""Interop with other libraries (transformers). Imports of those libraries happen inside functions."""

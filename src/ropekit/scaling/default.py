@@ -1,0 +1,24 @@
+"""Plain RoPE: no scaling (RoFormer, arXiv 2104.09864)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ropekit.scaling.registry import Frequencies, ScalingConfig, inv_freq, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class DefaultScaling(ScalingConfig):
+    """No scaling: θ_i = b^(−2i/d), attention factor 1."""
+
+    rope_type = "default"
+
+
+@register_scaling(DefaultScaling)
+def default_frequencies(spec: DefaultScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """θ_i = b^(−2i/d) over the rotary dim; ``seq_len`` is ignored."""
+    return Frequencies(inv_freq(rope.dim, rope.base), 1.0)

@@ -1,0 +1,60 @@
+"""Dynamic NTK scaling (emozilla, 2023): the NTK base grows with the current sequence length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ropekit._validate import require_int
+from ropekit.scaling.ntk import check_ntk_dim
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicScaling(ScalingConfig):
+    """Dynamic NTK.
+
+    Two modes:
+
+    * ``fixed_seq_len=None`` (transformers-compatible): the base follows the ``seq_len`` of each call,
+      n = max(seq_len, L). Keys already in a KV cache keep the rotation of the length they were written at,
+      so results depend on history (FACTS.md, "known problem").
+    * ``fixed_seq_len=N``: the base is computed once for n = max(N, L) and never changes, so a KV cache stays
+      consistent. This is a ropekit option; transformers cannot express it.
+
+    Attributes:
+        factor: s >= 1.
+        original_max_position_embeddings: L, the length below which nothing changes (transformers reads it
+            from the model's top-level ``max_position_embeddings``).
+        fixed_seq_len: the declared maximum length for the fixed mode.
+    """
+
+    rope_type = "dynamic"
+    ropekit_only = ("fixed_seq_len",)
+    depends_on_seq_len = True
+    factor: float
+    original_max_position_embeddings: int
+    fixed_seq_len: int | None = None
+
+    def __post_init__(self) -> None:
+        check_factor("factor", self.factor)
+        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        if self.fixed_seq_len is not None:
+            require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
+
+    def check_rope(self, rope: RopeConfig) -> None:
+        check_ntk_dim(rope, self.rope_type)
+
+
+@register_scaling(DynamicScaling)
+def dynamic_frequencies(spec: DynamicScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """b' = b·(s·n/L − (s−1))^(d/(d−2)) with n = max(seq_len, L); identity for n <= L."""
+    length = spec.original_max_position_embeddings
+    current = spec.fixed_seq_len if spec.fixed_seq_len is not None else seq_len
+    n = max(current or length, length)
+    dim = rope.dim
+    base = rope.base * (spec.factor * n / length - (spec.factor - 1)) ** (dim / (dim - 2))
+    return Frequencies(inv_freq(dim, base), 1.0)

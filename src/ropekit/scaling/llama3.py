@@ -1,0 +1,59 @@
+"""Llama 3.1 frequency scaling (Meta, "The Llama 3 Herd of Models", arXiv 2407.21783)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ropekit._validate import require_float, require_int
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class Llama3Scaling(ScalingConfig):
+    """Three wavelength bands around L0: short kept, long divided by s, a smooth blend between.
+
+    Llama 3.1 uses factor 8, low_freq_factor 1, high_freq_factor 4, L0 8192 with base 5e5.
+    """
+
+    rope_type = "llama3"
+    factor: float
+    original_max_position_embeddings: int
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+
+    def __post_init__(self) -> None:
+        check_factor("factor", self.factor)
+        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        require_float("low_freq_factor", self.low_freq_factor, above=0.0)
+        require_float("high_freq_factor", self.high_freq_factor, above=0.0)
+        if self.low_freq_factor >= self.high_freq_factor:
+            raise ValueError(
+                "low_freq_factor must be < high_freq_factor, got "
+                f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}"
+            )
+
+    def bands(self) -> tuple[float, float]:
+        """(λ_hi, λ_lo): wavelengths below λ_hi are kept, above λ_lo divided by s."""
+        length = self.original_max_position_embeddings
+        return length / self.high_freq_factor, length / self.low_freq_factor
+
+
+@register_scaling(Llama3Scaling)
+def llama3_frequencies(spec: Llama3Scaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """Keep θ_i if λ_i < λ_hi; θ_i/s if λ_i > λ_lo; else blend with smooth = (L0/λ_i − lf)/(hf − lf)."""
+    theta = inv_freq(rope.dim, rope.base)
+    wavelength = 2 * math.pi / theta
+    short_band, long_band = spec.bands()
+    smooth = (spec.original_max_position_embeddings / wavelength - spec.low_freq_factor) / (
+        spec.high_freq_factor - spec.low_freq_factor
+    )
+    blended = (1 - smooth) * theta / spec.factor + smooth * theta
+    scaled = np.where(wavelength > long_band, theta / spec.factor, blended)
+    return Frequencies(np.where(wavelength < short_band, theta, scaled), 1.0)

@@ -1,0 +1,86 @@
+"""LongRoPE (Ding et al., arXiv 2402.13753), as used by Phi-3: searched per-pair rescale factors."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ropekit._validate import require_float, require_int
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class LongRopeScaling(ScalingConfig):
+    """LongRoPE.
+
+    Two modes, as for dynamic NTK:
+
+    * ``fixed_seq_len=None`` (transformers-compatible): ``long_factor`` is used when the current length is
+      strictly greater than L0, ``short_factor`` otherwise (so exactly L0 is short). Switching invalidates the
+      keys already in a KV cache.
+    * ``fixed_seq_len=N``: the choice is made once for N, so the cache stays consistent (ropekit-only).
+
+    Attributes:
+        short_factor, long_factor: one positive rescale factor per pair (length rotary_dim/2).
+        original_max_position_embeddings: L0.
+        factor: s = L/L0 (>= 1); transformers derives it from ``max_position_embeddings`` when missing.
+        attention_factor: explicit A; else 1 if s <= 1, else √(1 + ln s / ln L0).
+    """
+
+    rope_type = "longrope"
+    ropekit_only = ("fixed_seq_len",)
+    depends_on_seq_len = True
+    short_factor: tuple[float, ...]
+    long_factor: tuple[float, ...]
+    original_max_position_embeddings: int
+    factor: float = 1.0
+    attention_factor: float | None = None
+    fixed_seq_len: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("short_factor", "long_factor"):
+            values = getattr(self, name)
+            if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+                raise TypeError(f"{name} must be a sequence of positive numbers, got {values!r}")
+            values = tuple(require_float(f"{name}[{i}]", v, above=0.0) for i, v in enumerate(values))
+            object.__setattr__(self, name, values)
+        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        check_factor("factor", self.factor)
+        if self.attention_factor is not None:
+            require_float("attention_factor", self.attention_factor, above=0.0)
+        if self.fixed_seq_len is not None:
+            require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
+
+    def check_rope(self, rope: RopeConfig) -> None:
+        for name in ("short_factor", "long_factor"):
+            if len(getattr(self, name)) != rope.dim // 2:
+                raise ValueError(
+                    f"{name} must have rotary_dim/2 = {rope.dim // 2} entries, got {len(getattr(self, name))}"
+                )
+
+    def resolved_attention_factor(self) -> float:
+        """A = attention_factor, or 1 if s <= 1, else √(1 + ln s / ln L0)."""
+        if self.attention_factor is not None:
+            return float(self.attention_factor)
+        if self.factor <= 1:
+            return 1.0
+        return math.sqrt(1 + math.log(self.factor) / math.log(self.original_max_position_embeddings))
+
+    def uses_long_factor(self, seq_len: int | None) -> bool:
+        """True when the long factors apply: the (fixed or current) length is strictly above L0."""
+        length = self.fixed_seq_len if self.fixed_seq_len is not None else seq_len
+        return bool(length) and length > self.original_max_position_embeddings
+
+
+@register_scaling(LongRopeScaling)
+def longrope_frequencies(spec: LongRopeScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """inv_i = 1 / (f_i · b^(2i/d)) with f the long or short factors."""
+    factors = np.asarray(spec.long_factor if spec.uses_long_factor(seq_len) else spec.short_factor)
+    exponents = np.arange(0, rope.dim, 2, dtype=np.float64) / rope.dim
+    return Frequencies(1.0 / (factors * rope.base**exponents), spec.resolved_attention_factor())

@@ -1,0 +1,45 @@
+"""Static NTK-aware scaling (bloc97, 2023; seed 002): a larger base b' = b·s^(d/(d−2))."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+def ntk_base(base: float, factor: float, dim: int) -> float:
+    """The NTK-aware base b·s^(d/(d−2)): the lowest frequency is divided by exactly s, the highest kept.
+
+    Example: b = 1e4, d = 128, s = 4 gives 40,890 (FACTS.md).
+    """
+    return base * factor ** (dim / (dim - 2))
+
+
+def check_ntk_dim(rope: RopeConfig, rope_type: str) -> None:
+    """NTK's exponent d/(d−2) needs a rotary dim of at least 4."""
+    if rope.dim < 4:
+        raise ValueError(f"{rope_type} scaling needs rotary_dim >= 4 (exponent d/(d-2)), got {rope.dim}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NTKScaling(ScalingConfig):
+    """Static NTK-aware base change by ``factor`` (not in transformers; exported as ``default`` with b')."""
+
+    rope_type = "ntk"
+    factor: float
+
+    def __post_init__(self) -> None:
+        check_factor("factor", self.factor)
+
+    def check_rope(self, rope: RopeConfig) -> None:
+        check_ntk_dim(rope, self.rope_type)
+
+
+@register_scaling(NTKScaling)
+def ntk_frequencies(spec: NTKScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """θ'_i = b'^(−2i/d) with b' = b·s^(d/(d−2)); attention factor 1."""
+    return Frequencies(inv_freq(rope.dim, ntk_base(rope.base, spec.factor, rope.dim)), 1.0)

@@ -1,0 +1,38 @@
+"""Proportional RoPE (transformers 5.x, Gemma-style): frequencies over the whole head, only some pairs rotate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProportionalScaling(ScalingConfig):
+    """Proportional RoPE.
+
+    Unlike partial rotary, the exponent's denominator is ``head_dim`` (not ``rotary_dim``) and the result has
+    ``head_dim/2`` entries: the first ``rotary_dim/2`` pairs rotate with θ_i = b^(−2i/head_dim)/s, the rest have
+    frequency 0 (they pass through). Pairs are (i, i + head_dim/2), so apply it with ``rotary_dim = head_dim``.
+    """
+
+    rope_type = "proportional"
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_factor("factor", self.factor)
+
+
+@register_scaling(ProportionalScaling)
+def proportional_frequencies(spec: ProportionalScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """θ_i = b^(−2i/head_dim)/s for i < rotary_dim/2, 0 for the remaining pairs up to head_dim/2."""
+    rotated = np.arange(0, rope.dim, 2, dtype=np.float64) / rope.head_dim
+    result = np.zeros(rope.head_dim // 2, dtype=np.float64)
+    result[: rope.dim // 2] = rope.base**-rotated / spec.factor
+    return Frequencies(result, 1.0)

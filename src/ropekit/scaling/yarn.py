@@ -1,0 +1,113 @@
+"""YaRN (Peng et al., arXiv 2309.00071): NTK-by-parts interpolation plus an attention temperature."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ropekit._validate import require_choice, require_float, require_int
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+
+YARN_RAMPS = ("transformers", "paper")
+
+
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """g(s, m) = 0.1·m·ln s + 1 for s > 1, else 1 (YaRN eq. 22, generalised by DeepSeek-V2)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def correction_pair(rotations: float, dim: int, base: float, original_length: int) -> float:
+    """The (fractional) pair index whose wavelength fits ``rotations`` times into ``original_length``."""
+    return dim * math.log(original_length / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+
+@dataclass(frozen=True, kw_only=True)
+class YarnScaling(ScalingConfig):
+    """YaRN.
+
+    Attributes:
+        factor: s >= 1 (transformers defaults it to L/L0 when missing; ``from_hf_config`` does that).
+        original_max_position_embeddings: L0, the pre-training length.
+        beta_fast: pairs rotating more than this many times within L0 are kept (extrapolated). > 0.
+        beta_slow: pairs rotating fewer times are fully interpolated. 0 < beta_slow <= beta_fast.
+        mscale, mscale_all_dim: the DeepSeek form A = g(s, mscale)/g(s, mscale_all_dim), used only when both
+            are non-zero (transformers' rule; a zero counts as unset).
+        attention_factor: explicit A; overrides everything else.
+        truncate: floor/ceil the ramp's ends to whole pairs (transformers' default True).
+        ramp: ``"transformers"`` — linear in the pair index between the corrected dims (what transformers,
+            vLLM and the YaRN repository run); ``"paper"`` — linear in r = L0/λ_i between beta_slow and
+            beta_fast (the paper's eq. 18). They agree outside the ramp and differ inside it.
+    """
+
+    rope_type = "yarn"
+    ropekit_only = ("ramp",)
+    factor: float
+    original_max_position_embeddings: int
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    attention_factor: float | None = None
+    truncate: bool = True
+    ramp: str = "transformers"
+
+    def __post_init__(self) -> None:
+        check_factor("factor", self.factor)
+        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        require_float("beta_fast", self.beta_fast, above=0.0)
+        require_float("beta_slow", self.beta_slow, above=0.0)
+        if self.beta_fast < self.beta_slow:
+            raise ValueError(
+                f"beta_fast must be >= beta_slow, got beta_fast={self.beta_fast}, beta_slow={self.beta_slow}"
+            )
+        for name in ("mscale", "mscale_all_dim"):
+            if getattr(self, name) is not None:
+                require_float(name, getattr(self, name), at_least=0.0)
+        if self.attention_factor is not None:
+            require_float("attention_factor", self.attention_factor, above=0.0)
+        if not isinstance(self.truncate, bool):
+            raise TypeError(f"truncate must be a bool, got {self.truncate!r}")
+        require_choice("ramp", self.ramp, YARN_RAMPS)
+
+    def resolved_attention_factor(self) -> float:
+        """A: explicit ``attention_factor``; else the DeepSeek ratio when both mscales are non-zero; else g(s, 1)."""
+        if self.attention_factor is not None:
+            return float(self.attention_factor)
+        if self.mscale and self.mscale_all_dim:
+            return yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
+        return yarn_mscale(self.factor)
+
+    def keep_fraction(self, rope: RopeConfig) -> np.ndarray:
+        """Per pair, the fraction e_i of the original frequency kept (1 = extrapolate, 0 = interpolate).
+
+        Returns:
+            float64 array of shape ``(rope.dim // 2,)``.
+        """
+        dim, base, length = rope.dim, rope.base, self.original_max_position_embeddings
+        theta = inv_freq(dim, base)
+        if self.ramp == "paper":
+            rotations = length * theta / (2 * math.pi)  # r = L0 / λ_i
+            return np.clip((rotations - self.beta_slow) / (self.beta_fast - self.beta_slow or 1e-3), 0, 1)
+        low = correction_pair(self.beta_fast, dim, base, length)
+        high = correction_pair(self.beta_slow, dim, base, length)
+        if self.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001  # transformers' guard against a zero-width ramp
+        ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+        return 1 - ramp
+
+
+@register_scaling(YarnScaling)
+def yarn_frequencies(spec: YarnScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+    """inv_i = (θ_i/s)(1 − e_i) + θ_i·e_i with e_i from :meth:`YarnScaling.keep_fraction` (eq. 18–20)."""
+    theta = inv_freq(rope.dim, rope.base)
+    keep = spec.keep_fraction(rope)
+    return Frequencies(theta / spec.factor * (1 - keep) + theta * keep, spec.resolved_attention_factor())
