@@ -21,9 +21,13 @@ app = typer.Typer(
 #: command name -> (module under ropekit.cli, function name). The one table of commands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "frequencies": ("frequencies_cmd", "frequencies_command"),
+    "train": ("train_cmd", "train_command"),
+    "report": ("report_cmd", "report_command"),
 }
 #: command groups (sub-apps): name -> (module, Typer object name)
-GROUPS: dict[str, tuple[str, str]] = {}
+GROUPS: dict[str, tuple[str, str]] = {
+    "eval": ("eval_cmd", "app"),
+}
 
 
 @app.callback()

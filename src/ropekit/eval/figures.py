@@ -1,0 +1,106 @@
+"""matplotlib figures for evaluation reports (imported lazily; Agg backend, PNG output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path) -> Path:
+    """Perplexity against length, one line per method, log-log, with the training length marked."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    for method in methods:
+        mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["length"])
+        lengths = [r["length"] for r in mine]
+        axes[0].plot(lengths, [r["perplexity"] for r in mine], marker="o", label=method)
+        beyond = [(r["length"], r["beyond"]) for r in mine if r["beyond"] is not None]
+        if beyond:
+            axes[1].plot(*zip(*beyond, strict=True), marker="o", label=method)
+    for ax, title in zip(
+        axes, ("all positions", f"positions beyond the training length ({train_length})"), strict=True
+    ):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.axvline(train_length, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlabel("context length (tokens)")
+        ax.set_ylabel("perplexity")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
+    """One heatmap per method: accuracy over (needle depth × length)."""
+    plt = _pyplot()
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    lengths = sorted({r["length"] for r in rows})
+    depths = sorted({r["depth"] for r in rows})
+    cols = min(4, len(methods))
+    nrows = int(np.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False)
+    image = None
+    for ax, method in zip(axes.flat, methods, strict=False):
+        grid = np.full((len(depths), len(lengths)), np.nan)
+        for r in rows:
+            if r["method"] == method:
+                grid[depths.index(r["depth"]), lengths.index(r["length"])] = r["accuracy"]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
+        for (i, j), value in np.ndenumerate(grid):
+            if np.isfinite(value):
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if value < 0.6 else "black",
+                )
+        ax.set_title(method)
+        ax.set_xticks(range(len(lengths)), [str(v) for v in lengths], fontsize=7)
+        ax.set_yticks(range(len(depths)), [f"{d:.2f}" for d in depths], fontsize=7)
+        ax.set_xlabel("length")
+        ax.set_ylabel("needle depth")
+    for ax in list(axes.flat)[len(methods) :]:
+        ax.axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="passkey accuracy")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, path: Path) -> Path:
+    """Wavelength per pair (log scale) for the plain model and each scaling, with the training length."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in wavelengths.items():
+        ax.plot(np.arange(len(values)), values, marker=".", label=label)
+    ax.axhline(train_length, color="grey", linestyle=":", label=f"training length {train_length}")
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.set_title("RoPE wavelengths per pair")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,87 @@
+"""Passkey retrieval accuracy over a grid of lengths × needle depths (Mohtashami & Jaggi, arXiv 2305.16300).
+
+Each cell runs ``trials`` episodes with a fixed seed; a trial succeeds when the model's greedy prediction
+of every answer digit is right (checked in one teacher-forced forward pass, which is equivalent to greedy
+decoding of the key). Filler is the shipped held-out text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ropekit.model.tasks import Episode, byte_ids, passkey_episode
+
+
+@dataclass(frozen=True)
+class PasskeyCell:
+    """Accuracy at one (length, depth), with a 95% Wilson interval."""
+
+    length: int
+    depth: float
+    trials: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.trials
+
+    def interval(self, z: float = 1.96) -> tuple[float, float]:
+        """Wilson score interval for the accuracy."""
+        n, p = self.trials, self.accuracy
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return max(0.0, centre - half), min(1.0, centre + half)
+
+    def to_dict(self) -> dict:
+        low, high = self.interval()
+        return {**asdict(self), "accuracy": self.accuracy, "ci95": [low, high]}
+
+
+def episode_batch_correct(logits_fn, episodes: list[Episode]) -> list[bool]:
+    """For equal-length episodes, whether each one's answer tokens are all predicted (argmax) correctly."""
+    ids = torch.from_numpy(np.stack([e.ids for e in episodes]))  # (batch, length)
+    logits = logits_fn(ids[:, :-1])  # (batch, length - 1, vocab)
+    predicted = logits.argmax(-1)  # (batch, length - 1): prediction of token t + 1
+    results = []
+    for row, episode in enumerate(episodes):
+        answer = slice(ids.shape[1] - 1 - episode.answer_len, ids.shape[1] - 1)
+        results.append(bool((predicted[row, answer] == ids[row, answer.start + 1 :]).all()))
+    return results
+
+
+def passkey_grid(
+    logits_fn,
+    filler: np.ndarray,
+    lengths: list[int],
+    depths: list[float],
+    *,
+    trials: int = 10,
+    seed: int = 0,
+    batch_size: int = 8,
+    encode=byte_ids,
+    progress=None,
+) -> list[PasskeyCell]:
+    """Accuracy for every (length, depth); episode ``t`` of a cell is a function of (seed, length, depth, t).
+
+    Args:
+        logits_fn: ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits.
+        filler: token ids of filler text.
+        encode: text → ids for the needle and question (bytes by default).
+        progress: optional callable invoked once per finished cell.
+    """
+    cells = []
+    for length in lengths:
+        for depth in depths:
+            rng = np.random.default_rng([seed, length, round(depth * 1000)])
+            episodes = [passkey_episode(rng, filler, length, depth, encode) for _ in range(trials)]
+            correct = 0
+            for i in range(0, trials, batch_size):
+                correct += sum(episode_batch_correct(logits_fn, episodes[i : i + batch_size]))
+            cells.append(PasskeyCell(length, depth, trials, correct))
+            if progress is not None:
+                progress()
+    return cells

@@ -1,0 +1,209 @@
+"""``ropekit report``: a self-contained folder (index.html + PNG plots + raw JSON/CSV) for one model.
+
+Sections: the theory view of the model's RoPE (wavelengths, critical dimension, the base against the
+lower bound for each evaluated length), perplexity curves per method, passkey heatmaps per method, and a
+plain-words summary of which method is best at which length and by how much.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ropekit.eval.figures import passkey_figure, perplexity_figure, wavelength_figure
+from ropekit.eval.methods import scaling_for
+from ropekit.eval.models import EvalModel
+from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
+from ropekit.scaling.registry import frequencies
+
+
+def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
+    """Wavelengths, critical dimension and the base bound for each length (numpy only)."""
+    from ropekit.theory import base_bound, max_context_length
+
+    rope = model.rope
+    freqs = frequencies(rope)
+    wavelengths = freqs.wavelengths
+    train = model.train_length
+    d = rope.dim
+    complete = int((wavelengths <= train).sum())
+    critical = 2 * math.ceil((d / 2) * math.log(train / (2 * math.pi)) / math.log(rope.base))
+    rows = []
+    for length in lengths:
+        bound = base_bound(length, d)
+        rows.append(
+            {
+                "length": length,
+                "smallest_base": bound.smallest_base,
+                "robust_base": bound.robust_base,
+                "base_clears_bound": rope.base >= bound.robust_base,
+                "base_feasible": rope.base >= bound.smallest_base
+                and not any(low < rope.base < high for low, high in _gaps(bound)),
+            }
+        )
+    return {
+        "head_dim": rope.head_dim,
+        "rotary_dim": d,
+        "base": rope.base,
+        "train_length": train,
+        "pairs_completing_a_period": complete,
+        "critical_dimension": max(0, min(d, critical)),
+        "extrapolation_limit": 2 * math.pi * rope.base ** (max(0, min(d, critical)) / d),
+        "max_context_length_for_base": max_context_length(rope.base, d),
+        "bound_rows": rows,
+        "wavelengths": wavelengths.tolist(),
+    }
+
+
+def _gaps(bound) -> list[tuple[float, float]]:
+    """Infeasible intervals between consecutive feasible islands."""
+    islands = sorted(bound.islands)
+    return [(islands[i][1], islands[i + 1][0]) for i in range(len(islands) - 1)]
+
+
+def summary_lines(result: SweepResult, train_length: int) -> list[str]:
+    """Plain-words findings: best method per length and by how much; passkey per method."""
+    lines = []
+    rows = result.perplexity
+    best = best_by_length(rows)
+    by = {(r["method"], r["length"]): r["perplexity"] for r in rows}
+    for length, (method, value) in sorted(best.items()):
+        others = sorted(v for (m, n), v in by.items() if n == length and m != method and v is not None)
+        runner = f"; next best {min(others):.2f} ({min(others) / value:.2f}× worse)" if others else ""
+        plain = by.get(("none", length))
+        vs_plain = f", {plain / value:.1f}× lower than no scaling ({plain:.2f})" if plain and method != "none" else ""
+        lines.append(
+            f"At {length} tokens ({length / train_length:g}× the training length) {method} is best with "
+            f"perplexity {value:.2f}{vs_plain}{runner}."
+        )
+    methods = list(dict.fromkeys(r["method"] for r in result.passkey))
+    for method in methods:
+        cells = [r for r in result.passkey if r["method"] == method]
+        per_length = {}
+        for r in cells:
+            per_length.setdefault(r["length"], []).append(r["accuracy"])
+        text = ", ".join(f"{n}: {sum(v) / len(v):.0%}" for n, v in sorted(per_length.items()))
+        lines.append(f"Passkey accuracy with {method} by length — {text}.")
+    return lines
+
+
+def acceptance(result: SweepResult, train_length: int, multiple: int = 8) -> dict[str, Any]:
+    """The tiny model's acceptance check: no scaling degrades ≥5× at 8×; YaRN stays within 2×."""
+    by = {(r["method"], r["length"]): r["perplexity"] for r in result.perplexity}
+    base = by.get(("none", train_length))
+    far = train_length * multiple
+    out: dict[str, Any] = {"multiple": multiple, "ppl_at_train_length": base}
+    if base and ("none", far) in by:
+        out["none_ratio"] = by[("none", far)] / base
+    if base and ("yarn", far) in by:
+        out["yarn_ratio"] = by[("yarn", far)] / base
+    return out
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            cells.append(f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def perplexity_matrix(rows: list[dict[str, Any]], key: str = "perplexity") -> tuple[list[str], list[dict[str, Any]]]:
+    """Pivot: one row per method, one column per length."""
+    lengths = sorted({r["length"] for r in rows})
+    table = {}
+    for r in rows:
+        table.setdefault(r["method"], {"method": r["method"]})[str(r["length"])] = r[key]
+    return ["method", *map(str, lengths)], list(table.values())
+
+
+def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float) -> Path:
+    """Write ``index.html``, the figures and the raw results into ``out``; return the HTML path."""
+    out.mkdir(parents=True, exist_ok=True)
+    result.write(out)
+    train = model.train_length
+    lengths = sorted({r["length"] for r in result.perplexity} | {r["length"] for r in result.passkey})
+    theory = theory_view(model, lengths)
+    scaled = {"plain": frequencies(model.rope).wavelengths}
+    for method in ("linear", "yarn", "llama3"):
+        if method in settings.methods:
+            factor = max(lengths) / train
+            spec = scaling_for(method, factor=factor, train_length=train)
+            scaled[f"{method} (s={factor:g})"] = frequencies(model.rope.replace(scaling=spec)).wavelengths
+    wavelength_figure(scaled, train, out / "wavelengths.png")
+    if result.perplexity:
+        perplexity_figure(result.perplexity, train, out / "perplexity.png")
+    if result.passkey:
+        passkey_figure(result.passkey, out / "passkey.png")
+    findings = summary_lines(result, train)
+    check = acceptance(result, train)
+    (out / "summary.json").write_text(
+        json.dumps({"findings": findings, "acceptance": check, "theory": theory}, indent=1) + "\n"
+    )
+    describe = model.describe()
+    cols, matrix = perplexity_matrix(result.perplexity)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>ropekit report</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee}code{background:#f6f6f6}</style></head><body>",
+        f"<h1>ropekit report: {html.escape(str(describe.get('name')))}</h1>",
+        f"<p>{html.escape(str(describe.get('kind')))}, {describe.get('parameters', '?'):,} parameters, trained at "
+        f"{train} tokens, head_dim {theory['head_dim']}, rotary_dim {theory['rotary_dim']}, base {theory['base']:g}. "
+        f"Evaluation text sha256 <code>{result.context['eval_text_sha256'][:16]}…</code>, "
+        f"ropekit {result.context['ropekit_version']}, run time {elapsed_s:.0f} s.</p>",
+        "<h2>Summary</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings) + "</ul>",
+    ]
+    if "none_ratio" in check:
+        yarn = f"{check['yarn_ratio']:.2f}×" if "yarn_ratio" in check else "not measured"
+        parts.append(
+            f"<p>At {check['multiple']}× the training length, perplexity without scaling is "
+            f"{check['none_ratio']:.2f}× its value at the training length; with YaRN {yarn}.</p>"
+        )
+    parts += [
+        "<h2>Theory view</h2>",
+        f"<p>{theory['pairs_completing_a_period']} of {theory['rotary_dim'] // 2} pairs complete a full period within "
+        f"the training length; critical dimension d_extra = {theory['critical_dimension']} "
+        f"(Liu et al., arXiv 2310.05209), extrapolation limit T_extra ≈ {theory['extrapolation_limit']:.0f} tokens. "
+        f"The base {theory['base']:g} keeps B_m ≥ 0 up to m = {theory['max_context_length_for_base']:,} "
+        "(Men et al., arXiv 2405.14591).</p>",
+        "<img src='wavelengths.png' alt='wavelengths per pair'>",
+        _table(theory["bound_rows"], ["length", "smallest_base", "robust_base", "base_feasible", "base_clears_bound"]),
+    ]
+    if result.perplexity:
+        parts += [
+            f"<h2>Perplexity against length ({html.escape(settings.mode)})</h2>",
+            "<img src='perplexity.png' alt='perplexity curves'>",
+            _table(matrix, cols),
+        ]
+        bcols, bmatrix = perplexity_matrix([r for r in result.perplexity if r["beyond"] is not None], "beyond")
+        parts += [f"<p>Perplexity on positions beyond {train} only:</p>", _table(bmatrix, bcols)]
+    if result.passkey:
+        parts += [
+            f"<h2>Passkey retrieval ({settings.trials} trials per cell, seed {settings.seed})</h2>",
+            "<img src='passkey.png' alt='passkey heatmaps'>",
+        ]
+    if result.skipped:
+        parts.append(
+            "<p>Skipped: " + "; ".join(html.escape(f"{s['method']} ({s['reason']})") for s in result.skipped) + "</p>"
+        )
+    parts.append(
+        "<p>Raw data: <a href='results.json'>results.json</a>, <a href='perplexity.csv'>perplexity.csv</a>, "
+        "<a href='passkey.csv'>passkey.csv</a>, <a href='summary.json'>summary.json</a>.</p></body></html>"
+    )
+    index = out / "index.html"
+    index.write_text("\n".join(parts))
+    return index
+
+
+def now() -> float:
+    """Monotonic clock for run times."""
+    return time.perf_counter()

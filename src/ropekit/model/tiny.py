@@ -1,0 +1,227 @@
+"""The tiny reference decoder: a Llama-style model in one file, read top to bottom.
+
+RMSNorm → grouped-query attention (``scaled_dot_product_attention``) with a configurable position encoding
+(RoPE through :class:`ropekit.RotaryEmbedding`, sinusoidal, or none) → SwiGLU MLP; tied embeddings;
+byte-level vocabulary. Shapes are written ``(batch, seq, …)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ropekit._validate import require_choice, require_float, require_int
+from ropekit.config import RopeConfig
+from ropekit.model.tokenizer import VOCAB_SIZE
+from ropekit.module import RotaryEmbedding
+from ropekit.scaling.registry import ScalingConfig, get_scaling
+
+POSITION_ENCODINGS = ("rope", "sinusoidal", "none")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TinyConfig:
+    """Architecture of the tiny model; ``head_dim = d_model // n_heads`` is derived.
+
+    Attributes:
+        train_length: the context the model was trained at (the "original length" for scaling).
+        position: ``"rope"``, ``"sinusoidal"`` or ``"none"`` (NoPE).
+        rope_base: the RoPE base b; ``scaling`` a context-extension method (``None`` = plain RoPE).
+    """
+
+    vocab_size: int = VOCAB_SIZE
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    ffn_dim: int = 384
+    train_length: int = 256
+    position: str = "rope"
+    rope_base: float = 10000.0
+    scaling: ScalingConfig | None = None
+    norm_eps: float = 1e-5
+    head_dim: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "train_length"):
+            require_int(name, getattr(self, name), minimum=1)
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads, got n_heads={self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads, got {self.n_kv_heads}")
+        require_choice("position", self.position, POSITION_ENCODINGS)
+        require_float("rope_base", self.rope_base, above=1.0)
+        object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+
+    @property
+    def rope(self) -> RopeConfig:
+        """The RoPE config the attention layers use."""
+        return RopeConfig(self.head_dim, base=self.rope_base, scaling=self.scaling)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; the scaling is stored as ``{"rope_type": ..., **fields}``."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "scaling"}
+        if self.scaling is not None:
+            data["scaling"] = {"rope_type": self.scaling.rope_type, **dataclasses.asdict(self.scaling)}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TinyConfig:
+        """Inverse of :meth:`to_dict`; unknown keys raise ``ValueError``."""
+        data = dict(data)
+        scaling = data.pop("scaling", None)
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TinyConfig key(s) {unknown}; allowed: {sorted(known)}")
+        if scaling is not None:
+            scaling = dict(scaling)
+            scaling = get_scaling(scaling.pop("rope_type")).make(**scaling)
+        return cls(**data, scaling=scaling)
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square norm with a learned gain (Zhang & Sennrich, arXiv 1910.07467)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Absolute sinusoidal encodings (Vaswani et al., arXiv 1706.03762), angles in float64.
+
+    Returns:
+        ``(seq, dim)`` float32, interleaving sin and cos per frequency.
+    """
+    freqs = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = positions.to(torch.float64)[:, None] * freqs  # (seq, dim/2)
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2).float()  # (seq, dim)
+
+
+class Attention(nn.Module):
+    """Causal grouped-query self-attention with a pluggable rotary embedding."""
+
+    def __init__(self, config: TinyConfig, rotary: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.config = config
+        self.rotary = rotary
+        hd = config.head_dim
+        self.q_proj = nn.Linear(config.d_model, config.n_heads * hd, bias=False)
+        self.k_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
+        self.o_proj = nn.Linear(config.n_heads * hd, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        hd = self.config.head_dim
+        q = self.q_proj(x).view(batch, seq, self.config.n_heads, hd)  # (b, s, h, hd)
+        k = self.k_proj(x).view(batch, seq, self.config.n_kv_heads, hd)  # (b, s, kv, hd)
+        v = self.v_proj(x).view(batch, seq, self.config.n_kv_heads, hd)  # (b, s, kv, hd)
+        if self.rotary is not None:
+            q, k = self.rotary(q, k, positions)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, s, hd)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, seq, -1))  # (b, s, d_model)
+
+
+class SwiGLU(nn.Module):
+    """SwiGLU feed-forward (Shazeer, arXiv 2002.05202)."""
+
+    def __init__(self, config: TinyConfig) -> None:
+        super().__init__()
+        self.gate = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.up = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.down = nn.Linear(config.ffn_dim, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Block(nn.Module):
+    """Pre-norm residual block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, config: TinyConfig, rotary: RotaryEmbedding | None) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = Attention(config, rotary)
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.mlp = SwiGLU(config)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), positions)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class TinyLM(nn.Module):
+    """The tiny decoder. ``forward(ids) -> logits``; ``set_scaling`` swaps the RoPE scaling without retraining."""
+
+    def __init__(self, config: TinyConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList(Block(config, None) for _ in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self._install_rotary()
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def _install_rotary(self) -> None:
+        # One shared RotaryEmbedding: every layer uses the same frequencies and cos/sin cache.
+        rotary = RotaryEmbedding(self.config.rope) if self.config.position == "rope" else None
+        self.rotary = rotary
+        for block in self.blocks:
+            block.attn.rotary = rotary
+            block.attn.config = self.config
+
+    def set_scaling(self, scaling: ScalingConfig | None) -> TinyLM:
+        """Switch the context-extension method in place (RoPE models only); returns ``self``."""
+        if self.config.position != "rope":
+            raise ValueError(f"set_scaling needs position='rope', this model uses position={self.config.position!r}")
+        self.config = dataclasses.replace(self.config, scaling=scaling)
+        self._install_rotary()
+        return self
+
+    def num_parameters(self) -> int:
+        """Parameter count (tied embedding counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits for every position.
+
+        Args:
+            ids: ``(batch, seq)`` token ids.
+            positions: ``(seq,)`` or ``(batch, seq)`` integer positions; default ``0 … seq-1``.
+
+        Returns:
+            ``(batch, seq, vocab_size)`` float32 logits.
+        """
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
+        if positions is None:
+            positions = torch.arange(ids.shape[1], device=ids.device)
+        x = self.embed(ids)  # (b, s, d_model)
+        if self.config.position == "sinusoidal":
+            x = x + sinusoidal_table(positions.reshape(-1, ids.shape[1])[0], self.config.d_model).to(x.device)
+        for block in self.blocks:
+            x = block(x, positions)
+        return F.linear(self.norm(x), self.embed.weight)  # tied embeddings: (b, s, vocab)
+
+
+def bits_per_byte(loss_nats: float) -> float:
+    """Cross-entropy in nats per byte → bits per byte."""
+    return loss_nats / math.log(2)

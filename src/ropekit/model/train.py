@@ -1,0 +1,213 @@
+"""Training the tiny model: deterministic batches, passkey episodes mixed in, checkpoints, resume, time budget.
+
+Batch ``i`` is a pure function of ``(seed, i)``, so a resumed run sees exactly the data an uninterrupted
+run would. The learning rate follows linear warm-up and cosine decay over ``steps``; ``minutes`` stops
+early (with a checkpoint) when the time budget is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ropekit.model.checkpoint import save
+from ropekit.model.corpus import build_training_bytes, heldout_bytes
+from ropekit.model.tasks import passkey_episode
+from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """Optimisation settings (recorded in the checkpoint)."""
+
+    steps: int = 4000
+    batch_size: int = 16
+    lr: float = 3e-3
+    min_lr_fraction: float = 0.1
+    warmup: int = 100
+    weight_decay: float = 0.1
+    task_fraction: float = 0.2
+    seed: int = 0
+    minutes: float | None = None
+    checkpoint_every: int = 250
+
+
+def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int) -> torch.Tensor:
+    """``(batch, train_length + 1)`` ids for ``step``: corpus windows and passkey episodes, from (seed, step)."""
+    rng = np.random.default_rng([train.seed, step])
+    length = config.train_length + 1
+    rows = []
+    for _ in range(train.batch_size):
+        if rng.random() < train.task_fraction:
+            rows.append(passkey_episode(rng, corpus, length).ids)
+        else:
+            start = int(rng.integers(0, len(corpus) - length))
+            rows.append(corpus[start : start + length].astype(np.int64))
+    return torch.from_numpy(np.stack(rows))
+
+
+def progress_fraction(train: TrainConfig, step: int, elapsed_s: float) -> float:
+    """How far through the run we are: by steps, or by the time budget if that is further along."""
+    done = step / train.steps
+    if train.minutes is not None:
+        done = max(done, elapsed_s / (train.minutes * 60))
+    return min(1.0, done)
+
+
+def learning_rate(train: TrainConfig, step: int, progress: float) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_lr_fraction · lr`` at ``progress`` 1.
+
+    With ``minutes`` set, ``progress`` follows the time budget, so a time-limited run still ends fully
+    decayed (the data order stays deterministic; only the step count depends on the machine's speed).
+    """
+    if step < train.warmup:
+        return train.lr * (step + 1) / train.warmup
+    floor = train.min_lr_fraction
+    return train.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@torch.no_grad()
+def heldout_bpb(model: TinyLM, length: int, *, max_windows: int = 64) -> float:
+    """Bits per byte on the shipped held-out text, non-overlapping windows of ``length``."""
+    data = torch.frombuffer(bytearray(heldout_bytes()), dtype=torch.uint8).long()
+    windows = min(max_windows, (len(data) - 1) // length)
+    total, count = 0.0, 0
+    model.eval()
+    for w in range(windows):
+        chunk = data[w * length : w * length + length + 1]
+        logits = model(chunk[None, :-1])
+        total += F.cross_entropy(logits[0], chunk[1:], reduction="sum").item()
+        count += length
+    return bits_per_byte(total / count)
+
+
+def _save_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer, step: int, history: list) -> None:
+    from safetensors.torch import save_file
+
+    names = dict(model.named_parameters())
+    tensors = {}
+    for name, param in names.items():
+        state = optimizer.state.get(param, {})
+        for key in ("exp_avg", "exp_avg_sq"):
+            if key in state:
+                tensors[f"{key}/{name}"] = state[key].contiguous()
+    save_file(tensors, str(directory / "train_state.safetensors"))
+    (directory / "train_state.json").write_text(json.dumps({"step": step, "history": history}) + "\n")
+
+
+def _load_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer) -> tuple[int, list]:
+    from safetensors.torch import load_file
+
+    from ropekit.model.checkpoint import load
+
+    model.load_state_dict(load(directory).state_dict())
+    tensors = load_file(str(directory / "train_state.safetensors"))
+    meta = json.loads((directory / "train_state.json").read_text())
+    for name, param in model.named_parameters():
+        if f"exp_avg/{name}" in tensors:
+            optimizer.state[param] = {
+                "step": torch.tensor(float(meta["step"])),
+                "exp_avg": tensors[f"exp_avg/{name}"],
+                "exp_avg_sq": tensors[f"exp_avg_sq/{name}"],
+            }
+    return meta["step"], meta["history"]
+
+
+def train(
+    config: TinyConfig,
+    train: TrainConfig,
+    out: str | Path,
+    *,
+    resume: bool = True,
+    corpus: np.ndarray | None = None,
+    progress: bool = True,
+    command: str = "",
+) -> dict:
+    """Train a model and save it to ``out``; returns the summary (also stored in the checkpoint's metadata).
+
+    Args:
+        config: architecture.
+        train: optimisation settings.
+        out: checkpoint directory; if it holds a ``train_state`` and ``resume`` is true, training continues.
+        corpus: training bytes (default: the stdlib corpus of :mod:`ropekit.model.corpus`).
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    torch.manual_seed(train.seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = None
+    if corpus is None:
+        corpus, manifest = build_training_bytes()
+    model = TinyLM(config)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=train.lr,
+        betas=(0.9, 0.95),
+    )
+    step, history = 0, []
+    if resume and (out / "train_state.json").is_file():
+        step, history = _load_state(out, model, optimizer)
+    started = time.perf_counter()
+    elapsed_before = history[-1]["elapsed_s"] if history else 0.0
+    tokens_per_step = train.batch_size * config.train_length
+    columns = [
+        TextColumn("[bold]train"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    with Progress(*columns, disable=not progress) as bar:
+        task = bar.add_task("train", total=train.steps, completed=step, info="")
+        smoothed = None
+        while step < train.steps:
+            model.train()
+            batch = make_batch(corpus, config, train, step)
+            elapsed = elapsed_before + time.perf_counter() - started
+            fraction = progress_fraction(train, step, elapsed)
+            if fraction >= 1.0:
+                break
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(train, step, fraction)
+            logits = model(batch[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            elapsed = elapsed_before + time.perf_counter() - started
+            smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
+            rate = step * tokens_per_step / max(elapsed, 1e-9)
+            bar.update(task, completed=step, info=f"loss {smoothed:.3f}  {rate:,.0f} tok/s  {fraction:.0%} of budget")
+            if step % 10 == 0:
+                history.append({"step": step, "loss": round(smoothed, 4), "elapsed_s": round(elapsed, 1)})
+            if step % train.checkpoint_every == 0:
+                save(model, out, metadata={"partial": True, "step": step})
+                _save_state(out, model, optimizer, step, history)
+        _save_state(out, model, optimizer, step, history)
+    elapsed = elapsed_before + time.perf_counter() - started
+    summary = {
+        "command": command,
+        "steps": step,
+        "tokens": step * tokens_per_step,
+        "wall_time_s": round(elapsed, 1),
+        "parameters": model.num_parameters(),
+        "heldout_bpb": round(heldout_bpb(model, config.train_length), 4),
+        "train": train.__dict__,
+        "corpus_digest": manifest["train_digest"] if manifest else None,
+        "history": history,
+    }
+    save(model, out, metadata=summary)
+    return summary
