@@ -32,6 +32,7 @@ class TinyConfig:
     Attributes:
         train_length: the context the model was trained at (the "original length" for scaling).
         position: ``"rope"``, ``"sinusoidal"`` or ``"none"`` (NoPE).
+        max_positions: positions at or beyond this raise ``ValueError`` (bounds the cos/sin tables).
         rope_base: the RoPE base b; ``scaling`` a context-extension method (``None`` = plain RoPE).
     """
 
@@ -46,10 +47,20 @@ class TinyConfig:
     rope_base: float = 10000.0
     scaling: ScalingConfig | None = None
     norm_eps: float = 1e-5
+    max_positions: int = 1 << 20
     head_dim: int = field(init=False)
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "train_length"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "ffn_dim",
+            "train_length",
+            "max_positions",
+        ):
             require_int(name, getattr(self, name), minimum=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads, got n_heads={self.n_heads}")
@@ -182,7 +193,10 @@ class TinyLM(nn.Module):
 
     def _install_rotary(self) -> None:
         # One shared RotaryEmbedding: every layer uses the same frequencies and cos/sin cache.
-        rotary = RotaryEmbedding(self.config.rope) if self.config.position == "rope" else None
+        rope = self.config.rope
+        rotary = (
+            RotaryEmbedding(rope, max_positions=self.config.max_positions) if self.config.position == "rope" else None
+        )
         self.rotary = rotary
         for block in self.blocks:
             block.attn.rotary = rotary
@@ -214,6 +228,10 @@ class TinyLM(nn.Module):
             raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
         if positions is None:
             positions = torch.arange(ids.shape[1], device=ids.device)
+        if positions.numel() and int(positions.max()) >= self.config.max_positions:
+            raise ValueError(
+                f"position {int(positions.max())} is beyond max_positions={self.config.max_positions} of this model"
+            )
         x = self.embed(ids)  # (b, s, d_model)
         if self.config.position == "sinusoidal":
             x = x + sinusoidal_table(positions.reshape(-1, ids.shape[1])[0], self.config.d_model).to(x.device)

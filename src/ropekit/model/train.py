@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from ropekit.model.checkpoint import save
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
-from ropekit.model.tasks import passkey_episode
+from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 
 
@@ -40,12 +40,17 @@ class TrainConfig:
 
 
 def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int) -> torch.Tensor:
-    """``(batch, train_length + 1)`` ids for ``step``: corpus windows and passkey episodes, from (seed, step)."""
+    """``(batch, train_length + 1)`` ids for ``step``: corpus windows and passkey episodes, from (seed, step).
+
+    Episodes need at least :func:`~ropekit.model.tasks.minimum_length` tokens; shorter contexts get corpus
+    windows only.
+    """
     rng = np.random.default_rng([train.seed, step])
     length = config.train_length + 1
+    episodes_fit = length >= minimum_length()
     rows = []
     for _ in range(train.batch_size):
-        if rng.random() < train.task_fraction:
+        if rng.random() < train.task_fraction and episodes_fit:
             rows.append(passkey_episode(rng, corpus, length).ids)
         else:
             start = int(rng.integers(0, len(corpus) - length))

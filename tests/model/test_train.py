@@ -1,0 +1,67 @@
+"""Training: loss goes down, batches are deterministic, resume continues exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ropekit.model import TinyConfig, TinyLM, load
+from ropekit.model.corpus import heldout_bytes
+from ropekit.model.train import TrainConfig, learning_rate, make_batch, train
+
+SMALL = TinyConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, ffn_dim=64, train_length=64)
+CORPUS = np.frombuffer(heldout_bytes(), dtype=np.uint8)
+
+
+def _loss(model: TinyLM, batch: torch.Tensor) -> float:
+    with torch.no_grad():
+        logits = model(batch[:, :-1])
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1)).item()
+
+
+def test_twenty_steps_lower_the_loss(tmp_path):
+    settings = TrainConfig(steps=20, batch_size=8, warmup=2, lr=3e-3, checkpoint_every=10)
+    probe = make_batch(CORPUS, SMALL, settings, 10_000)
+    torch.manual_seed(settings.seed)
+    before = _loss(TinyLM(SMALL), probe)
+    train(SMALL, settings, tmp_path / "run", corpus=CORPUS, progress=False)
+    after = _loss(load(tmp_path / "run"), probe)
+    assert after < before - 0.5
+
+
+def test_batches_are_a_function_of_seed_and_step():
+    settings = TrainConfig(batch_size=4)
+    assert torch.equal(make_batch(CORPUS, SMALL, settings, 3), make_batch(CORPUS, SMALL, settings, 3))
+    assert not torch.equal(make_batch(CORPUS, SMALL, settings, 3), make_batch(CORPUS, SMALL, settings, 4))
+
+
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch):
+    import ropekit.model.train as train_module
+
+    settings = TrainConfig(steps=12, batch_size=4, warmup=2, checkpoint_every=6)
+    train(SMALL, settings, tmp_path / "a", corpus=CORPUS, progress=False)
+
+    real_make_batch = train_module.make_batch
+
+    def interrupted(corpus, config, train_config, step):
+        if step == 8:
+            raise KeyboardInterrupt
+        return real_make_batch(corpus, config, train_config, step)
+
+    monkeypatch.setattr(train_module, "make_batch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(SMALL, settings, tmp_path / "b", corpus=CORPUS, progress=False)
+    monkeypatch.setattr(train_module, "make_batch", real_make_batch)
+    train(SMALL, settings, tmp_path / "b", corpus=CORPUS, progress=False)  # resumes from the step-6 checkpoint
+    a, b = load(tmp_path / "a"), load(tmp_path / "b")
+    for (name, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_learning_rate_warms_up_and_decays():
+    settings = TrainConfig(steps=100, warmup=10, lr=1.0, min_lr_fraction=0.1)
+    assert learning_rate(settings, 0, 0.0) == 0.1
+    assert learning_rate(settings, 50, 0.5) == 0.1 + 0.9 * 0.5
+    assert abs(learning_rate(settings, 99, 1.0) - 0.1) < 1e-12
