@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: command groups (sub-apps): name -> (module, Typer object name)
 GROUPS: dict[str, tuple[str, str]] = {
     "eval": ("eval_cmd", "app"),
+    "experiment": ("experiment_cmd", "app"),
 }
 
 

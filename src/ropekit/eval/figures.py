@@ -104,3 +104,20 @@ def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, pat
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def loss_curve_figure(history: list[dict[str, Any]], path: Path, title: str = "training loss") -> Path:
+    """Smoothed training loss (nats/byte and bits/byte) against optimizer step."""
+    plt = _pyplot()
+    steps = [h["step"] for h in history]
+    loss = np.array([h["loss"] for h in history])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, loss / np.log(2), color="tab:blue")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss (bits per byte, smoothed)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
