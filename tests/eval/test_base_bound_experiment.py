@@ -1,0 +1,53 @@
+"""The base-bound experiment: B_m against a direct sum, the conclusion logic, and the --quick run end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ropekit.eval.base_bound_experiment import b_m, conclusion
+
+
+def test_b_m_is_the_direct_sum():
+    values = b_m(10000.0, 128, np.array([0, 1, 1707]))
+    direct = [sum(math.cos(m * 10000.0 ** (-2 * i / 128)) for i in range(64)) for m in (0, 1, 1707)]
+    assert values == pytest.approx(direct, rel=1e-12, abs=1e-9)
+    assert values[2] < 0 < values[1]
+
+
+def _row(label, base, ppl, correct, trials=100):
+    from ropekit.eval.base_bound_experiment import overall_accuracy
+
+    rows = [{"trials": trials, "correct": correct}]
+    return {
+        "label": label,
+        "base": base,
+        "smallest_base": 1000.0,
+        "robust_base": 2000.0,
+        "heldout": {"perplexity": ppl},
+        "retrieval_overall": overall_accuracy(rows),
+    }
+
+
+def test_conclusion_says_reproduced_only_when_the_numbers_say_so():
+    reproduced = conclusion([_row("low", 10.0, 3.0, 20), _row("high", 5000.0, 2.9, 95)])
+    assert reproduced[0].startswith("Reproduced")
+    not_reproduced = conclusion([_row("low", 10.0, 3.0, 93), _row("high", 5000.0, 2.9, 95)])
+    assert not_reproduced[0].startswith("Not reproduced")
+    partly = conclusion([_row("low", 10.0, 4.0, 20), _row("high", 5000.0, 2.9, 95)])
+    assert partly[0].startswith("Partly")
+
+
+@pytest.mark.slow
+def test_quick_mode_end_to_end(tmp_path):
+    from ropekit.cli.app import app
+
+    result = CliRunner().invoke(app, ["experiment", "base-bound", "--quick", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((tmp_path / "results.json").read_text())
+    assert len(payload["models"]) == 6
+    assert (tmp_path / "index.html").is_file() and (tmp_path / "retrieval_vs_distance.png").stat().st_size > 10_000
