@@ -1,13 +1,90 @@
-"""Fast paths for :func:`ropekit.apply_rope` with the same semantics as the eager reference.
+"""Fast paths for :func:`ropekit.apply_rope`, with the same semantics as the eager torch reference.
 
-``apply_rope_into`` writes the rotation of ``x`` into ``target`` (which may be ``x`` itself).
+``apply_rope_into(x, cos, sin, target, ...)`` writes the rotation of ``x`` into ``target`` (which may be ``x``
+itself, in place) and picks the backend from the tensors, never from a flag:
+
+* CUDA tensors: a Triton kernel (:mod:`ropekit.kernels._triton`), if ``triton`` imports;
+* CPU tensors: a C++ kernel (:mod:`ropekit.kernels._cpu`), compiled on first use and cached per machine;
+* anything else, inputs a kernel declines (a last dim with stride != 1, an output that partly overlaps the
+  input, an integer or complex dtype), a missing compiler or Triton, and code being traced by
+  ``torch.compile`` (inductor fuses the eager ops itself; an opaque extension call would break the graph):
+  :func:`eager_rope_into`, the readable definition and the test oracle.
+
+Every backend forms each product ``x·cos``, ``x·sin`` in fp32 (fp64 for fp64 input), adds them, and rounds once
+to ``x.dtype``; pass-through dims past ``rotary_dim`` are copied bit for bit. The CPU kernel is bit-identical
+to the eager path; the Triton kernel may fuse a multiply-add on GPU (within one fp32 rounding).
+
+Environment switches (read once): ``ROPEKIT_CPU_KERNEL=0`` and ``ROPEKIT_TRITON=0`` disable a backend.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+from collections.abc import Callable
+
 import torch
 
 from ropekit.functional import _rotate
+from ropekit.kernels import _cpu
+
+__all__ = ["apply_rope_into", "backend_for", "eager_rope_into"]
+
+_UNSET = object()
+_triton_loaded: object = _UNSET
+
+
+def eager_rope_into(
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    target: torch.Tensor,
+    *,
+    rotary_dim: int,
+    interleaved: bool,
+    seq_dim: int,
+    conjugate: bool = False,
+) -> torch.Tensor:
+    """Pure-torch rotation of ``x`` into ``target``: the reference every fast path must match.
+
+    ``conjugate=True`` rotates by −θ (the backward of RoPE: R(θ)ᵀ = R(−θ)).
+    """
+    rotated = _rotate(x, cos, -sin if conjugate else sin, rotary_dim, interleaved, seq_dim)
+    if target is not x:
+        target[..., rotary_dim:] = x[..., rotary_dim:]
+    target[..., :rotary_dim] = rotated
+    return target
+
+
+def _triton_kernel() -> Callable[..., bool] | None:
+    global _triton_loaded
+    if _triton_loaded is _UNSET:
+        _triton_loaded = None
+        if os.environ.get("ROPEKIT_TRITON", "1") != "0":
+            try:
+                from ropekit.kernels import _triton
+
+                _triton_loaded = _triton.rope_into
+            except ImportError as exc:
+                warnings.warn(
+                    f"ropekit: Triton is unavailable ({exc}); apply_rope on CUDA uses the eager torch path",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+    return _triton_loaded  # type: ignore[return-value]
+
+
+def backend_for(x: torch.Tensor) -> str:
+    """Name of the backend :func:`apply_rope_into` tries first for ``x``: ``"triton"``, ``"cpu"`` or ``"eager"``.
+
+    Builds the CPU kernel in the foreground if needed (with a message), so calling it before timing keeps the
+    compile out of the timing and makes every later call use the kernel.
+    """
+    if x.is_cuda:
+        return "triton" if _triton_kernel() is not None else "eager"
+    if x.device.type == "cpu":
+        return "cpu" if _cpu.load(wait=True) is not None else "eager"
+    return "eager"
 
 
 def apply_rope_into(
@@ -19,10 +96,26 @@ def apply_rope_into(
     rotary_dim: int,
     interleaved: bool,
     seq_dim: int,
+    conjugate: bool = False,
 ) -> torch.Tensor:
-    """Rotate ``x`` into ``target`` (validated by the caller). Eager torch; one rounding to ``x.dtype``."""
-    rotated = _rotate(x, cos, sin, rotary_dim, interleaved, seq_dim)
-    if target is not x:
-        target[..., rotary_dim:] = x[..., rotary_dim:]
-    target[..., :rotary_dim] = rotated
-    return target
+    """Rotate ``x`` into ``target`` (validated by the caller, may be ``x``) with the fastest backend that applies.
+
+    Args:
+        x: ``(batch, seq, heads, head_dim)`` if ``seq_dim=1`` else ``(batch, heads, seq, head_dim)``.
+        cos, sin: ``(seq, rotary_dim // 2)`` or ``(batch | 1, seq, rotary_dim // 2)``.
+        target: same shape and dtype as ``x``; ``x`` itself for in place.
+        rotary_dim: rotating dims; the rest are copied.
+        interleaved: pairs (2i, 2i+1) instead of (i, i + rotary_dim/2).
+        seq_dim: 1 or 2, the sequence axis of ``x``.
+        conjugate: rotate by −θ (used by the backward).
+
+    Returns:
+        ``target``.
+    """
+    if not torch.compiler.is_compiling():
+        kernel = _triton_kernel() if x.is_cuda else _cpu.load()
+        if kernel is not None and kernel(x, cos, sin, target, rotary_dim, interleaved, seq_dim, conjugate):  # type: ignore[operator]
+            return target
+    return eager_rope_into(
+        x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate
+    )

@@ -1,0 +1,185 @@
+"""C++ source of the CPU RoPE kernel, compiled on first use by :mod:`ropekit.kernels._cpu`.
+
+Kept as a Python string so it ships inside the wheel with no package-data rule and no build step at install.
+
+Why the result is bit-identical to the eager torch path (:func:`ropekit.kernels.eager_rope_into`):
+
+* the products ``x1·cos``, ``x2·sin`` are each rounded to fp32 and then added, exactly as the separate torch
+  ops do; ``-ffp-contract=off`` stops the compiler fusing them into an FMA (one rounding instead of two);
+* the conjugate rotation (backward) uses ``a + b`` where eager computes ``a - (x2·(−sin))``; negation is exact,
+  so these are the same numbers;
+* bf16 is rounded to nearest-even on the bit pattern, as ``Tensor.to(torch.bfloat16)`` does, with integer
+  ops (not the AVX512-BF16 instruction, which flushes subnormals); fp16 uses the IEEE conversion;
+* tables are converted to the compute dtype with ``Tensor.to``, the same rounding eager applies.
+"""
+
+from __future__ import annotations
+
+CPP_SOURCE = r"""
+// ropekit CPU RoPE kernel: one read and one write of x; math in float (double for double input).
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+struct BF16 {
+  uint16_t bits;
+};
+
+inline float load(float v) { return v; }
+inline double load(double v) { return v; }
+inline float load(_Float16 v) { return static_cast<float>(v); }
+inline float load(BF16 v) {
+  const uint32_t u = static_cast<uint32_t>(v.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+inline void store(float* p, float v) { *p = v; }
+inline void store(double* p, double v) { *p = v; }
+inline void store(_Float16* p, float v) { *p = static_cast<_Float16>(v); }
+inline void store(BF16* p, float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof(u));
+  // Round to nearest, ties to even (c10::BFloat16's rule); NaN stays a quiet NaN.
+  const uint16_t rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  p->bits = (v != v) ? static_cast<uint16_t>(0x7FC0) : rounded;
+}
+
+// One head vector: rotate `half` pairs, then copy the pass-through dims unless writing in place.
+// Every element is read and written in the same iteration, so x == y (in place) is safe.
+template <typename T, typename A, bool INTERLEAVED, bool CONJ>
+inline void rope_row(const T* x, T* y, const A* c, const A* s, int64_t half, int64_t tail, bool copy_tail) {
+  if constexpr (INTERLEAVED) {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < half; ++i) {
+      const A x1 = load(x[2 * i]), x2 = load(x[2 * i + 1]);
+      const A a = x1 * c[i], b = x2 * s[i], d = x2 * c[i], e = x1 * s[i];
+      store(y + 2 * i, CONJ ? a + b : a - b);
+      store(y + 2 * i + 1, CONJ ? d - e : d + e);
+    }
+  } else {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < half; ++i) {
+      const A x1 = load(x[i]), x2 = load(x[i + half]);
+      const A a = x1 * c[i], b = x2 * s[i], d = x2 * c[i], e = x1 * s[i];
+      store(y + i, CONJ ? a + b : a - b);
+      store(y + i + half, CONJ ? d - e : d + e);
+    }
+  }
+  if (copy_tail && tail > 0) std::memcpy(y + 2 * half, x + 2 * half, tail * sizeof(T));
+}
+
+template <typename T, typename A, bool INTERLEAVED, bool CONJ>
+void rope_loop(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& out,
+               int64_t half, bool seq_is_dim1) {
+  // x viewed as (B, D1, D2, head_dim): D1 = seq (seq_dim=1) or heads (seq_dim=2).
+  const int64_t D1 = x.size(1), D2 = x.size(2), head_dim = x.size(3);
+  const int64_t rows = x.size(0) * D1 * D2;
+  const int64_t tail = head_dim - 2 * half;
+  const T* xp = static_cast<const T*>(x.const_data_ptr());
+  T* yp = static_cast<T*>(out.data_ptr());
+  const A* cp = cos.const_data_ptr<A>();
+  const A* sp = sin.const_data_ptr<A>();
+  const int64_t xs0 = x.stride(0), xs1 = x.stride(1), xs2 = x.stride(2);
+  const int64_t ys0 = out.stride(0), ys1 = out.stride(1), ys2 = out.stride(2);
+  const int64_t tb = cos.size(0) == 1 ? 0 : cos.stride(0), ts = cos.stride(1);
+  const bool copy_tail = static_cast<const void*>(xp) != static_cast<void*>(yp);
+  // Threads only pay off past ~64k elements (fork/join costs microseconds; decode shapes stay serial).
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(head_dim, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    int64_t k = begin % D2, j = (begin / D2) % D1, b = begin / (D1 * D2);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t t = b * tb + (seq_is_dim1 ? j : k) * ts;
+      rope_row<T, A, INTERLEAVED, CONJ>(xp + b * xs0 + j * xs1 + k * xs2, yp + b * ys0 + j * ys1 + k * ys2,
+                                        cp + t, sp + t, half, tail, copy_tail);
+      if (++k == D2) {
+        k = 0;
+        if (++j == D1) {
+          j = 0;
+          ++b;
+        }
+      }
+    }
+  });
+}
+
+template <typename T, typename A>
+void rope_dispatch(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& out,
+                   int64_t half, bool interleaved, bool seq_is_dim1, bool conjugate) {
+  if (interleaved) {
+    if (conjugate) rope_loop<T, A, true, true>(x, cos, sin, out, half, seq_is_dim1);
+    else rope_loop<T, A, true, false>(x, cos, sin, out, half, seq_is_dim1);
+  } else {
+    if (conjugate) rope_loop<T, A, false, true>(x, cos, sin, out, half, seq_is_dim1);
+    else rope_loop<T, A, false, false>(x, cos, sin, out, half, seq_is_dim1);
+  }
+}
+
+// Same storage (cheap and conservative: a view of another part of the same buffer also counts).
+bool aliases(const at::Tensor& a, const at::Tensor& b) {
+  return a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
+// True when no two indices of t address the same element: with the dims of size > 1 sorted by stride, each
+// stride must reach past the extent of the smaller ones. (Sufficient, not necessary; exotic views go eager.)
+bool distinct_elements(const at::Tensor& t) {
+  std::array<std::pair<int64_t, int64_t>, 4> dims{};  // (stride, size)
+  int n = 0;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims[n++] = {t.stride(d), t.size(d)};
+  std::sort(dims.begin(), dims.begin() + n);
+  int64_t extent = 1;
+  for (int i = 0; i < n; ++i) {
+    if (dims[i].first < extent) return false;
+    extent = dims[i].first * dims[i].second;
+  }
+  return true;
+}
+
+// Returns false (and touches nothing) when the inputs need the eager path: an unsupported dtype or device,
+// a last dim that is not contiguous, an output that shares memory with the input (other than exactly, in
+// place) or with a table, or an output with repeated elements. Shapes were validated by apply_rope.
+bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& sin_in, const at::Tensor& out,
+               int64_t rotary_dim, bool interleaved, int64_t seq_dim, bool conjugate) {
+  const auto dtype = x.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf && dtype != at::kDouble) return false;
+  if (!x.device().is_cpu() || !out.device().is_cpu() || out.scalar_type() != dtype) return false;
+  if (x.dim() != 4 || out.sizes() != x.sizes() || (seq_dim != 1 && seq_dim != 2)) return false;
+  if (x.numel() == 0) return true;
+  if (x.stride(3) != 1 || out.stride(3) != 1 || !x.has_storage() || !out.has_storage()) return false;
+  if (!distinct_elements(out)) return false;
+  if (aliases(x, out) && (x.const_data_ptr() != out.const_data_ptr() || x.strides() != out.strides())) return false;
+  const auto compute = dtype == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor cos = cos_in.to(compute).contiguous();
+  at::Tensor sin = sin_in.to(compute).contiguous();
+  if (cos.dim() == 2) {
+    cos = cos.unsqueeze(0);  // (1, seq, r/2)
+    sin = sin.unsqueeze(0);
+  }
+  if (aliases(out, cos) || aliases(out, sin)) return false;
+  const int64_t half = rotary_dim / 2;
+  const bool d1 = seq_dim == 1;
+  switch (dtype) {
+    case at::kFloat: rope_dispatch<float, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
+    case at::kDouble: rope_dispatch<double, double>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
+    case at::kBFloat16: rope_dispatch<BF16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
+    default: rope_dispatch<_Float16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
+  }
+  return true;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ropekit_cpu, m) {
+  m.def("rope_into", &rope_into, pybind11::call_guard<pybind11::gil_scoped_release>(),
+        "Rotate x into out (may be x); False if the eager path must handle these inputs.");
+}
+"""
