@@ -25,7 +25,10 @@ def require_float(
     """Return ``value`` as a finite float, or raise naming ``name`` and the allowed range."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float, e.g. 10**400
+        number = math.inf
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if above is not None and not number > above:

@@ -37,11 +37,11 @@ class RopeConfig:
     scaling: ScalingConfig | None = None
 
     def __post_init__(self) -> None:
-        require_int("head_dim", self.head_dim, minimum=1)
-        require_float("base", self.base, above=1.0)
-        object.__setattr__(self, "base", float(self.base))
+        # Store plain Python numbers (numpy scalars would leak into HF dicts and JSON).
+        object.__setattr__(self, "head_dim", require_int("head_dim", self.head_dim, minimum=1))
+        object.__setattr__(self, "base", require_float("base", self.base, above=1.0))
         if self.rotary_dim is not None:
-            require_int("rotary_dim", self.rotary_dim, minimum=2)
+            object.__setattr__(self, "rotary_dim", require_int("rotary_dim", self.rotary_dim, minimum=2))
             if self.rotary_dim > self.head_dim:
                 raise ValueError(f"rotary_dim must be <= head_dim ({self.head_dim}), got {self.rotary_dim}")
         if self.dim % 2:

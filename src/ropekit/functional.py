@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ropekit._validate import require_float, require_int
 from ropekit.scaling.registry import Frequencies
 
 
@@ -54,6 +55,8 @@ def cos_sin(
     at any position below 2**53.
     """
     _check_positions(positions)
+    # A NaN, infinite or non-positive factor would silently poison every table.
+    attention_factor = require_float("attention_factor", attention_factor, above=0.0)
     if isinstance(inv_freq, Frequencies):
         attention_factor = attention_factor * inv_freq.attention_factor
         inv_freq = inv_freq.inv_freq
@@ -94,8 +97,12 @@ def _check_apply(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_d
     half = cos.shape[-1]
     if rotary_dim is None:
         rotary_dim = 2 * half
-    elif rotary_dim != 2 * half:
-        raise ValueError(f"rotary_dim must equal 2 * cos.shape[-1] = {2 * half}, got {rotary_dim}")
+    else:
+        rotary_dim = require_int("rotary_dim", rotary_dim, minimum=2)
+        if rotary_dim % 2:
+            raise ValueError(f"rotary_dim must be even (dims rotate in pairs), got {rotary_dim}")
+        if rotary_dim != 2 * half:
+            raise ValueError(f"rotary_dim must equal 2 * cos.shape[-1] = {2 * half}, got {rotary_dim}")
     head_dim = x.shape[-1]
     if rotary_dim < 2 or rotary_dim > head_dim:
         raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}")
@@ -149,24 +156,20 @@ class _ApplyRope(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, cos, sin, rotary_dim, interleaved, seq_dim):  # type: ignore[override]
-        from ropekit.kernels import apply_rope_into
-
         ctx.save_for_backward(cos, sin)
         ctx.rotary_dim, ctx.interleaved, ctx.seq_dim = rotary_dim, interleaved, seq_dim
         out = torch.empty_like(x)
-        return apply_rope_into(x, cos, sin, out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
+        out[..., :rotary_dim] = _rotate(x, cos, sin, rotary_dim, interleaved, seq_dim)
+        out[..., rotary_dim:] = x[..., rotary_dim:]
+        return out
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[override]
         cos, sin = ctx.saved_tensors
-        r, interleaved, seq_dim = ctx.rotary_dim, ctx.interleaved, ctx.seq_dim
-        if torch.is_grad_enabled():
-            # create_graph=True: the gradient must itself be differentiable, so rotate through the Function.
-            return _ApplyRope.apply(grad, cos, -sin, r, interleaved, seq_dim), None, None, None, None, None
-        from ropekit.kernels import apply_rope_into
-
+        r = ctx.rotary_dim
         grad_x = torch.empty_like(grad)
-        apply_rope_into(grad, cos, sin, grad_x, rotary_dim=r, interleaved=interleaved, seq_dim=seq_dim, conjugate=True)
+        grad_x[..., :r] = _rotate(grad, cos, -sin, r, ctx.interleaved, ctx.seq_dim)
+        grad_x[..., r:] = grad[..., r:]
         return grad_x, None, None, None, None, None
 
 
@@ -216,10 +219,63 @@ def apply_rope(
         from ropekit.kernels import apply_rope_into
 
         return apply_rope_into(x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
-    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
-        return _ApplyRope.apply(x, cos, sin, rotary_dim, interleaved, seq_dim)
-    # No graph to record: skip the autograd.Function's overhead (microseconds, most of a decode step).
-    from ropekit.kernels import apply_rope_into
+    return _ApplyRope.apply(x, cos, sin, rotary_dim, interleaved, seq_dim)
 
-    out = torch.empty_like(x)
-    return apply_rope_into(x, cos, sin, out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
+
+def _permute_rows(weight: torch.Tensor, head_dim: int, rotary_dim: int | None, *, inverse: bool) -> torch.Tensor:
+    """Reorder the rotary rows of each head of a q/k projection (see :func:`interleaved_to_half_split`)."""
+    if not isinstance(weight, torch.Tensor) or weight.dim() not in (1, 2):
+        what = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
+        raise TypeError(f"weight must be a 2-D (out_features, in_features) or 1-D bias tensor, got {what}")
+    head_dim = require_int("head_dim", head_dim, minimum=2)
+    rotary_dim = head_dim if rotary_dim is None else require_int("rotary_dim", rotary_dim, minimum=2)
+    if rotary_dim % 2 or rotary_dim > head_dim:
+        raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}")
+    if weight.shape[0] % head_dim:
+        raise ValueError(f"weight.shape[0]={weight.shape[0]} is not a multiple of head_dim={head_dim}")
+    # Half-split row j < r/2 holds interleaved row 2j and row r/2 + j holds row 2j + 1: the same pair, the same
+    # frequency, so q·k is unchanged when q and k are both permuted (meta-llama's convert_llama_weights_to_hf).
+    order = torch.cat(
+        (
+            torch.arange(0, rotary_dim, 2),
+            torch.arange(1, rotary_dim, 2),
+            torch.arange(rotary_dim, head_dim),
+        )
+    )  # (head_dim,)
+    if inverse:
+        order = torch.argsort(order)
+    heads = weight.unflatten(0, (weight.shape[0] // head_dim, head_dim))  # (heads, head_dim[, in_features])
+    return heads[:, order.to(weight.device)].flatten(0, 1)  # (heads * head_dim[, in_features])
+
+
+def interleaved_to_half_split(weight: torch.Tensor, head_dim: int, *, rotary_dim: int | None = None) -> torch.Tensor:
+    """Convert a q or k projection from the interleaved pairing to the half-split pairing.
+
+    Meta's checkpoints rotate pairs (0,1),(2,3),… (RoFormer, arXiv 2104.09864, eq. 34); Hugging Face's
+    ``rotate_half`` rotates (i, i + rotary_dim/2). Permuting the output rows of the q and k projections makes a
+    model written for one run with the other and give the same attention scores. Apply it to both q and k
+    (never v, never o); a wrong or missing permutation is silent, so check scores after converting.
+
+    Args:
+        weight: ``(heads * head_dim, in_features)`` (``nn.Linear.weight``) or a ``(heads * head_dim,)`` bias.
+        head_dim: size of one head.
+        rotary_dim: rotating dims per head (default ``head_dim``); rows past it stay in place.
+
+    Returns:
+        A new tensor of the same shape with the rotary rows of every head reordered.
+    """
+    return _permute_rows(weight, head_dim, rotary_dim, inverse=False)
+
+
+def half_split_to_interleaved(weight: torch.Tensor, head_dim: int, *, rotary_dim: int | None = None) -> torch.Tensor:
+    """The inverse of :func:`interleaved_to_half_split` (Hugging Face layout back to Meta's).
+
+    Args:
+        weight: ``(heads * head_dim, in_features)`` or ``(heads * head_dim,)``.
+        head_dim: size of one head.
+        rotary_dim: rotating dims per head (default ``head_dim``).
+
+    Returns:
+        A new tensor of the same shape.
+    """
+    return _permute_rows(weight, head_dim, rotary_dim, inverse=True)

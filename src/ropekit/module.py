@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -77,8 +78,14 @@ class RotaryEmbedding(nn.Module):
             ):
                 return
         self._freq_seq_len = target
-        self._freqs = frequencies(self.config, seq_len=target)
-        self._cos = self._sin = None
+        freqs = frequencies(self.config, seq_len=target)
+        # A fixed_seq_len method returns the same frequencies for every length: keep the cache then, or decoding
+        # past L0 would rebuild the whole table at every new token.
+        if freqs.attention_factor != self._freqs.attention_factor or not np.array_equal(
+            freqs.inv_freq, self._freqs.inv_freq
+        ):
+            self._cos = self._sin = None
+        self._freqs = freqs
 
     def _ensure_cache(self, needed: int, device: torch.device) -> None:
         if self._cos is not None and self._cos.shape[0] >= needed and self._cos.device == device:
@@ -90,23 +97,37 @@ class RotaryEmbedding(nn.Module):
         self._cos, self._sin = cos_sin(positions, self._freqs)
 
     def cos_sin(
-        self, positions: torch.Tensor, *, device: torch.device | None = None
+        self,
+        positions: torch.Tensor,
+        *,
+        device: torch.device | None = None,
+        dtype: torch.dtype = torch.float32,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """fp32 tables for ``positions`` (with the attention factor applied).
+        """Tables for ``positions`` (with the attention factor applied).
+
+        Args:
+            positions: integer ``(seq,)`` or ``(batch, seq)``, values >= 0.
+            device: where the tables go (default ``positions.device``).
+            dtype: ``torch.float32`` reads the fp32 cache; ``torch.float64`` computes exact tables directly, so
+                float64 inputs keep float64 accuracy.
 
         Returns:
             ``(cos, sin)`` of shape ``positions.shape + (rotary_dim // 2,)``.
         """
         _check_positions(positions)
+        if dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         if positions.numel() == 0:
-            empty = torch.empty(*positions.shape, self.rotary_dim // 2, device=positions.device)
-            return empty, empty
+            empty = torch.empty(*positions.shape, self.rotary_dim // 2, device=device or positions.device, dtype=dtype)
+            return empty, empty.clone()
         largest = int(positions.max())
         if self.max_positions is not None and largest >= self.max_positions:
             raise ValueError(f"position {largest} is beyond max_positions={self.max_positions} of this RotaryEmbedding")
         if self._dynamic:
             self._update_for_length(largest + 1)
         device = device or positions.device
+        if dtype == torch.float64:
+            return cos_sin(positions.to(device), self._freqs, dtype=torch.float64)
         self._ensure_cache(largest + 1, device)
         index = positions.to(device)
         return self._cos[index], self._sin[index]
@@ -128,11 +149,18 @@ class RotaryEmbedding(nn.Module):
             offset: first position when ``positions`` is not given (KV-cache decoding).
             seq_dim: 1 for ``(batch, seq, heads, head_dim)``, 2 for ``(batch, heads, seq, head_dim)``.
         """
+        if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor):
+            raise TypeError(f"q and k must be tensors, got {type(q).__name__} and {type(k).__name__}")
         if positions is None:
             require_int("offset", offset, minimum=0)
             if seq_dim not in (1, 2):
                 raise ValueError(f"seq_dim must be 1 or 2, got {seq_dim!r}")
+            if q.dim() != 4:
+                raise ValueError(f"q must be 4-D (see seq_dim), got shape {tuple(q.shape)}")
             positions = torch.arange(offset, offset + q.shape[seq_dim], device=q.device)
-        cos, sin = self.cos_sin(positions, device=q.device)
+        elif offset != 0:
+            raise ValueError(f"pass either positions or offset, not both (got offset={offset!r})")
+        table_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
+        cos, sin = self.cos_sin(positions, device=q.device, dtype=table_dtype)
         kwargs = {"interleaved": self.config.interleaved, "seq_dim": seq_dim}
         return apply_rope(q, cos, sin, **kwargs), apply_rope(k, cos, sin, **kwargs)

@@ -1,0 +1,708 @@
+"""Tests of ropekit.functional: cos_sin, apply_rope and the weight-layout conversion.
+
+Every check compares against an oracle built here in float64 from the closed form θ_i = b^(−2i/d): an explicit
+block-diagonal rotation matrix, complex multiplication (Meta's ``freqs_cis``), the ``rotate_half`` /
+``rotate_every_two`` formulas, or a property (relative positions, norms, gradients).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ropekit.functional import apply_rope, cos_sin, half_split_to_interleaved, interleaved_to_half_split
+from ropekit.scaling.registry import Frequencies, inv_freq
+
+BASE = 10000.0
+
+
+# ---------------------------------------------------------------- float64 oracles (independent of ropekit)
+
+
+def ref_angles(positions: torch.Tensor, rotary_dim: int, base: float = BASE) -> torch.Tensor:
+    """float64 angles m·b^(−2i/d), shape ``positions.shape + (rotary_dim // 2,)``."""
+    theta = base ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
+    return torch.from_numpy(positions.numpy().astype(np.float64)[..., None] * theta)
+
+
+def pair_indices(rotary_dim: int, interleaved: bool) -> tuple[list[int], list[int]]:
+    """The (first, second) dim of every rotating pair."""
+    half = rotary_dim // 2
+    if interleaved:
+        return list(range(0, rotary_dim, 2)), list(range(1, rotary_dim, 2))
+    return list(range(half)), list(range(half, rotary_dim))
+
+
+def rotation_matrices(angles: torch.Tensor, head_dim: int, interleaved: bool) -> torch.Tensor:
+    """Explicit block-diagonal R_m for each position: ``angles.shape[:-1] + (head_dim, head_dim)``, identity past r."""
+    rotary_dim = 2 * angles.shape[-1]
+    R = torch.eye(head_dim, dtype=torch.float64).expand(*angles.shape[:-1], head_dim, head_dim).clone()
+    first, second = pair_indices(rotary_dim, interleaved)
+    for i, (a, b) in enumerate(zip(first, second, strict=True)):
+        c, s = torch.cos(angles[..., i]), torch.sin(angles[..., i])
+        R[..., a, a], R[..., a, b], R[..., b, a], R[..., b, b] = c, -s, s, c
+    return R
+
+
+def matrix_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """y = R_m x in float64; x ``(batch, seq, heads, head_dim)``, angles ``(seq, r/2)`` or ``(batch, seq, r/2)``."""
+    R = rotation_matrices(angles, x.shape[-1], interleaved)
+    if R.dim() == 3:
+        R = R.unsqueeze(0)  # (1, seq, D, D)
+    return torch.einsum("bsij,bshj->bshi", R, x.double())
+
+
+def complex_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """Pairs as complex numbers times e^{imθ} (Meta's ``freqs_cis``); x ``(batch, seq, heads, head_dim)``."""
+    r = 2 * angles.shape[-1]
+    xd = x.double()
+    if interleaved:
+        z = torch.view_as_complex(xd[..., :r].unflatten(-1, (r // 2, 2)).contiguous())  # (b, s, h, r/2)
+    else:
+        z = torch.complex(xd[..., : r // 2], xd[..., r // 2 : r])
+    rot = torch.polar(torch.ones_like(angles), angles)
+    rot = rot.unsqueeze(-2) if rot.dim() == 3 else rot[None, :, None]  # broadcast over heads
+    w = z * rot
+    head = torch.view_as_real(w).flatten(-2) if interleaved else torch.cat((w.real, w.imag), dim=-1)
+    return torch.cat((head, xd[..., r:]), dim=-1)
+
+
+def formula_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """HF ``x·cos + rotate_half(x)·sin`` (half-split) or GPT-J ``rotate_every_two`` (interleaved), float64."""
+    r = 2 * angles.shape[-1]
+    xd = x.double()
+    xr = xd[..., :r]
+    if interleaved:
+        cos = torch.cos(angles).repeat_interleave(2, dim=-1)
+        sin = torch.sin(angles).repeat_interleave(2, dim=-1)
+        rotated = torch.stack((-xr[..., 1::2], xr[..., 0::2]), dim=-1).flatten(-2)
+    else:
+        cos = torch.cat((torch.cos(angles),) * 2, dim=-1)
+        sin = torch.cat((torch.sin(angles),) * 2, dim=-1)
+        rotated = torch.cat((-xr[..., r // 2 :], xr[..., : r // 2]), dim=-1)
+    cos = cos.unsqueeze(-2) if cos.dim() == 3 else cos[None, :, None]
+    sin = sin.unsqueeze(-2) if sin.dim() == 3 else sin[None, :, None]
+    return torch.cat((xr * cos + rotated * sin, xd[..., r:]), dim=-1)
+
+
+def tables(positions: torch.Tensor, rotary_dim: int, dtype: torch.dtype = torch.float32):
+    return cos_sin(positions, inv_freq(rotary_dim, BASE), dtype=dtype)
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw bit pattern, so NaN payloads and −0.0 count in equality."""
+    return t.contiguous().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+LAYOUTS = pytest.mark.parametrize("interleaved", [False, True], ids=["half_split", "interleaved"])
+
+
+# ---------------------------------------------------------------- the three forms agree
+
+
+@LAYOUTS
+@pytest.mark.parametrize("rotary_dim", [64, 32], ids=["full", "partial"])
+def test_matrix_complex_and_formula_forms_agree_with_apply_rope(seed, interleaved, rotary_dim):
+    positions = torch.tensor([0, 1, 2, 7, 100, 4095, 65_537, 2**20])
+    x = torch.randn(2, len(positions), 3, 64)
+    cos, sin = tables(positions, rotary_dim)
+    y = apply_rope(x, cos, sin, interleaved=interleaved).double()
+    angles = ref_angles(positions, rotary_dim)
+    for oracle in (matrix_rope, complex_rope, formula_rope):
+        torch.testing.assert_close(y, oracle(x, angles, interleaved), rtol=0, atol=1e-6, msg=oracle.__name__)
+    # The oracles themselves agree to float64 rounding.
+    torch.testing.assert_close(matrix_rope(x, angles, interleaved), complex_rope(x, angles, interleaved))
+
+
+@LAYOUTS
+def test_float64_input_matches_matrix_to_float64_precision(seed, interleaved):
+    positions = torch.arange(0, 3000, 97)
+    x = torch.randn(1, len(positions), 2, 16, dtype=torch.float64)
+    cos, sin = tables(positions, 16, dtype=torch.float64)
+    y = apply_rope(x, cos, sin, interleaved=interleaved)
+    assert y.dtype == torch.float64
+    torch.testing.assert_close(y, matrix_rope(x, ref_angles(positions, 16), interleaved), rtol=0, atol=1e-12)
+
+
+@LAYOUTS
+def test_layouts_are_a_permutation_of_each_other(seed, interleaved):
+    """Interleaved pair i = dims (2i, 2i+1) is half-split pair i = dims (i, i + r/2)."""
+    r = 16
+    positions = torch.arange(10)
+    x = torch.randn(1, 10, 2, r, dtype=torch.float64)
+    cos, sin = tables(positions, r, dtype=torch.float64)
+    to_half = torch.cat((torch.arange(0, r, 2), torch.arange(1, r, 2)))
+    y_int = apply_rope(x, cos, sin, interleaved=True)
+    y_half = apply_rope(x[..., to_half], cos, sin, interleaved=False)
+    torch.testing.assert_close(y_int[..., to_half], y_half, rtol=0, atol=1e-14)
+
+
+# ---------------------------------------------------------------- properties
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    m=st.integers(0, 2**20),
+    n=st.integers(0, 2**20),
+    data_seed=st.integers(0, 2**31 - 1),
+    interleaved=st.booleans(),
+)
+def test_relative_position_property(m, n, data_seed, interleaved):
+    """⟨R_m q, R_n k⟩ = ⟨q, R_{n−m} k⟩ (RoFormer eq. 16); for n < m use the equal ⟨R_{m−n} q, k⟩."""
+    g = torch.Generator().manual_seed(data_seed)
+    q = torch.randn(1, 1, 1, 64, dtype=torch.float64, generator=g)
+    k = torch.randn(1, 1, 1, 64, dtype=torch.float64, generator=g)
+
+    def rotate(x, p):
+        cos, sin = tables(torch.tensor([p]), 64, dtype=torch.float64)
+        return apply_rope(x, cos, sin, interleaved=interleaved)
+
+    lhs = (rotate(q, m) * rotate(k, n)).sum()
+    rhs = (q * rotate(k, n - m)).sum() if n >= m else (rotate(q, m - n) * k).sum()
+    # Angles up to 2**20 carry ~1e-10 absolute error in float64.
+    assert abs(lhs - rhs) <= 1e-8 * q.norm() * k.norm()
+
+
+@LAYOUTS
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rotation_preserves_norms(seed, interleaved, dtype):
+    positions = torch.randint(0, 2**20, (64,))
+    x = torch.randn(2, 64, 4, 32, dtype=dtype)
+    cos, sin = tables(positions, 32, dtype=dtype)
+    y = apply_rope(x, cos, sin, interleaved=interleaved)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(y.double().norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=0)
+
+
+def test_attention_factor_scales_norms_and_tables(seed):
+    positions = torch.arange(50)
+    x = torch.randn(1, 50, 2, 16, dtype=torch.float64)
+    cos1, sin1 = tables(positions, 16, dtype=torch.float64)
+    cos2, sin2 = cos_sin(positions, inv_freq(16, BASE), attention_factor=1.25, dtype=torch.float64)
+    torch.testing.assert_close(cos2, 1.25 * cos1, rtol=1e-15, atol=0)
+    torch.testing.assert_close(sin2, 1.25 * sin1, rtol=1e-15, atol=0)
+    y = apply_rope(x, cos2, sin2)
+    torch.testing.assert_close(y.norm(dim=-1), 1.25 * x.norm(dim=-1), rtol=1e-13, atol=0)
+    # A Frequencies' own factor multiplies the one passed.
+    cos3, _ = cos_sin(positions, Frequencies(inv_freq(16, BASE), 2.0), attention_factor=1.25, dtype=torch.float64)
+    torch.testing.assert_close(cos3, 2.5 * cos1, rtol=1e-15, atol=0)
+
+
+# ---------------------------------------------------------------- autograd
+
+
+@LAYOUTS
+@pytest.mark.parametrize(
+    ("rotary_dim", "seq_dim", "batched_positions"),
+    [(8, 1, False), (6, 1, True), (8, 2, False), (4, 2, True)],
+)
+def test_gradcheck_float64(seed, interleaved, rotary_dim, seq_dim, batched_positions):
+    positions = torch.tensor([[0, 3, 1000, 2**20], [5, 6, 7, 8]]) if batched_positions else torch.tensor([0, 3, 9, 4])
+    cos, sin = tables(positions, rotary_dim, dtype=torch.float64)
+    shape = (2, 4, 3, 8) if seq_dim == 1 else (2, 3, 4, 8)
+    x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+
+    def f(x):
+        return apply_rope(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim)
+
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+
+
+@LAYOUTS
+def test_backward_is_rotation_by_negative_angle(seed, interleaved):
+    positions = torch.tensor([0, 11, 2**19])
+    x = torch.randn(1, 3, 2, 16, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(1, 3, 2, 16, dtype=torch.float64)
+    cos, sin = tables(positions, 12, dtype=torch.float64)
+    apply_rope(x, cos, sin, interleaved=interleaved).backward(g)
+    R = rotation_matrices(ref_angles(positions, 12), 16, interleaved)  # (seq, D, D)
+    expected = torch.einsum("sji,bshj->bshi", R, g)  # Rᵀ g
+    torch.testing.assert_close(x.grad, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_backward_saves_no_input_sized_tensor(seed, dtype):
+    x = torch.randn(2, 16, 4, 32, dtype=dtype, requires_grad=True)  # 4096 elements; tables are 16·16 = 256
+    cos, sin = tables(torch.arange(16), 32)
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = apply_rope(x, cos, sin)
+    assert saved, "the hook saw nothing: the check would be vacuous"
+    assert all(t.numel() < x.numel() for t in saved), [tuple(t.shape) for t in saved]
+    assert all(t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr() for t in saved)
+    y.sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_works_under_torch_compile(seed):
+    """Traced as one graph (fullgraph) by dynamo and AOT autograd, forward and backward."""
+    cos, sin = tables(torch.arange(16), 32)
+    x = torch.randn(2, 16, 4, 48, requires_grad=True)
+    compiled = torch.compile(
+        lambda x, cos, sin: apply_rope(x, cos, sin, interleaved=True), fullgraph=True, backend="aot_eager"
+    )
+    y = compiled(x, cos, sin)
+    angles = ref_angles(torch.arange(16), 32)
+    torch.testing.assert_close(y.double(), complex_rope(x.detach(), angles, True), rtol=0, atol=1e-6)
+    y.pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach(), rtol=1e-5, atol=1e-5)  # d‖Rx‖²/dx = 2x
+
+
+@pytest.mark.slow
+def test_works_under_torch_compile_inductor(seed):
+    cos, sin = tables(torch.arange(16), 32)
+    x = torch.randn(2, 16, 4, 48, requires_grad=True)
+    compiled = torch.compile(lambda x, cos, sin: apply_rope(x, cos, sin), fullgraph=True)
+    y = compiled(x, cos, sin)
+    torch.testing.assert_close(
+        y.double(), matrix_rope(x.detach(), ref_angles(torch.arange(16), 32), False), atol=1e-6, rtol=0
+    )
+    y.pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach(), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- weight layout conversion
+
+
+@pytest.mark.parametrize("rotary_dim", [None, 8], ids=["full", "partial"])
+def test_converting_qk_weights_keeps_attention_scores(seed, rotary_dim):
+    """A model written for interleaved RoPE, converted to half-split, gives the same scores (with GQA)."""
+    heads, kv_heads, head_dim, hidden, seq = 4, 2, 16, 32, 12
+    r = rotary_dim or head_dim
+    wq = torch.randn(heads * head_dim, hidden, dtype=torch.float64)
+    wk = torch.randn(kv_heads * head_dim, hidden, dtype=torch.float64)
+    bq = torch.randn(heads * head_dim, dtype=torch.float64)
+    h = torch.randn(1, seq, hidden, dtype=torch.float64)
+    cos, sin = tables(torch.arange(seq), r, dtype=torch.float64)
+
+    def scores(wq, bq, wk, interleaved):
+        q = (h @ wq.T + bq).unflatten(-1, (heads, head_dim))  # (1, seq, heads, head_dim)
+        k = (h @ wk.T).unflatten(-1, (kv_heads, head_dim))  # (1, seq, kv_heads, head_dim)
+        q = apply_rope(q, cos, sin, interleaved=interleaved)
+        k = apply_rope(k, cos, sin, interleaved=interleaved).repeat_interleave(heads // kv_heads, dim=2)
+        return torch.einsum("bshd,bthd->bhst", q, k)  # (1, heads, seq, seq)
+
+    original = scores(wq, bq, wk, interleaved=True)
+    convert = {"head_dim": head_dim, "rotary_dim": rotary_dim}
+    wq_h, bq_h, wk_h = (interleaved_to_half_split(w, **convert) for w in (wq, bq, wk))
+    torch.testing.assert_close(scores(wq_h, bq_h, wk_h, interleaved=False), original, rtol=1e-12, atol=1e-10)
+    # The check has power: unconverted weights in the other layout give different scores.
+    assert not torch.allclose(scores(wq, bq, wk, interleaved=False), original, rtol=1e-3, atol=1e-3)
+    # Round trips are exact, and the inverse undoes a half-split model back to interleaved.
+    for w in (wq, bq, wk):
+        assert torch.equal(half_split_to_interleaved(interleaved_to_half_split(w, **convert), **convert), w)
+        assert torch.equal(interleaved_to_half_split(half_split_to_interleaved(w, **convert), **convert), w)
+    back = (half_split_to_interleaved(w, **convert) for w in (wq_h, bq_h, wk_h))
+    torch.testing.assert_close(scores(*back, interleaved=True), original, rtol=0, atol=0)
+
+
+def test_weight_conversion_matches_meta_llama_permute():
+    """The permutation transformers' convert_llama_weights_to_hf applies to Meta's wq/wk (a closed form)."""
+    heads, head_dim, hidden = 3, 8, 5
+    w = torch.arange(heads * head_dim * hidden, dtype=torch.float32).reshape(heads * head_dim, hidden)
+    expected = w.view(heads, head_dim // 2, 2, hidden).transpose(1, 2).reshape(heads * head_dim, hidden)
+    assert torch.equal(interleaved_to_half_split(w, head_dim), expected)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"head_dim": 10}, ValueError, r"weight.shape\[0\]=24 is not a multiple of head_dim=10"),
+        ({"head_dim": 8, "rotary_dim": 5}, ValueError, r"rotary_dim must be even.*got 5"),
+        ({"head_dim": 8, "rotary_dim": 10}, ValueError, r"rotary_dim .*head_dim=8.*got 10"),
+        ({"head_dim": 8.0}, TypeError, r"head_dim must be an integer, got 8.0"),
+    ],
+)
+def test_weight_conversion_rejects_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        interleaved_to_half_split(torch.zeros(24, 4), **kwargs)
+
+
+# ---------------------------------------------------------------- partial rotary
+
+
+@LAYOUTS
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mode", ["autograd", "out", "inplace"])
+def test_partial_rotary_pass_through_is_bit_identical(seed, interleaved, dtype, mode):
+    x = torch.randn(2, 5, 3, 24).to(dtype)
+    # Values arithmetic would disturb: NaN payloads, −0.0, infinities and subnormals.
+    x[0, 0, 0, 16:20] = torch.tensor([float("nan"), -0.0, float("inf"), torch.finfo(dtype).tiny / 4])
+    original = x.clone()
+    cos, sin = tables(torch.arange(5), 16)
+    if mode == "autograd":
+        y = apply_rope(x.requires_grad_(), cos, sin, interleaved=interleaved)
+    elif mode == "out":
+        y = apply_rope(x, cos, sin, interleaved=interleaved, out=torch.full_like(x, 7.0))
+    else:
+        y = apply_rope(x, cos, sin, interleaved=interleaved, inplace=True)
+    assert torch.equal(bits(y[..., 16:]), bits(original[..., 16:]))
+    # The rotary part did change, and matches the oracle.
+    ref = matrix_rope(original[..., :16], ref_angles(torch.arange(5), 16), interleaved)
+    torch.testing.assert_close(y[..., :16].double(), ref.to(dtype).double(), rtol=1e-2, atol=1e-2)
+
+
+# ---------------------------------------------------------------- positions: offsets, packing, padding, batches
+
+
+@LAYOUTS
+def test_decoding_one_token_at_offset_equals_row_of_full_apply(seed, interleaved):
+    seq = 40
+    x = torch.randn(2, seq, 4, 32)
+    cos, sin = tables(torch.arange(seq), 32)
+    full = apply_rope(x, cos, sin, interleaved=interleaved)
+    for p in (0, 1, 17, seq - 1):
+        c, s = tables(torch.tensor([p]), 32)
+        step = apply_rope(x[:, p : p + 1], c, s, interleaved=interleaved)
+        torch.testing.assert_close(step, full[:, p : p + 1], rtol=0, atol=1e-7)
+    # A decode step far into a KV cache: position 2**20 − 1, against the float64 matrix.
+    p = 2**20 - 1
+    c, s = tables(torch.tensor([p]), 32)
+    step = apply_rope(x[:, :1], c, s, interleaved=interleaved)
+    torch.testing.assert_close(
+        step.double(), matrix_rope(x[:, :1], ref_angles(torch.tensor([p]), 32), interleaved), rtol=0, atol=1e-6
+    )
+
+
+@LAYOUTS
+def test_packed_sequences_equal_separate_sequences(seed, interleaved):
+    lengths = [3, 7, 1, 5]
+    positions = torch.cat([torch.arange(n) for n in lengths])  # per-document positions
+    x = torch.randn(1, sum(lengths), 2, 16, dtype=torch.float64)
+    cos, sin = tables(positions, 16, dtype=torch.float64)
+    packed = apply_rope(x, cos, sin, interleaved=interleaved)
+    for doc_x, doc_y in zip(x.split(lengths, dim=1), packed.split(lengths, dim=1), strict=True):
+        c, s = tables(torch.arange(doc_x.shape[1]), 16, dtype=torch.float64)
+        torch.testing.assert_close(doc_y, apply_rope(doc_x, c, s, interleaved=interleaved), rtol=0, atol=1e-15)
+
+
+@LAYOUTS
+def test_left_padding_matches_unpadded_rows(seed, interleaved):
+    lengths, seq = [6, 3], 6
+    x = torch.randn(2, seq, 2, 16)
+    # Left padded: real tokens start at position 0 after the padding (as HF builds position_ids from the mask).
+    positions = torch.stack([(torch.arange(seq) - (seq - n)).clamp_min(0) for n in lengths])  # (2, seq)
+    cos, sin = tables(positions, 16)
+    y = apply_rope(x, cos, sin, interleaved=interleaved)
+    for row, n in enumerate(lengths):
+        c, s = tables(torch.arange(n), 16)
+        alone = apply_rope(x[row : row + 1, seq - n :], c, s, interleaved=interleaved)
+        torch.testing.assert_close(y[row : row + 1, seq - n :], alone, rtol=0, atol=1e-7)
+
+
+@LAYOUTS
+@pytest.mark.parametrize("seq_dim", [1, 2])
+def test_different_positions_per_batch_row(seed, interleaved, seq_dim):
+    positions = torch.tensor([[0, 1, 2, 3], [100, 101, 102, 103], [7, 3, 2**20, 0]])  # (batch, seq)
+    x = torch.randn(3, 4, 2, 16)
+    cos, sin = tables(positions, 16)
+    xin = x if seq_dim == 1 else x.transpose(1, 2)
+    y = apply_rope(xin, cos, sin, interleaved=interleaved, seq_dim=seq_dim)
+    y = y if seq_dim == 1 else y.transpose(1, 2)
+    torch.testing.assert_close(y.double(), matrix_rope(x, ref_angles(positions, 16), interleaved), rtol=0, atol=1e-6)
+    # A batch-1 table broadcasts over the batch.
+    c1, s1 = tables(positions[1:2], 16)
+    y1 = apply_rope(xin, c1, s1, interleaved=interleaved, seq_dim=seq_dim)
+    y1 = y1 if seq_dim == 1 else y1.transpose(1, 2)
+    ref1 = matrix_rope(x, ref_angles(positions[1], 16), interleaved)
+    torch.testing.assert_close(y1.double(), ref1, rtol=0, atol=1e-6)
+
+
+@LAYOUTS
+def test_gqa_q_and_k_with_different_head_counts(seed, interleaved):
+    positions = torch.arange(5, 15)
+    q = torch.randn(2, 10, 8, 32)
+    k = torch.randn(2, 10, 2, 32)
+    cos, sin = tables(positions, 32)
+    angles = ref_angles(positions, 32)
+    for x in (q, k):
+        y = apply_rope(x, cos, sin, interleaved=interleaved)
+        torch.testing.assert_close(y.double(), complex_rope(x, angles, interleaved), rtol=0, atol=1e-6)
+
+
+@LAYOUTS
+def test_seq_dim_2_layout(seed, interleaved):
+    positions = torch.tensor([3, 1, 4, 1, 5, 9])
+    x = torch.randn(2, 6, 3, 24)  # (batch, seq, heads, head_dim)
+    cos, sin = tables(positions, 16)
+    y2 = apply_rope(x.transpose(1, 2), cos, sin, interleaved=interleaved, seq_dim=2)  # (batch, heads, seq, hd)
+    assert y2.shape == (2, 3, 6, 24)
+    ref = matrix_rope(x, ref_angles(positions, 16), interleaved)
+    torch.testing.assert_close(y2.transpose(1, 2).double(), ref, rtol=0, atol=1e-6)
+    assert torch.equal(y2.transpose(1, 2), apply_rope(x, cos, sin, interleaved=interleaved))
+
+
+# ---------------------------------------------------------------- precision
+
+
+def test_cos_sin_within_1e7_at_every_position_up_to_2_pow_20():
+    """All 2**20 + 1 positions (some 67M values per table) for d = 128, b = 1e4.
+
+    The oracle is independent of the formula under test: e^{i(m0+k)θ} = e^{im0θ}·e^{ikθ} in complex128, from
+    a 1024-entry table of e^{ikθ} and one e^{im0θ} per block (error ~1e-15).
+    """
+    d, block, n = 128, 1024, 2**20 + 1
+    theta = BASE ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    inner = np.exp(1j * np.outer(np.arange(block, dtype=np.float64), theta))  # (block, d/2)
+    freqs = inv_freq(d, BASE)
+    worst_cos = worst_sin = 0.0
+    blocks_per_chunk = 64
+    n_blocks = -(-n // block)
+    for b0 in range(0, n_blocks, blocks_per_chunk):
+        starts = np.arange(b0, min(b0 + blocks_per_chunk, n_blocks), dtype=np.float64) * block
+        ref = (np.exp(1j * np.outer(starts, theta))[:, None, :] * inner[None]).reshape(-1, d // 2)
+        cos, sin = cos_sin(torch.arange(int(starts[0]), int(starts[-1]) + block), freqs)
+        assert cos.dtype == sin.dtype == torch.float32
+        worst_cos = max(worst_cos, float(np.abs(cos.numpy() - ref.real).max()))
+        worst_sin = max(worst_sin, float(np.abs(sin.numpy() - ref.imag).max()))
+    assert worst_cos <= 1e-7 and worst_sin <= 1e-7, (worst_cos, worst_sin)
+
+
+@LAYOUTS
+def test_fp32_rotated_vectors_within_1e6_up_to_2_pow_20(seed, interleaved):
+    positions = torch.cat((torch.randint(0, 2**20, (2000,)), torch.arange(2**20 - 47, 2**20 + 1)))
+    x = torch.randn(1, len(positions), 2, 128)
+    cos, sin = tables(positions, 128)
+    y = apply_rope(x, cos, sin, interleaved=interleaved)
+    err = (y.double() - complex_rope(x, ref_angles(positions, 128), interleaved)).abs().max()
+    assert err <= 1e-6, float(err)
+
+
+def ulp(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Spacing of ``dtype`` at each float64 value (its smallest subnormal spacing near zero)."""
+    info = torch.finfo(dtype)
+    _, exponent = torch.frexp(values)  # values = m·2**e, 0.5 <= |m| < 1
+    spacing = torch.ldexp(torch.ones_like(values), exponent - (1 + round(-math.log2(info.eps))))
+    return spacing.clamp_min(info.smallest_normal * info.eps)
+
+
+@LAYOUTS
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_within_one_rounding_of_float64(seed, interleaved, dtype):
+    """Math in fp32 and one rounding at the end: every output within 1 ulp of the float64 result.
+
+    Near zero (a pair rotated almost onto an axis; fp16 subnormals) the fp32 arithmetic itself, a few fp32
+    roundings of the pair's magnitude, can exceed a low-precision ulp; that slack, 2**-21 · |pair|, is allowed
+    on top. Computing in the low dtype instead is off by thousands of ulps.
+    """
+    positions = torch.cat((torch.randint(0, 2**20, (500,)), torch.arange(2**20 - 11, 2**20 + 1)))
+    x = torch.randn(2, len(positions), 4, 64).to(dtype)
+    cos, sin = tables(positions, 64)
+    y = apply_rope(x, cos, sin, interleaved=interleaved)
+    assert y.dtype == dtype
+    exact = complex_rope(x, ref_angles(positions, 64), interleaved)  # float64 from the same dtype inputs
+    first, second = pair_indices(64, interleaved)
+    pair_norm = torch.empty_like(exact)
+    pair_norm[..., first] = pair_norm[..., second] = torch.hypot(exact[..., first], exact[..., second])
+    err = (y.double() - exact).abs()
+    excess = err - ulp(exact, dtype) - 2**-21 * pair_norm
+    assert excess.max() <= 0, float((err / ulp(exact, dtype)).max())
+    assert (err <= ulp(exact, dtype)).double().mean() >= 0.9999
+    # Nearly all are the correctly rounded value itself (double rounding through fp32 rarely differs).
+    assert (y == exact.to(dtype)).double().mean() >= 0.999
+    # fp32 tables do not lose anything either: the same through fp64 tables is equal.
+    c64, s64 = tables(positions, 64, dtype=torch.float64)
+    y64 = apply_rope(x.double(), c64, s64, interleaved=interleaved).to(dtype)
+    assert (y == y64).double().mean() >= 0.999
+
+
+# ---------------------------------------------------------------- inplace and out=
+
+
+@LAYOUTS
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("seq_dim", [1, 2])
+def test_inplace_and_out_equal_out_of_place(seed, interleaved, dtype, seq_dim):
+    positions = torch.tensor([[0, 5, 9, 2**20], [1, 2, 3, 4]])
+    x = torch.randn(2, 4, 3, 20).to(dtype)
+    if seq_dim == 2:
+        x = x.transpose(1, 2).contiguous()
+    cos, sin = tables(positions, 16)
+    expected = apply_rope(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim)
+    out = torch.empty_like(x)
+    result = apply_rope(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, out=out)
+    assert result is out and torch.equal(out, expected)
+    y = x.clone()
+    result = apply_rope(y, cos, sin, interleaved=interleaved, seq_dim=seq_dim, inplace=True)
+    assert result is y and torch.equal(y, expected)
+
+
+@LAYOUTS
+def test_inplace_on_a_strided_view_touches_only_that_view(seed, interleaved):
+    """q as a slice of a fused qkv projection (non-contiguous): only q's columns change."""
+    qkv = torch.randn(2, 6, 3 * 4 * 16)  # (batch, seq, 3 · heads · head_dim)
+    before = qkv.clone()
+    q = qkv[..., : 4 * 16].unflatten(-1, (4, 16))  # (2, 6, 4, 16), a view
+    cos, sin = tables(torch.arange(6), 16)
+    expected = apply_rope(q.clone(), cos, sin, interleaved=interleaved)
+    apply_rope(q, cos, sin, interleaved=interleaved, inplace=True)
+    assert torch.equal(qkv[..., : 4 * 16].unflatten(-1, (4, 16)), expected)
+    assert torch.equal(qkv[..., 4 * 16 :], before[..., 4 * 16 :])
+
+
+@pytest.mark.parametrize(
+    ("out", "match"),
+    [
+        (torch.empty(2, 4, 3, 8), r"out must be a tensor with x's shape \(2, 4, 3, 16\).*got \(\(2, 4, 3, 8\)"),
+        (torch.empty(2, 4, 3, 16, dtype=torch.float64), r"dtype torch.float32, got .*torch.float64"),
+        ([1, 2], r"out must be a tensor .*got \[1, 2\]"),
+    ],
+)
+def test_out_with_wrong_shape_or_dtype_errors(seed, out, match):
+    x = torch.randn(2, 4, 3, 16)
+    cos, sin = tables(torch.arange(4), 16)
+    with pytest.raises(ValueError, match=match):
+        apply_rope(x, cos, sin, out=out)
+
+
+def test_inplace_or_out_with_requires_grad_errors(seed):
+    x = torch.randn(1, 4, 2, 16, requires_grad=True)
+    cos, sin = tables(torch.arange(4), 16)
+    with pytest.raises(ValueError, match="inplace=True and out= do not support autograd; x requires grad"):
+        apply_rope(x, cos, sin, inplace=True)
+    with pytest.raises(ValueError, match="do not support autograd"):
+        apply_rope(x, cos, sin, out=torch.empty(1, 4, 2, 16))
+    with pytest.raises(ValueError, match="either inplace=True or out="):
+        apply_rope(x.detach(), cos, sin, inplace=True, out=torch.empty(1, 4, 2, 16))
+    with torch.no_grad():  # allowed without autograd
+        assert apply_rope(x, cos, sin, inplace=True) is x
+
+
+# ---------------------------------------------------------------- bad input
+
+
+X = torch.zeros(2, 4, 3, 16)
+COS, SIN = cos_sin(torch.arange(4), inv_freq(16, BASE))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        # rotary_dim: odd, too large, not matching the tables, not an integer
+        (lambda: apply_rope(X, COS, SIN, rotary_dim=15), ValueError, r"rotary_dim must be even.*got 15"),
+        (
+            lambda: apply_rope(X, COS, SIN, rotary_dim=12),
+            ValueError,
+            r"rotary_dim must equal 2 \* cos.shape\[-1\] = 16, got 12",
+        ),
+        (
+            lambda: apply_rope(X[..., :8], COS, SIN),
+            ValueError,
+            r"rotary_dim must be even and in \[2, head_dim=8\], got 16",
+        ),
+        (lambda: apply_rope(X, COS, SIN, rotary_dim=16.0), TypeError, r"rotary_dim must be an integer, got 16.0"),
+        (lambda: inv_freq(15, BASE), ValueError, r"rotary_dim must be even.*got 15"),
+        (lambda: inv_freq(0, BASE), ValueError, r"rotary_dim must be an integer >= 2, got 0"),
+        # base
+        (lambda: inv_freq(16, 1.0), ValueError, r"base must be > 1.0, got 1.0"),
+        (lambda: inv_freq(16, 0.5), ValueError, r"base must be > 1.0, got 0.5"),
+        (lambda: inv_freq(16, -3), ValueError, r"base must be > 1.0, got -3"),
+        (lambda: inv_freq(16, float("nan")), ValueError, r"base must be finite, got nan"),
+        (lambda: inv_freq(16, float("inf")), ValueError, r"base must be finite, got inf"),
+        (lambda: inv_freq(16, "1e4"), TypeError, r"base must be a real number, got '1e4'"),
+        # positions
+        (
+            lambda: cos_sin(torch.tensor([0, -3]), inv_freq(16, BASE)),
+            ValueError,
+            r"positions must be >= 0, got minimum -3",
+        ),
+        (
+            lambda: cos_sin(torch.tensor([0.0, 1.5]), inv_freq(16, BASE)),
+            TypeError,
+            r"positions must have an integer dtype, got torch.float32",
+        ),
+        (
+            lambda: cos_sin(torch.tensor([True]), inv_freq(16, BASE)),
+            TypeError,
+            r"positions must have an integer dtype, got torch.bool",
+        ),
+        (
+            lambda: cos_sin([0, 1], inv_freq(16, BASE)),
+            TypeError,
+            r"positions must be an integer torch.Tensor, got list",
+        ),
+        (
+            lambda: cos_sin(torch.zeros(1, 2, 3, dtype=torch.long), inv_freq(16, BASE)),
+            ValueError,
+            r"positions must be 1-D .*got shape \(1, 2, 3\)",
+        ),
+        # attention factor and table dtype
+        (
+            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), attention_factor=float("nan")),
+            ValueError,
+            r"attention_factor must be finite, got nan",
+        ),
+        (
+            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), attention_factor=0.0),
+            ValueError,
+            r"attention_factor must be > 0.0, got 0.0",
+        ),
+        (
+            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), dtype=torch.int32),
+            TypeError,
+            r"dtype must be a floating dtype, got torch.int32",
+        ),
+        # cos/sin that do not match x
+        (lambda: apply_rope(X[:, :3], COS, SIN), ValueError, r"cos/sin cover 4 positions but x has 3 along seq_dim=1"),
+        (
+            lambda: apply_rope(X, COS, SIN, seq_dim=2),
+            ValueError,
+            r"cos/sin cover 4 positions but x has 3 along seq_dim=2",
+        ),
+        (
+            lambda: apply_rope(X, COS.expand(3, 4, 8), SIN.expand(3, 4, 8)),
+            ValueError,
+            r"cos/sin batch 3 does not match x batch 2",
+        ),
+        (
+            lambda: apply_rope(X, COS, SIN[:, :4]),
+            ValueError,
+            r"cos and sin must have the same shape, got \(4, 8\) and \(4, 4\)",
+        ),
+        (
+            lambda: apply_rope(X, COS[None, None], SIN[None, None]),
+            ValueError,
+            r"cos must be \(seq, rotary_dim/2\).*got \(1, 1, 4, 8\)",
+        ),
+        (lambda: apply_rope(X, COS.long(), SIN), TypeError, r"cos must be a floating-point tensor"),
+        # x
+        (lambda: apply_rope(X.long(), COS, SIN), TypeError, r"x must be a floating-point tensor .*got torch.int64"),
+        (
+            lambda: apply_rope(X.to(torch.complex64), COS, SIN),
+            TypeError,
+            r"x must be a floating-point tensor .*got torch.complex64",
+        ),
+        (lambda: apply_rope(X[0], COS, SIN), ValueError, r"x must be 4-D .*got \(4, 3, 16\)"),
+        (lambda: apply_rope(X, COS, SIN, seq_dim=0), ValueError, r"seq_dim must be 1 .* or 2 .*got 0"),
+    ],
+)
+def test_bad_input_raises_error_naming_argument_and_value(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@given(
+    rotary_dim=st.one_of(st.integers(-4, 40), st.floats(allow_nan=True), st.none(), st.text(max_size=2)),
+    seq_dim=st.one_of(st.integers(-3, 5), st.none()),
+    rows=st.integers(0, 6),
+)
+@settings(max_examples=150, deadline=None, derandomize=True)
+def test_any_argument_gives_a_result_or_a_value_or_type_error(rotary_dim, seq_dim, rows):
+    """Never an AssertionError, IndexError or NaN: either a correct rotation or a ValueError/TypeError."""
+    try:
+        y = apply_rope(X[:, :rows] + 1.0, COS, SIN, rotary_dim=rotary_dim, seq_dim=seq_dim)
+    except (ValueError, TypeError):
+        return
+    assert not torch.isnan(y).any()
+    assert torch.equal(y, apply_rope(X + 1.0, COS, SIN, seq_dim=1))
