@@ -156,20 +156,24 @@ class _ApplyRope(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, cos, sin, rotary_dim, interleaved, seq_dim):  # type: ignore[override]
+        from ropekit.kernels import apply_rope_into
+
         ctx.save_for_backward(cos, sin)
         ctx.rotary_dim, ctx.interleaved, ctx.seq_dim = rotary_dim, interleaved, seq_dim
         out = torch.empty_like(x)
-        out[..., :rotary_dim] = _rotate(x, cos, sin, rotary_dim, interleaved, seq_dim)
-        out[..., rotary_dim:] = x[..., rotary_dim:]
-        return out
+        return apply_rope_into(x, cos, sin, out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[override]
         cos, sin = ctx.saved_tensors
-        r = ctx.rotary_dim
+        r, interleaved, seq_dim = ctx.rotary_dim, ctx.interleaved, ctx.seq_dim
+        if torch.is_grad_enabled():
+            # create_graph=True: the gradient must itself be differentiable, so rotate through the Function.
+            return _ApplyRope.apply(grad, cos, -sin, r, interleaved, seq_dim), None, None, None, None, None
+        from ropekit.kernels import apply_rope_into
+
         grad_x = torch.empty_like(grad)
-        grad_x[..., :r] = _rotate(grad, cos, -sin, r, ctx.interleaved, ctx.seq_dim)
-        grad_x[..., r:] = grad[..., r:]
+        apply_rope_into(grad, cos, sin, grad_x, rotary_dim=r, interleaved=interleaved, seq_dim=seq_dim, conjugate=True)
         return grad_x, None, None, None, None, None
 
 
@@ -219,7 +223,13 @@ def apply_rope(
         from ropekit.kernels import apply_rope_into
 
         return apply_rope_into(x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
-    return _ApplyRope.apply(x, cos, sin, rotary_dim, interleaved, seq_dim)
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        return _ApplyRope.apply(x, cos, sin, rotary_dim, interleaved, seq_dim)
+    # No graph to record: skip the autograd.Function's overhead (microseconds, most of a decode step).
+    from ropekit.kernels import apply_rope_into
+
+    out = torch.empty_like(x)
+    return apply_rope_into(x, cos, sin, out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
 
 
 def _permute_rows(weight: torch.Tensor, head_dim: int, rotary_dim: int | None, *, inverse: bool) -> torch.Tensor:
