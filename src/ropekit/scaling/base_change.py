@@ -20,7 +20,7 @@ class BaseChange(ScalingConfig):
     base: float
 
     def __post_init__(self) -> None:
-        require_float("base", self.base, above=1.0)
+        object.__setattr__(self, "base", require_float("base", self.base, above=1.0))
 
 
 @register_scaling(BaseChange, aliases=("abf",))

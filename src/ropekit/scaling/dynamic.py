@@ -25,10 +25,21 @@ class DynamicScaling(ScalingConfig):
     * ``fixed_seq_len=N``: the base is computed once for n = max(N, L) and never changes, so a KV cache stays
       consistent. This is a ropekit option; transformers cannot express it.
 
+    transformers quirks (5.18) and how ropekit treats them:
+
+    * The original length L is the model's ``max_position_embeddings``; an ``original_max_position_embeddings``
+      in the rope dict is ignored. ``from_hf_config`` does the same.
+    * The module recomputes only when ``max(position) + 1`` exceeds the largest length seen, and resets to the
+      original frequencies only when it drops strictly below L (a call of length exactly L after a longer one
+      keeps the long-length base). :class:`ropekit.RotaryEmbedding` follows the same rule.
+    * With ``factor = 1`` the base still grows above L (b·(n/L)^(d/(d−2))): "factor 1" is not "no scaling"
+      for dynamic NTK. ropekit: the same formula.
+    * Inside its module transformers forms the new base from a tensor length, in float32; ropekit computes in
+      float64 (they agree to ~1e-6 relative).
+
     Attributes:
         factor: s >= 1.
-        original_max_position_embeddings: L, the length below which nothing changes (transformers reads it
-            from the model's top-level ``max_position_embeddings``).
+        original_max_position_embeddings: L, the length below which nothing changes.
         fixed_seq_len: the declared maximum length for the fixed mode.
     """
 
@@ -40,7 +51,7 @@ class DynamicScaling(ScalingConfig):
     fixed_seq_len: int | None = None
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
         require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
         if self.fixed_seq_len is not None:
             require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
@@ -56,5 +67,7 @@ def dynamic_frequencies(spec: DynamicScaling, rope: RopeConfig, *, seq_len: int 
     current = spec.fixed_seq_len if spec.fixed_seq_len is not None else seq_len
     n = max(current or length, length)
     dim = rope.dim
+    if n == length:  # exactly the plain base (the formula would give 1 ± one rounding inside the power)
+        return Frequencies(inv_freq(dim, rope.base), 1.0)
     base = rope.base * (spec.factor * n / length - (spec.factor - 1)) ** (dim / (dim - 2))
     return Frequencies(inv_freq(dim, base), 1.0)

@@ -19,7 +19,7 @@ class LinearScaling(ScalingConfig):
     factor: float
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
 
 
 @register_scaling(LinearScaling, aliases=("pi",))

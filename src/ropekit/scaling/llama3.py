@@ -20,6 +20,14 @@ class Llama3Scaling(ScalingConfig):
     """Three wavelength bands around L0: short kept, long divided by s, a smooth blend between.
 
     Llama 3.1 uses factor 8, low_freq_factor 1, high_freq_factor 4, L0 8192 with base 5e5.
+
+    transformers quirks (5.18) and how ropekit treats them:
+
+    * transformers computes the blend in float32, where smooth = (L0/λ − lf)/(hf − lf) cancels near the low
+      band edge and the error is multiplied by up to s: its result can be ~1e-5 relative away from the exact
+      value for large s. ropekit computes in float64 (the exact value of the same formula).
+    * ``low_freq_factor >= high_freq_factor`` is only a warning in transformers (the blend then divides by zero
+      or flips sign); here it raises ``ValueError``.
     """
 
     rope_type = "llama3"
@@ -29,10 +37,10 @@ class Llama3Scaling(ScalingConfig):
     high_freq_factor: float = 4.0
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
         require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
-        require_float("low_freq_factor", self.low_freq_factor, above=0.0)
-        require_float("high_freq_factor", self.high_freq_factor, above=0.0)
+        for name in ("low_freq_factor", "high_freq_factor"):
+            object.__setattr__(self, name, require_float(name, getattr(self, name), above=0.0))
         if self.low_freq_factor >= self.high_freq_factor:
             raise ValueError(
                 "low_freq_factor must be < high_freq_factor, got "

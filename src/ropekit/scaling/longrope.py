@@ -22,15 +22,23 @@ class LongRopeScaling(ScalingConfig):
     Two modes, as for dynamic NTK:
 
     * ``fixed_seq_len=None`` (transformers-compatible): ``long_factor`` is used when the current length is
-      strictly greater than L0, ``short_factor`` otherwise (so exactly L0 is short). Switching invalidates the
-      keys already in a KV cache.
+      strictly greater than L0, ``short_factor`` otherwise (so exactly L0 is short, as in transformers).
+      Switching invalidates the keys already in a KV cache.
     * ``fixed_seq_len=N``: the choice is made once for N, so the cache stays consistent (ropekit-only).
 
+    The attention factor does not depend on the length: transformers keeps the one computed at construction
+    when it switches factor lists, and so does ropekit. The legacy 4.x name ``su`` is an alias.
+
     Attributes:
-        short_factor, long_factor: one positive rescale factor per pair (length rotary_dim/2).
+        short_factor, long_factor: one positive rescale factor per pair (length rotary_dim/2). transformers
+            only warns about a wrong length or a non-number; ropekit raises ``ValueError``.
         original_max_position_embeddings: L0.
-        factor: s = L/L0 (>= 1); transformers derives it from ``max_position_embeddings`` when missing.
+        factor: s = L/L0 (>= 1), used only for the attention factor. transformers derives it from
+            ``max_position_embeddings / original_max_position_embeddings`` when missing and accepts ratios below
+            1 (giving A = 1); ``from_hf_config`` derives it the same way and clamps it to 1, which gives the same
+            A. An explicit factor < 1 raises ``ValueError`` here (transformers only warns).
         attention_factor: explicit A; else 1 if s <= 1, else √(1 + ln s / ln L0).
+        fixed_seq_len: the declared maximum length for the fixed mode.
     """
 
     rope_type = "longrope"
@@ -51,9 +59,11 @@ class LongRopeScaling(ScalingConfig):
             values = tuple(require_float(f"{name}[{i}]", v, above=0.0) for i, v in enumerate(values))
             object.__setattr__(self, name, values)
         require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
         if self.attention_factor is not None:
-            require_float("attention_factor", self.attention_factor, above=0.0)
+            object.__setattr__(
+                self, "attention_factor", require_float("attention_factor", self.attention_factor, above=0.0)
+            )
         if self.fixed_seq_len is not None:
             require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
 
@@ -78,7 +88,7 @@ class LongRopeScaling(ScalingConfig):
         return bool(length) and length > self.original_max_position_embeddings
 
 
-@register_scaling(LongRopeScaling)
+@register_scaling(LongRopeScaling, aliases=("su",))
 def longrope_frequencies(spec: LongRopeScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
     """inv_i = 1 / (f_i · b^(2i/d)) with f the long or short factors."""
     factors = np.asarray(spec.long_factor if spec.uses_long_factor(seq_len) else spec.short_factor)

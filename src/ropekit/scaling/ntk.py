@@ -33,7 +33,7 @@ class NTKScaling(ScalingConfig):
     factor: float
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
 
     def check_rope(self, rope: RopeConfig) -> None:
         check_ntk_dim(rope, self.rope_type)

@@ -20,13 +20,22 @@ class ProportionalScaling(ScalingConfig):
     Unlike partial rotary, the exponent's denominator is ``head_dim`` (not ``rotary_dim``) and the result has
     ``head_dim/2`` entries: the first ``rotary_dim/2`` pairs rotate with θ_i = b^(−2i/head_dim)/s, the rest have
     frequency 0 (they pass through). Pairs are (i, i + head_dim/2), so apply it with ``rotary_dim = head_dim``.
+
+    transformers quirks (5.18) and how ropekit treats them:
+
+    * The number of rotating pairs is ``int(partial_rotary_factor * head_dim // 2)``; ``from_hf_config`` uses
+      the same expression and ``to_hf_dict`` writes a factor that maps back to the same count.
+    * transformers reads ``factor`` but its validation does not list it, so a config with ``factor`` logs
+      "Unrecognized keys". ropekit accepts it, and ``to_hf_dict`` writes it only when it is not 1.
+    * Without ``partial_rotary_factor`` transformers warns that proportional equals linear; ``to_hf_dict``
+      always writes it.
     """
 
     rope_type = "proportional"
     factor: float = 1.0
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
 
 
 @register_scaling(ProportionalScaling)

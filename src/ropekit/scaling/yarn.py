@@ -31,18 +31,34 @@ def correction_pair(rotations: float, dim: int, base: float, original_length: in
 class YarnScaling(ScalingConfig):
     """YaRN.
 
+    transformers quirks (5.18) and how ropekit treats them:
+
+    * ``beta_fast``/``beta_slow`` of 0 or null mean 32 and 1 (transformers uses ``beta or default``).
+      ``from_hf_config`` reproduces that; this class itself requires values > 0.
+    * ``mscale`` alone (without a non-zero ``mscale_all_dim``) is ignored and A = g(s, 1); a zero in either
+      counts as unset. ropekit: the same rule.
+    * ``truncate: null`` disables truncation (``if truncate:``); ``from_hf_config`` reads it as ``False``.
+    * The ramp's upper end is clamped to ``rotary_dim − 1`` although pair indices stop at ``rotary_dim/2 − 1``:
+      when the beta_slow pair lies beyond the last pair the ramp never reaches 1, so even the lowest frequency
+      is not fully interpolated. A zero-width ramp gets ``high += 0.001``. ropekit: the same arithmetic (the YaRN
+      reference code clamps the same way, so checkpoints were trained with it).
+    * ``beta_fast < beta_slow`` is only a warning in transformers; here it raises ``ValueError``.
+    * transformers computes in float32; ropekit in float64 (they agree to ~1e-6 relative).
+
     Attributes:
-        factor: s >= 1 (transformers defaults it to L/L0 when missing; ``from_hf_config`` does that).
+        factor: s >= 1. transformers requires the key but accepts null, meaning L/L0; ``from_hf_config`` does
+            the same.
         original_max_position_embeddings: L0, the pre-training length.
         beta_fast: pairs rotating more than this many times within L0 are kept (extrapolated). > 0.
         beta_slow: pairs rotating fewer times are fully interpolated. 0 < beta_slow <= beta_fast.
         mscale, mscale_all_dim: the DeepSeek form A = g(s, mscale)/g(s, mscale_all_dim), used only when both
-            are non-zero (transformers' rule; a zero counts as unset).
+            are non-zero (see above).
         attention_factor: explicit A; overrides everything else.
         truncate: floor/ceil the ramp's ends to whole pairs (transformers' default True).
         ramp: ``"transformers"`` — linear in the pair index between the corrected dims (what transformers,
             vLLM and the YaRN repository run); ``"paper"`` — linear in r = L0/λ_i between beta_slow and
-            beta_fast (the paper's eq. 18). They agree outside the ramp and differ inside it.
+            beta_fast (the paper's eq. 18; ropekit-only, ``to_hf_dict`` refuses it). They agree for pairs
+            outside the ramp and differ inside it.
     """
 
     rope_type = "yarn"
@@ -58,19 +74,21 @@ class YarnScaling(ScalingConfig):
     ramp: str = "transformers"
 
     def __post_init__(self) -> None:
-        check_factor("factor", self.factor)
+        object.__setattr__(self, "factor", check_factor("factor", self.factor))
         require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
-        require_float("beta_fast", self.beta_fast, above=0.0)
-        require_float("beta_slow", self.beta_slow, above=0.0)
+        for name in ("beta_fast", "beta_slow"):
+            object.__setattr__(self, name, require_float(name, getattr(self, name), above=0.0))
         if self.beta_fast < self.beta_slow:
             raise ValueError(
                 f"beta_fast must be >= beta_slow, got beta_fast={self.beta_fast}, beta_slow={self.beta_slow}"
             )
         for name in ("mscale", "mscale_all_dim"):
             if getattr(self, name) is not None:
-                require_float(name, getattr(self, name), at_least=0.0)
+                object.__setattr__(self, name, require_float(name, getattr(self, name), at_least=0.0))
         if self.attention_factor is not None:
-            require_float("attention_factor", self.attention_factor, above=0.0)
+            object.__setattr__(
+                self, "attention_factor", require_float("attention_factor", self.attention_factor, above=0.0)
+            )
         if not isinstance(self.truncate, bool):
             raise TypeError(f"truncate must be a bool, got {self.truncate!r}")
         require_choice("ramp", self.ramp, YARN_RAMPS)
@@ -98,7 +116,7 @@ class YarnScaling(ScalingConfig):
         high = correction_pair(self.beta_slow, dim, base, length)
         if self.truncate:
             low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, dim - 1)
+        low, high = max(low, 0), min(high, dim - 1)  # dim − 1, not dim/2 − 1: transformers' clamp, kept
         if low == high:
             high += 0.001  # transformers' guard against a zero-width ramp
         ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)
