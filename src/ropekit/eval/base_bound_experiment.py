@@ -39,7 +39,7 @@ class ExperimentSettings:
     n_heads: int = 2
     n_kv_heads: int = 1
     ffn_dim: int = 192
-    steps: int = 2500
+    steps: int = 1800
     batch_size: int = 16
     lr: float = 3e-3
     task_fraction: float = 0.5
@@ -51,7 +51,7 @@ class ExperimentSettings:
     @classmethod
     def quick(cls) -> ExperimentSettings:
         """The ``--quick`` mode: a fraction of the steps and trials (same qualitative picture, wider intervals)."""
-        return cls(steps=500, trials=160, heldout_windows=24)
+        return cls(steps=400, trials=120, heldout_windows=24)
 
     @property
     def head_dim(self) -> int:
