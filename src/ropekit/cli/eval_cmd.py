@@ -63,18 +63,21 @@ def build_settings(
                 raise fail(f"--methods: {error}") from error
     if mode not in MODES:
         raise fail(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return SweepSettings(
-        methods=names,
-        multiples=parse_list(multiples, name="multiples"),
-        passkey_multiples=parse_list(passkey_multiples, name="passkey-multiples"),
-        depths=parse_list(depths, name="depths"),
-        factor=parse_factor(factor),
-        mode=mode,
-        stride=stride,
-        max_tokens=max_tokens,
-        trials=trials,
-        seed=seed,
-    )
+    try:
+        return SweepSettings(
+            methods=names,
+            multiples=parse_list(multiples, name="multiples"),
+            passkey_multiples=parse_list(passkey_multiples, name="passkey-multiples"),
+            depths=parse_list(depths, name="depths"),
+            factor=parse_factor(factor),
+            mode=mode,
+            stride=stride,
+            max_tokens=max_tokens,
+            trials=trials,
+            seed=seed,
+        )
+    except (TypeError, ValueError) as error:
+        raise fail(str(error)) from error
 
 
 def load_model(model: str, device_map: str | None):
@@ -83,12 +86,13 @@ def load_model(model: str, device_map: str | None):
 
     try:
         return load_eval_model(model, device_map=device_map) if device_map else load_eval_model(model)
-    except (FileNotFoundError, ValueError, TypeError) as error:
+    except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
         raise fail(str(error)) from error
 
 
 def run_with_progress(model, settings, *, perplexity: bool, passkey: bool):
-    """run_sweep under a rich progress bar."""
+    """run_sweep under a rich progress bar (on stderr, so ``--json`` output on stdout stays valid JSON)."""
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ropekit.eval.sweep import count_steps, run_sweep
@@ -99,8 +103,9 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool):
         TextColumn("{task.completed}/{task.total} {task.description}"),
         TimeElapsedColumn(),
     ]
-    with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("", total=count_steps(settings, model.train_length))
+    with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
+        total = count_steps(settings, model.train_length, perplexity=perplexity, passkey=passkey)
+        task = bar.add_task("", total=total)
         try:
             return run_sweep(
                 model,

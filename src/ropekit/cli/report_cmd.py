@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ropekit.cli.common import fail
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
     FACTOR,
@@ -42,9 +43,14 @@ def report_command(
     settings = build_settings(
         methods, multiples, passkey_multiples, depths, factor, mode, stride, max_tokens, trials, seed
     )
+    if out.exists() and not out.is_dir():  # fail before the sweep, not after minutes of evaluation
+        raise fail(f"--out {str(out)!r} exists and is not a folder")
     eval_model = load_model(model, device_map)
     result = run_with_progress(eval_model, settings, perplexity=True, passkey=True)
-    index = write_report(eval_model, settings, result, out, now() - started)
+    try:
+        index = write_report(eval_model, settings, result, out, now() - started)
+    except OSError as error:  # e.g. --out names a file, or a folder we may not write to
+        raise fail(f"cannot write the report to {str(out)!r}: {error}") from error
     print_tables(result)
     console = Console()
     for line in __import__("json").loads((out / "summary.json").read_text())["findings"]:

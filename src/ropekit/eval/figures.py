@@ -56,7 +56,7 @@ def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
     nrows = int(np.ceil(len(methods) / cols))
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False)
     image = None
-    for ax, method in zip(axes.flat, methods, strict=False):
+    for index, (ax, method) in enumerate(zip(axes.flat, methods, strict=False)):
         grid = np.full((len(depths), len(lengths)), np.nan)
         for r in rows:
             if r["method"] == method:
@@ -77,7 +77,8 @@ def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
         ax.set_xticks(range(len(lengths)), [str(v) for v in lengths], fontsize=7)
         ax.set_yticks(range(len(depths)), [f"{d:.2f}" for d in depths], fontsize=7)
         ax.set_xlabel("length")
-        ax.set_ylabel("needle depth")
+        if index % cols == 0:  # on inner panels the label would overprint the tick labels of the panel to the left
+            ax.set_ylabel("needle depth")
     for ax in list(axes.flat)[len(methods) :]:
         ax.axis("off")
     if image is not None:

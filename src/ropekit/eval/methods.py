@@ -30,7 +30,12 @@ def scaling_for(
 
     ``none`` is plain RoPE; ``native`` the model's own scaling. ``longrope`` needs searched per-pair
     factors, which only a model that ships them has (its native config, with ``factor`` updated); for
-    other models it raises ``LookupError`` so callers can skip it.
+    other models it raises ``LookupError`` so callers can skip it. So does any method with a required
+    parameter other than ``factor`` and the original length (e.g. ``base``) that ``extra`` does not give.
+
+    Raises:
+        LookupError: the method needs parameters that cannot be derived here.
+        ValueError: the method is unknown or a parameter is out of range.
     """
     if method == "none":
         return None
@@ -47,6 +52,16 @@ def scaling_for(
         params.setdefault("factor", max(1.0, factor))
     if "original_max_position_embeddings" in fields:
         params.setdefault("original_max_position_embeddings", train_length)
+    missing = [
+        f.name
+        for f in dataclasses.fields(spec.config_class)
+        if f.init
+        and f.name not in params
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise LookupError(f"{method} needs parameter(s) {missing} that an evaluation sweep cannot derive")
     return spec.make(**params)
 
 

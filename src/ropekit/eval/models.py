@@ -15,6 +15,31 @@ from ropekit.config import RopeConfig
 from ropekit.scaling.registry import ScalingConfig
 
 
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for allocation failures: CUDA's ``torch.OutOfMemoryError``, ``MemoryError``, and the CPU allocator's
+    ``RuntimeError`` ("DefaultCPUAllocator: can't allocate memory")."""
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
+
+
+def guarded_logits(forward, ids: torch.Tensor) -> torch.Tensor:
+    """``forward(ids)``, turning an out-of-memory failure into a ``ValueError`` that names the length.
+
+    Raises:
+        ValueError: the forward pass ran out of memory.
+    """
+    try:
+        return forward(ids)
+    except (RuntimeError, MemoryError) as error:
+        if not is_out_of_memory(error):
+            raise
+        raise ValueError(
+            f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); evaluate shorter lengths "
+            "(smaller --multiples), or for a transformers model spread it over devices with --device-map auto"
+        ) from error
+
+
 class EvalModel(Protocol):
     """What the evaluations need from a model."""
 
@@ -60,7 +85,7 @@ class TinyEvalModel:
 
     @torch.no_grad()
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model(ids)
+        return guarded_logits(self.model, ids)
 
     def encode(self, text: bytes) -> torch.Tensor:
         return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(torch.int64)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from ropekit._validate import require_float, require_int
 from ropekit.model.tasks import Episode, byte_ids, passkey_episode
 
 
@@ -25,16 +26,23 @@ class PasskeyCell:
     trials: int
     correct: int
 
+    def __post_init__(self) -> None:
+        require_int("trials", self.trials, minimum=1)
+        require_int("correct", self.correct, minimum=0)
+        if self.correct > self.trials:
+            raise ValueError(f"correct must be <= trials ({self.trials}), got {self.correct}")
+
     @property
     def accuracy(self) -> float:
         return self.correct / self.trials
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
-        """Wilson score interval for the accuracy."""
+        """Wilson score interval for the accuracy (Wilson 1927); it always contains the accuracy itself."""
         n, p = self.trials, self.accuracy
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return max(0.0, centre - half), min(1.0, centre + half)
+        # At p = 0 or 1 one bound is p exactly; rounding would otherwise put it an ulp inside (0.9999999999999999).
+        return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
     def to_dict(self) -> dict:
         low, high = self.interval()
@@ -72,7 +80,15 @@ def passkey_grid(
         filler: token ids of filler text.
         encode: text → ids for the needle and question (bytes by default).
         progress: optional callable invoked once per finished cell.
+
+    Raises:
+        ValueError: ``trials`` or ``batch_size`` < 1, a depth outside [0, 1], or a length too short for an episode.
     """
+    require_int("trials", trials, minimum=1)
+    require_int("batch_size", batch_size, minimum=1)
+    for depth in depths:
+        if not 0.0 <= require_float("depth", depth) <= 1.0:
+            raise ValueError(f"depth must be in [0, 1] (0 = start of the filler), got {depth!r}")
     cells = []
     for length in lengths:
         for depth in depths:

@@ -6,7 +6,8 @@ Two modes, as in the literature:
   the context available inside its window.
 * ``sliding`` (YaRN, arXiv 2309.00071, stride 256): windows of ``length`` advanced by ``stride``; only the
   last ``stride`` tokens of each window are scored (all tokens of the first), so each scored token sees
-  at least ``length - stride`` tokens of context.
+  at least ``length - stride`` tokens of context. A stride of ``length`` or more is the non-overlapping mode
+  (the stride is capped at ``length``, so no token between windows goes unscored).
 """
 
 from __future__ import annotations
@@ -24,13 +25,19 @@ MODES = ("nonoverlap", "sliding")
 
 @dataclass(frozen=True)
 class PerplexityPoint:
-    """Perplexity at one length. ``inside``/``beyond``: tokens at window positions < or >= train_length."""
+    """Perplexity at one length. ``inside``/``beyond``: tokens at window positions < or >= train_length.
+
+    ``tokens = inside_tokens + beyond_tokens`` counts the scored tokens; ``beyond`` is ``None`` when no scored
+    token lies beyond the training length.
+    """
 
     length: int
     perplexity: float
     inside: float
     beyond: float | None
     tokens: int
+    inside_tokens: int
+    beyond_tokens: int
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -64,16 +71,21 @@ def perplexity_at(
         length: window length (tokens of context).
         train_length: boundary for the inside/beyond split.
         mode: ``nonoverlap`` or ``sliding``.
-        stride: sliding-window stride.
-        max_tokens: stop after scoring this many tokens (keeps the run time bounded).
+        stride: sliding-window stride (capped at ``length``).
+        max_tokens: start no new window once this many tokens are scored (keeps the run time bounded).
+
+    Raises:
+        ValueError: an argument is out of range, or ``data`` is shorter than one window.
     """
     require_int("length", length, minimum=2)
+    require_int("train_length", train_length, minimum=1)
+    require_int("max_tokens", max_tokens, minimum=1)
     require_choice("mode", mode, MODES)
     if len(data) < length + 1:
         raise ValueError(f"evaluation text has {len(data)} tokens; length {length} needs at least {length + 1}")
     sums = {"inside": 0.0, "beyond": 0.0}
     counts = {"inside": 0, "beyond": 0}
-    step = length if mode == "nonoverlap" else require_int("stride", stride, minimum=1)
+    step = length if mode == "nonoverlap" else min(require_int("stride", stride, minimum=1), length)
     start = 0
     while start + length + 1 <= len(data) and counts["inside"] + counts["beyond"] < max_tokens:
         window = data[start : start + length + 1]
@@ -81,7 +93,7 @@ def perplexity_at(
         positions = torch.arange(length)  # position of the predicting token within the window
         scored = torch.ones(length, dtype=torch.bool)
         if mode == "sliding" and start > 0:
-            scored = positions >= length - stride
+            scored = positions >= length - step
         inside = scored & (positions < train_length)
         beyond = scored & (positions >= train_length)
         sums["inside"] += float(losses[inside].sum())
@@ -96,4 +108,6 @@ def perplexity_at(
         inside=_ppl(sums["inside"], counts["inside"]),
         beyond=_ppl(sums["beyond"], counts["beyond"]),
         tokens=total,
+        inside_tokens=counts["inside"],
+        beyond_tokens=counts["beyond"],
     )

@@ -17,16 +17,22 @@ from typing import Any
 import numpy as np
 import torch
 
+from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
 from ropekit.eval.models import EvalModel
 from ropekit.eval.passkey import passkey_grid
-from ropekit.eval.perplexity import perplexity_at
+from ropekit.eval.perplexity import MODES, perplexity_at
 from ropekit.model.corpus import heldout_bytes
 
 
 @dataclass(frozen=True, kw_only=True)
 class SweepSettings:
-    """What to measure. ``lengths``/``passkey_lengths`` default to multiples of the training length."""
+    """What to measure. Lengths are multiples of the training length; each is validated here.
+
+    Raises:
+        ValueError: no methods, a multiple <= 0, a depth outside [0, 1], ``factor`` neither ``"auto"`` nor >= 1,
+            an unknown mode, or a count (``stride``, ``max_tokens``, ``trials``) < 1.
+    """
 
     methods: tuple[str, ...]
     multiples: tuple[float, ...] = (1, 2, 4, 8, 16)
@@ -39,8 +45,33 @@ class SweepSettings:
     trials: int = 10
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if not self.methods:
+            raise ValueError("methods must name at least one method, got none")
+        for name in ("multiples", "passkey_multiples"):
+            for value in getattr(self, name):
+                require_float(name, value, above=0.0)
+        for depth in self.depths:
+            if not 0.0 <= require_float("depths", depth) <= 1.0:
+                raise ValueError(f"depths must be in [0, 1] (0 = start of the filler), got {depth!r}")
+        if self.factor != "auto":
+            require_float("factor", self.factor, at_least=1.0)
+        require_choice("mode", self.mode, MODES)
+        for name in ("stride", "max_tokens", "trials"):
+            require_int(name, getattr(self, name), minimum=1)
+        require_int("seed", self.seed, minimum=0)
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def lengths(self, train_length: int, *, perplexity: bool = True, passkey: bool = True) -> list[int]:
+        """The sorted lengths (in tokens) the enabled evaluations need."""
+        needed: set[int] = set()
+        if perplexity:
+            needed |= {int(m * train_length) for m in self.multiples}
+        if passkey:
+            needed |= {int(m * train_length) for m in self.passkey_multiples}
+        return sorted(needed)
 
 
 @dataclass
@@ -61,13 +92,27 @@ class SweepResult:
         }
 
     def write(self, directory: Path) -> None:
-        """``results.json`` plus ``perplexity.csv`` and ``passkey.csv`` in ``directory``."""
+        """``results.json`` plus ``perplexity.csv`` and ``passkey.csv`` in ``directory``.
+
+        Every CSV row also carries the run's context (model, evaluation-text sha256, ropekit version), so rows
+        from two runs can be compared without the JSON.
+        """
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "results.json").write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        model = self.context.get("model") or {}
+        run = {
+            "model": model.get("name"),
+            "model_kind": model.get("kind"),
+            "eval_text_sha256": self.context.get("eval_text_sha256"),
+            "ropekit_version": self.context.get("ropekit_version"),
+        }
         for name, rows in (("perplexity", self.perplexity), ("passkey", self.passkey)):
             if not rows:
                 continue
-            flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in rows]
+            flat = [
+                {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in {**r, **run}.items()}
+                for r in rows
+            ]
             with (directory / f"{name}.csv").open("w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(flat[0]))
                 writer.writeheader()
@@ -111,13 +156,17 @@ def run_sweep(
     passkey_lengths = [int(m * train_length) for m in settings.passkey_multiples]
     filler = ids.numpy()
     encode = lambda text: model.encode(text).numpy()  # noqa: E731
+    needed = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
     for method in settings.methods:
-        for length in sorted(set(lengths) | set(passkey_lengths)):
+        for index, length in enumerate(needed):
             factor = factor_for(length, train_length, settings.factor)
             try:
                 scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
+                for _ in needed[index:]:  # keep a progress bar's total exact
+                    if on_step is not None:
+                        on_step(f"{method} skipped")
                 break
             model.set_scaling(scaling)
             run = {"method": method, "factor": factor, "scaling": describe_scaling(scaling)}
@@ -149,12 +198,9 @@ def run_sweep(
     return result
 
 
-def count_steps(settings: SweepSettings, train_length: int) -> int:
+def count_steps(settings: SweepSettings, train_length: int, *, perplexity: bool = True, passkey: bool = True) -> int:
     """Units of work :func:`run_sweep` reports through ``on_step`` (for a progress bar's total)."""
-    lengths = {int(m * train_length) for m in settings.multiples} | {
-        int(m * train_length) for m in settings.passkey_multiples
-    }
-    return len(settings.methods) * len(lengths)
+    return len(settings.methods) * len(settings.lengths(train_length, perplexity=perplexity, passkey=passkey))
 
 
 def best_by_length(rows: list[dict[str, Any]], key: str = "perplexity") -> dict[int, tuple[str, float]]:

@@ -68,8 +68,12 @@ def rope_of(model: nn.Module) -> RopeConfig:
 
 
 def _rotary_modules(model: nn.Module) -> list[tuple[nn.Module, str]]:
+    """(parent, attribute) of every rotary embedding module; an installed adapter counts as one (its inner
+    :class:`ropekit.RotaryEmbedding` is not a target of its own)."""
     found = []
     for _, parent in model.named_modules():
+        if isinstance(parent, HFRotaryAdapter):
+            continue
         for child_name, child in parent.named_children():
             if type(child).__name__.endswith("RotaryEmbedding") or isinstance(child, HFRotaryAdapter):
                 found.append((parent, child_name))
@@ -120,6 +124,11 @@ class HFEvalModel:
             options["device_map"] = device_map
         self.model = AutoModelForCausalLM.from_pretrained(path, **options).eval()
         native = rope_of(self.model)
+        if not _rotary_modules(self.model):
+            raise ValueError(
+                f"{type(self.model).__name__} has a RoPE config but no *RotaryEmbedding module called as "
+                f"rotary_emb(x, position_ids) for ropekit to replace; supported: {', '.join(SUPPORTED)}"
+            )
         self.native_scaling = native.scaling
         self.rope = dataclasses.replace(native, scaling=None)
         self.train_length = train_length_of(native, config)
@@ -139,14 +148,10 @@ class HFEvalModel:
 
     @torch.no_grad()
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
+        from ropekit.eval.models import guarded_logits
+
         device = next(self.model.parameters()).device
-        try:
-            return self.model(input_ids=ids.to(device)).logits.float().cpu()
-        except (torch.OutOfMemoryError, MemoryError) as error:
-            raise ValueError(
-                f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); use shorter lengths "
-                "or --device-map auto"
-            ) from error
+        return guarded_logits(lambda batch: self.model(input_ids=batch.to(device)).logits.float().cpu(), ids)
 
     def encode(self, text: bytes) -> torch.Tensor:
         if self.tokenizer is not None:
