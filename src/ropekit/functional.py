@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_float, require_int
+from ropekit.kernels import apply_rope_into
 from ropekit.scaling.registry import Frequencies
 
 
@@ -156,8 +157,6 @@ class _ApplyRope(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, cos, sin, rotary_dim, interleaved, seq_dim):  # type: ignore[override]
-        from ropekit.kernels import apply_rope_into
-
         ctx.save_for_backward(cos, sin)
         ctx.rotary_dim, ctx.interleaved, ctx.seq_dim = rotary_dim, interleaved, seq_dim
         out = torch.empty_like(x)
@@ -170,8 +169,6 @@ class _ApplyRope(torch.autograd.Function):
         if torch.is_grad_enabled():
             # create_graph=True: the gradient must itself be differentiable, so rotate through the Function.
             return _ApplyRope.apply(grad, cos, -sin, r, interleaved, seq_dim), None, None, None, None, None
-        from ropekit.kernels import apply_rope_into
-
         grad_x = torch.empty_like(grad)
         apply_rope_into(grad, cos, sin, grad_x, rotary_dim=r, interleaved=interleaved, seq_dim=seq_dim, conjugate=True)
         return grad_x, None, None, None, None, None
@@ -220,14 +217,10 @@ def apply_rope(
                 f"out must be a tensor with x's shape {tuple(x.shape)} and dtype {x.dtype}, got "
                 f"{(tuple(target.shape), target.dtype) if isinstance(target, torch.Tensor) else target!r}"
             )
-        from ropekit.kernels import apply_rope_into
-
         return apply_rope_into(x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
     if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
         return _ApplyRope.apply(x, cos, sin, rotary_dim, interleaved, seq_dim)
     # No graph to record: skip the autograd.Function's overhead (microseconds, most of a decode step).
-    from ropekit.kernels import apply_rope_into
-
     out = torch.empty_like(x)
     return apply_rope_into(x, cos, sin, out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
 

@@ -25,7 +25,6 @@ from collections.abc import Callable
 
 import torch
 
-from ropekit.functional import _rotate
 from ropekit.kernels import _cpu
 
 __all__ = ["apply_rope_into", "backend_for", "eager_rope_into"]
@@ -49,6 +48,8 @@ def eager_rope_into(
 
     ``conjugate=True`` rotates by −θ (the backward of RoPE: R(θ)ᵀ = R(−θ)).
     """
+    from ropekit.functional import _rotate  # functional imports this module; import back lazily
+
     rotated = _rotate(x, cos, -sin if conjugate else sin, rotary_dim, interleaved, seq_dim)
     if target is not x:
         target[..., rotary_dim:] = x[..., rotary_dim:]

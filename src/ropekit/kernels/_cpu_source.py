@@ -9,7 +9,8 @@ Why the result is bit-identical to the eager torch path (:func:`ropekit.kernels.
 * the conjugate rotation (backward) uses ``a + b`` where eager computes ``a - (x2·(−sin))``; negation is exact,
   so these are the same numbers;
 * bf16 is rounded to nearest-even on the bit pattern, as ``Tensor.to(torch.bfloat16)`` does, with integer
-  ops (not the AVX512-BF16 instruction, which flushes subnormals); fp16 uses the IEEE conversion;
+  ops (not the AVX512-BF16 instruction, which flushes subnormals); fp16 uses the exact IEEE conversions
+  of the FP16 library (also c10::Half's), written branch-free so they vectorize;
 * tables are converted to the compute dtype with ``Tensor.to``, the same rounding eager applies.
 """
 
@@ -23,6 +24,7 @@ CPP_SOURCE = r"""
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -31,26 +33,54 @@ namespace {
 struct BF16 {
   uint16_t bits;
 };
+struct F16 {
+  uint16_t bits;
+};
 
-inline float load(float v) { return v; }
-inline double load(double v) { return v; }
-inline float load(_Float16 v) { return static_cast<float>(v); }
-inline float load(BF16 v) {
-  const uint32_t u = static_cast<uint32_t>(v.bits) << 16;
+inline float from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
 }
+inline uint32_t to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+inline float load(float v) { return v; }
+inline double load(double v) { return v; }
+inline float load(BF16 v) { return from_bits(static_cast<uint32_t>(v.bits) << 16); }
+// IEEE half -> float, exact, branch-free so it vectorizes (the FP16 library's algorithm, as in c10::Half).
+inline float load(F16 v) {
+  const uint32_t w = static_cast<uint32_t>(v.bits) << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const float normalized = from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  const float denormalized = from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
+  return from_bits(sign | (two_w < (1u << 27) ? to_bits(denormalized) : to_bits(normalized)));
+}
 
 inline void store(float* p, float v) { *p = v; }
 inline void store(double* p, double v) { *p = v; }
-inline void store(_Float16* p, float v) { *p = static_cast<_Float16>(v); }
 inline void store(BF16* p, float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, sizeof(u));
+  const uint32_t u = to_bits(v);
   // Round to nearest, ties to even (c10::BFloat16's rule); NaN stays a quiet NaN.
   const uint16_t rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   p->bits = (v != v) ? static_cast<uint16_t>(0x7FC0) : rounded;
+}
+// float -> IEEE half, round to nearest even with subnormals, overflow to inf, NaN kept (FP16 library / c10).
+inline void store(F16* p, float v) {
+  float base = (std::fabs(v) * 0x1.0p+112f) * 0x1.0p-110f;
+  const uint32_t w = to_bits(v);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  bias = bias < 0x71000000u ? 0x71000000u : bias;
+  base = from_bits((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = to_bits(base);
+  const uint32_t nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+  p->bits = static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
 // One head vector: rotate `half` pairs, then copy the pass-through dims unless writing in place.
@@ -90,7 +120,8 @@ void rope_loop(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin
   const A* sp = sin.const_data_ptr<A>();
   const int64_t xs0 = x.stride(0), xs1 = x.stride(1), xs2 = x.stride(2);
   const int64_t ys0 = out.stride(0), ys1 = out.stride(1), ys2 = out.stride(2);
-  const int64_t tb = cos.size(0) == 1 ? 0 : cos.stride(0), ts = cos.stride(1);
+  // tables are (seq, r/2) or (batch | 1, seq, r/2), last dim contiguous; a shared table has batch stride 0
+  const int64_t tb = (cos.dim() == 2 || cos.size(0) == 1) ? 0 : cos.stride(0), ts = cos.stride(cos.dim() - 2);
   const bool copy_tail = static_cast<const void*>(xp) != static_cast<void*>(yp);
   // Threads only pay off past ~64k elements (fork/join costs microseconds; decode shapes stay serial).
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(head_dim, 1));
@@ -158,12 +189,10 @@ bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& 
   if (!distinct_elements(out)) return false;
   if (aliases(x, out) && (x.const_data_ptr() != out.const_data_ptr() || x.strides() != out.strides())) return false;
   const auto compute = dtype == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor cos = cos_in.to(compute).contiguous();
-  at::Tensor sin = sin_in.to(compute).contiguous();
-  if (cos.dim() == 2) {
-    cos = cos.unsqueeze(0);  // (1, seq, r/2)
-    sin = sin.unsqueeze(0);
-  }
+  // Tables in the compute dtype, as eager's .to(compute) rounds them; no dispatcher call when they already are.
+  const at::Tensor cos = (cos_in.scalar_type() == compute ? cos_in : cos_in.to(compute)).contiguous();
+  const at::Tensor sin = (sin_in.scalar_type() == compute ? sin_in : sin_in.to(compute)).contiguous();
+  if (cos.sizes() != sin.sizes() || (cos.dim() != 2 && cos.dim() != 3)) return false;
   if (aliases(out, cos) || aliases(out, sin)) return false;
   const int64_t half = rotary_dim / 2;
   const bool d1 = seq_dim == 1;
@@ -171,7 +200,7 @@ bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& 
     case at::kFloat: rope_dispatch<float, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
     case at::kDouble: rope_dispatch<double, double>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
     case at::kBFloat16: rope_dispatch<BF16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
-    default: rope_dispatch<_Float16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
+    default: rope_dispatch<F16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
   }
   return true;
 }

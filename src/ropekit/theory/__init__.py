@@ -1,0 +1,41 @@
+"""RoPE theory you can compute: wavelengths, long-term decay, the exact base bound, and a context-extension plan.
+
+numpy only: nothing here imports torch, so ``import ropekit.theory`` and the theory commands stay fast.
+
+* :mod:`~ropekit.theory.wavelengths` — λ_i per pair before/after scaling, periodic pairs, critical dimension.
+* :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m(b).
+* :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse.
+* :mod:`~ropekit.theory.similar_tokens` — Monte Carlo check of E[qᵀR_m k*] − E[qᵀR_m k] = 2σ²B_m.
+* :mod:`~ropekit.theory.plan` — given a model and a target length: bound, safe base, training-free methods.
+"""
+
+from ropekit.theory.bound import BaseBound, base_bound, crude_feasible_base, max_context_length, tolerance
+from ropekit.theory.decay import ones_score, roformer_upper_bound, similarity_margin
+from ropekit.theory.similar_tokens import SimilarTokenCheck, similar_token_check
+from ropekit.theory.wavelengths import (
+    WavelengthReport,
+    critical_dimension,
+    extrapolation_limit,
+    pair_wavelengths,
+    periodic_pairs,
+    wavelength_report,
+)
+
+__all__ = [
+    "BaseBound",
+    "SimilarTokenCheck",
+    "WavelengthReport",
+    "base_bound",
+    "critical_dimension",
+    "crude_feasible_base",
+    "extrapolation_limit",
+    "max_context_length",
+    "ones_score",
+    "pair_wavelengths",
+    "periodic_pairs",
+    "roformer_upper_bound",
+    "similar_token_check",
+    "similarity_margin",
+    "tolerance",
+    "wavelength_report",
+]

@@ -1,0 +1,481 @@
+"""The base bound of Men et al. ("Base of RoPE Bounds Context Length", arXiv 2405.14591), computed exactly.
+
+Definition
+----------
+With θ_i = b^(−2i/d) and B_m(b) = Σ_{i<d/2} cos(m·θ_i) (eq. 8), a base b is *feasible* for a context length L when
+B_m(b) >= 0 for every integer m in [0, L) (the similar-token gap of Theorem 1 stays non-negative at every distance
+the model sees). B is not monotone in b, so the feasible bases are a union of intervals ("islands"). This module
+reports:
+
+* ``smallest_base`` (A): the smallest feasible base (the infimum; feasibility is a closed condition).
+* ``robust_base`` (B): the base above which *every* base is feasible (the supremum of the infeasible ones).
+* ``islands``: the feasible intervals [low, high] below ``robust_base``; the first starts at ``smallest_base``.
+* :func:`max_context_length`: the inverse, the first m with B_m(b) < 0 (so b is feasible for L iff L <= it).
+
+Values of B_m within ``tolerance(m) = 8·(d/2)·(m+1)·ε`` (float64 ε) of zero count as zero: that bounds the
+rounding error of the phases m·θ_i. Bases are handled as u = ln b.
+
+Method (why no island can be stepped over)
+------------------------------------------
+Every integer m in [0, L) is checked, and every claim about an interval of bases is backed by a certificate:
+
+* **Infeasible stretches** are covered by *witnesses*: an m with B_m < 0, together with the exact interval of
+  bases around the current one on which B_m stays negative. That interval is walked with steps that the bound
+  |d²B_m/du²| <= Σ_i x_i²φ_i(1+φ_i) (x_i = 2i/d, φ_i = m·θ_i) proves safe, so it ends exactly at the next zero of
+  B_m. The walk then needs a new witness at that base: first among neighbours of recent witnesses (negative m
+  come in runs that drift slowly with b), then among m that were nearly negative at the last full scan, and only
+  then by a full scan over all m. A full scan that finds no negative m proves the base feasible: the walk has
+  reached the left end of an island, exactly.
+* **Feasible stretches** are swept with full scans at bases u_j < u_{j+1}. With Λ_m = m·Σ_i x_i θ_i(u_j) (a
+  Lipschitz constant of B_m in u on [u_j, ∞)), every m with B_m(u_j) + B_m(u_{j+1}) >= Λ_m·(u_{j+1} − u_j) is
+  positive on the whole step (the "tent" bound). The few m left over are walked individually with the safe
+  steps above, which find the first zero exactly if there is one: that is the right end of the island.
+* **The ray.** For u >= u_crude, Σ_i cos(min(L·θ_i, π)) >= 0 bounds every B_m below, so every base above is
+  feasible. The sweep certifies up to ``min(u_crude, search_limit)``; ``BaseBound.checked_up_to`` says where it
+  stopped, and ``BaseBound.certified`` is true when that is u_crude (the whole ray is proved).
+
+Speed: full scans use cos((m0+k)θ) = cos(kθ)cos(m0θ) − sin(kθ)sin(m0θ), i.e. one matrix product per block of m
+(FACTS.md), and :func:`max_context_length` stops at the first block holding a negative m.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ropekit._validate import require_float, require_int
+
+_EPS = float(np.finfo(np.float64).eps)
+#: the walk starts here (b = 1 + 1e-9): B_2 ≈ (d/2)·cos 2 < 0 just above b = 1, so every smaller base is infeasible.
+_U_START = 1e-9
+#: the scan blocks are at most this many m long.
+_MAX_BLOCK = 1024
+
+
+def tolerance(m: int | np.ndarray, head_dim: int) -> float | np.ndarray:
+    """Values of B_m with |B_m| below this count as zero: 8·(d/2)·(m+1)·ε bounds the rounding of the phases."""
+    return 8 * (head_dim // 2) * (np.asarray(m, dtype=np.float64) + 1) * _EPS
+
+
+class _Sums:
+    """Evaluates B_m(u) = Σ_i cos(m·exp(−x_i·u)) for one head dim and context length, in float64."""
+
+    def __init__(self, head_dim: int, context_length: int) -> None:
+        self.length = context_length
+        self.x = np.arange(0, head_dim, 2, dtype=np.float64) / head_dim  # (d/2,): θ_i = exp(−x_i·u)
+        self.unit = 8 * (head_dim // 2) * _EPS  # tolerance(m) = unit·(m+1)
+        self.scans = 0
+        self.steps = 0
+
+    def theta(self, u: float) -> np.ndarray:
+        return np.exp(-self.x * u)
+
+    def slope_scale(self, u: float) -> float:
+        """c(u) = Σ_i x_i θ_i(u): Λ_m = m·c(u) bounds |dB_m/du| on [u, ∞) (θ_i falls with u)."""
+        return float((self.x * self.theta(u)).sum())
+
+    def direct(self, m: np.ndarray, u: float) -> np.ndarray:
+        """B_m(u) for an array of m, summed pair by pair."""
+        return np.cos(np.multiply.outer(np.asarray(m, dtype=np.float64), self.theta(u))).sum(axis=-1)
+
+    def tol(self, m: np.ndarray) -> np.ndarray:
+        return self.unit * (np.asarray(m, dtype=np.float64) + 1)
+
+    def chunks(self, u: float, start: int = 0, *, first: int = 4) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield (m0, B_m(u) for m = m0, m0+1, …) in growing chunks until m reaches L.
+
+        Blocks of K consecutive m share cos(kθ), sin(kθ) for k < K; each block start m0 contributes cos(m0θ),
+        sin(m0θ); one matrix product combines them. Error ≈ (d/2)·m·ε from the phases m0·θ. Chunks start with
+        ``first`` blocks and double up to 2**20 values, so an early stop costs little.
+        """
+        self.scans += 1
+        length = self.length
+        theta = self.theta(u)
+        block = int(min(_MAX_BLOCK, 2 ** math.ceil(math.log2(math.sqrt(length) + 1))))
+        offsets = np.arange(block, dtype=np.float64)[:, None] * theta  # (K, d/2)
+        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d): [cos kθ | −sin kθ]
+        columns = first
+        while start < length:
+            count = min(columns, -(-(length - start) // block))
+            starts = (start + block * np.arange(count, dtype=np.float64))[None, :] * theta[:, None]  # (d/2, J)
+            cols = np.concatenate([np.cos(starts), np.sin(starts)], axis=0)  # (d, J)
+            yield start, (rows @ cols).T.reshape(-1)[: length - start]  # (J·K,): m = start + j·K + k
+            start += count * block
+            columns = min(2 * columns, max(1, (1 << 20) // block))
+
+    def scan(self, u: float) -> np.ndarray:
+        """B_m(u) for every m in [0, L), shape ``(L,)``."""
+        return np.concatenate([values for _, values in self.chunks(u, first=1 << 20)])
+
+    def first_negative(self, u: float, *, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Scan m upwards until a chunk holds an m with B_m(u) < −tolerance(m) (confirmed by direct summation).
+
+        Returns:
+            (the confirmed negative m of that chunk, sorted; the values of m = 0 … end of that chunk). Both
+            cover all L values of m when none is negative. With ``keep=False`` the values are not kept (empty).
+        """
+        seen = [np.zeros(0)]
+        for start, values in self.chunks(u):
+            if keep:
+                seen.append(values)
+            negative = self.confirmed_negative(self.candidates(start + np.arange(values.size), values), u)
+            if negative.size:
+                return negative, np.concatenate(seen)
+        return np.zeros(0, dtype=np.int64), np.concatenate(seen)
+
+    def around(self, centres: np.ndarray, u: float, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """B_m(u) for m in centre ± width (the block identity again). Returns (m, values), both flat."""
+        theta = self.theta(u)
+        offsets = np.arange(-width, width + 1, dtype=np.float64)[:, None] * theta  # (2w+1, d/2)
+        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (2w+1, d)
+        phase = np.multiply.outer(theta, centres.astype(np.float64))  # (d/2, J)
+        values = rows @ np.concatenate([np.cos(phase), np.sin(phase)], axis=0)  # (2w+1, J)
+        m = centres[None, :] + np.arange(-width, width + 1)[:, None]  # (2w+1, J)
+        return m.reshape(-1), values.reshape(-1)
+
+    def confirmed_negative(self, m: np.ndarray, u: float) -> np.ndarray:
+        """The m (in range, de-duplicated) with B_m(u) < −tolerance(m) by direct summation."""
+        m = np.unique(m[(m >= 0) & (m < self.length)])
+        return m[self.direct(m, u) < -self.tol(m)] if m.size else m
+
+    def candidates(self, m: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The m whose (block-evaluated) value is below −tolerance(m)/2: worth confirming."""
+        return m[values < -self.tol(m) / 2]
+
+    def _taylor(self, m: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """B_m(u), dB_m/du and a bound on |d²B_m/du²| over [u, ∞), for arrays m, u of equal shape."""
+        phase = m[:, None] * np.exp(-np.outer(u, self.x))  # (K, d/2): φ_i = m·θ_i(u)
+        value = np.cos(phase).sum(axis=1)
+        slope = (self.x * phase * np.sin(phase)).sum(axis=1)
+        curvature = (self.x**2 * phase * (1 + phase)).sum(axis=1)
+        return value, slope, curvature
+
+    def walk(
+        self, m: np.ndarray, u: float, until: float, *, negative: bool, max_steps: int = 400
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Walk each m forward from u while B_m keeps its side of −tol, in steps the curvature bound proves safe.
+
+        ``negative=True`` expects B_m(u) < −tol and finds where B_m first climbs to −tol (the right end of its
+        negative stretch). ``negative=False`` expects B_m(u) >= −tol and finds where B_m first falls to −tol
+        (to within rounding). Between u and the returned point the sign is proved.
+
+        Returns:
+            (where each walk ended, shape ``(K,)``; whether it ended at a crossing, shape ``(K,)``). A walk that
+            reached ``until`` or ran out of steps has ``False``.
+        """
+        m = np.asarray(m, dtype=np.float64)
+        at = np.full(m.shape, float(u))
+        crossed = np.zeros(m.shape, dtype=bool)
+        active = np.ones(m.shape, dtype=bool)
+        for _ in range(max_steps):
+            if not active.any():
+                break
+            index = np.flatnonzero(active)
+            value, slope, curvature = self._taylor(m[index], at[index])
+            self.steps += index.size
+            tol = self.tol(m[index])
+            level = value + tol  # signed distance to the level −tolerance(m)
+            # a step below the spacing of floats at u cannot move u: the crossing is there to within rounding
+            unresolved = np.abs(level) <= np.abs(slope) * 4 * np.spacing(at[index])
+            if negative:
+                stop = (level >= 0) | (unresolved & (slope > 0))
+                root = np.sqrt(slope * slope - 2 * curvature * level)  # largest t: level + s·t + c·t²/2 <= 0
+                step = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
+            else:
+                # a crossing is B_m falling through −tolerance(m); where it only touches the level and climbs
+                # again (as where an island starts) rounding may put it a hair below: step on
+                stop = ((level <= 1e-3 * tol) | unresolved) & (slope < 0)
+                positive = np.maximum(level, 0)
+                root = np.sqrt(slope * slope + 2 * curvature * positive)  # largest t: level + s·t − c·t²/2 >= 0
+                step = np.where(slope >= 0, (root + slope) / curvature, 2 * positive / (root - slope))
+            crossed[index[stop]] = True
+            new = np.where(stop, at[index], np.minimum(at[index] + step, until))
+            at[index] = new
+            active[index[stop | (new >= until)]] = False
+        return at, crossed
+
+
+@dataclass(frozen=True)
+class BaseBound:
+    """The exact base bound for one context length and head dim (see the module docstring for the method).
+
+    Attributes:
+        context_length: L; every integer distance m in [0, L) is checked.
+        head_dim: the rotary dimension d.
+        smallest_base: (A) the smallest feasible base.
+        robust_base: (B) every base >= this is feasible (checked up to ``checked_up_to``).
+        islands: feasible intervals (low, high) below ``robust_base``, in increasing order.
+        checked_up_to: the largest base the sweep certified; above it nothing was checked.
+        certified: True when ``checked_up_to`` reaches the analytic bound above which every base is feasible,
+            i.e. ``robust_base`` is proved, not only checked over a range.
+        scans: full scans over all m that the computation used (a cost measure).
+    """
+
+    context_length: int
+    head_dim: int
+    smallest_base: float
+    robust_base: float
+    islands: list[tuple[float, float]] = field(default_factory=list)
+    checked_up_to: float = math.inf
+    certified: bool = True
+    scans: int = 0
+
+    def is_feasible(self, base: float) -> bool:
+        """Whether B_m(base) >= 0 for all m < L, from the islands (exact at interval ends up to rounding)."""
+        if base >= self.robust_base:
+            return True
+        return any(low <= base <= high for low, high in self.islands)
+
+    @property
+    def gaps(self) -> list[tuple[float, float]]:
+        """Infeasible intervals between ``smallest_base`` and ``robust_base``."""
+        ends = [high for _, high in self.islands]
+        starts = [low for low, _ in self.islands[1:]] + [self.robust_base]
+        return [(end, start) for end, start in zip(ends, starts, strict=True) if start > end]
+
+
+def crude_feasible_base(context_length: int, head_dim: int) -> float:
+    """A base above which every base is provably feasible: Σ_i cos(min(L·θ_i, π)) >= 0 there.
+
+    For m < L, m·θ_i <= L·θ_i and cos falls on [0, π], so each term bounds cos(m·θ_i) from below; the sum grows
+    with b. Found by bisection on u = ln b.
+    """
+    x = np.arange(0, head_dim, 2, dtype=np.float64) / head_dim
+
+    def lower(u: float) -> float:
+        return float(np.cos(np.minimum(context_length * np.exp(-x * u), np.pi)).sum())
+
+    low, high = 0.0, 8.0
+    while lower(high) < 0:
+        low, high = high, 2 * high
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if lower(middle) < 0 else (low, middle)
+    return math.exp(high)
+
+
+def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
+    """From an infeasible u, follow witnesses to the first feasible u at or after it (exact), or to ``stop``."""
+    recent: list[int] = []
+    pool = np.zeros(0, dtype=np.int64)
+    while u < stop:
+        negative = np.zeros(0, dtype=np.int64)
+        if recent:  # runs of negative m drift slowly: look next to the last witnesses first
+            negative = sums.confirmed_negative(sums.candidates(*sums.around(np.array(recent), u, 4)), u)
+        if not negative.size and pool.size:  # then next to the m that were nearly negative at the last scan
+            negative = sums.confirmed_negative(sums.candidates(*sums.around(pool, u, 6)), u)
+        if not negative.size:
+            negative, values = sums.first_negative(u)
+            if not negative.size:
+                return u
+            near = np.flatnonzero(values < 0.5)
+            pool = near[np.argsort(values[near])[:128]]
+        if negative.size > 3:  # walk the three whose first safe step is longest
+            value, slope, curvature = sums._taylor(negative.astype(np.float64), np.full(negative.size, u))
+            level = value + sums.tol(negative)
+            root = np.sqrt(slope * slope - 2 * curvature * level)
+            first = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
+            negative = negative[np.argsort(-first)[:3]]
+        ends, _ = sums.walk(negative, u, stop, negative=True)
+        best = int(np.argmax(ends))
+        recent = [int(negative[best]), *[m for m in recent if m != int(negative[best])][:3]]
+        u = max(float(ends[best]), math.nextafter(u, math.inf))
+    return stop
+
+
+def _sweep_feasible(sums: _Sums, u: float, stop: float, residual: int) -> tuple[float, int] | None:
+    """From a feasible u, certify feasibility forward, one full scan per step.
+
+    Returns:
+        (the first u where some B_m falls to −tolerance(m), that m), or ``None`` when all of [u, stop] is feasible.
+    """
+    m_all = np.arange(sums.length, dtype=np.float64)
+    slack = 2 * sums.tol(m_all)  # B_m >= −tolerance(m) at both ends
+    values = sums.scan(u)
+    while u < stop:
+        scale = sums.slope_scale(u)  # Λ_m = m·scale bounds |dB_m/du| on [u, ∞)
+        # a step that leaves about `residual` m whose tents do not close: B_m(u) + tol < Λ_m·h/2
+        with np.errstate(divide="ignore"):
+            ratio = np.maximum(values + slack / 2, 0) / (m_all * scale)
+        k = min(residual, sums.length - 1)
+        step = 2 * float(np.partition(ratio, k)[k])
+        ahead = min(u + max(step, 1e-13 * max(u, 1.0)), stop)
+        ahead_values = sums.scan(ahead)
+        loose = np.flatnonzero(values + ahead_values + slack < m_all * scale * (ahead - u))
+        if loose.size:
+            crossing = _first_crossing(sums, loose, u, ahead, values[loose], ahead_values[loose])
+            if crossing is not None:
+                return crossing
+        u, values = ahead, ahead_values
+    return None
+
+
+def _first_crossing(
+    sums: _Sums, m: np.ndarray, low: float, high: float, low_values: np.ndarray, high_values: np.ndarray
+) -> tuple[float, int] | None:
+    """The first u in [low, high] where some B_m (m in ``m``) falls to −tolerance(m), or ``None``.
+
+    Intervals [a, b] of each m are halved until their tent closes (B_m(a) + B_m(b) + 2·tol >= Λ_m·(b − a), so
+    B_m >= −tol on [a, b]), or an end is negative, or they are too narrow to halve; those last two are walked
+    exactly, from the left, and the earliest crossing wins.
+    """
+    m = m.astype(np.float64)
+    a, b = np.full(m.shape, low), np.full(m.shape, high)
+    va, vb = low_values.astype(np.float64), high_values.astype(np.float64)
+    brackets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    earliest = math.inf  # the earliest sampled u with some B_m < −tol
+    for _ in range(64):
+        tol = sums.tol(m)
+        scale = m * (sums.x * np.exp(-np.outer(a, sums.x))).sum(axis=1)  # Λ_m on [a, ∞)
+        closed = va + vb + 2 * tol >= scale * (b - a)
+        negative = vb < -tol  # va >= −tol always holds for intervals still in play
+        if negative.any():
+            earliest = min(earliest, float(b[negative].min()))
+        # too narrow to halve (B_m sits within rounding of −tol, e.g. where an island starts): walk instead
+        narrow = ~closed & ~negative & (b - a <= 1e-12 * np.maximum(np.abs(a), 1.0))
+        walk = negative | narrow
+        if walk.any():
+            brackets.append((m[walk], a[walk], b[walk]))
+        keep = ~closed & ~walk & (a < earliest)
+        if not keep.any():
+            break
+        m, a, b, va, vb = m[keep], a[keep], b[keep], va[keep], vb[keep]
+        middle = (a + b) / 2
+        vm = np.cos(m[:, None] * np.exp(-np.outer(middle, sums.x))).sum(axis=1)
+        sums.steps += m.size
+        m, va, vb = np.concatenate([m, m]), np.concatenate([va, vm]), np.concatenate([vm, vb])
+        a, b = np.concatenate([a, middle]), np.concatenate([middle, b])
+        # a negative midpoint ends the left half's search there; the right half starts negative: drop it
+        tol = sums.tol(m)
+        alive = va >= -tol
+        m, a, b, va, vb = m[alive], a[alive], b[alive], va[alive], vb[alive]
+    else:
+        raise RuntimeError("interval halving did not settle; please report this")
+    if not brackets:
+        return None
+    bm = np.concatenate([x[0] for x in brackets])
+    ba = np.concatenate([x[1] for x in brackets])
+    bb = np.concatenate([x[2] for x in brackets])
+    order = np.argsort(ba)
+    best: tuple[float, int] | None = None
+    for index in order:  # walk brackets from the left; one that starts after the best crossing cannot win
+        if best is not None and ba[index] >= best[0]:
+            break
+        at, top = float(ba[index]), float(bb[index])
+        for _ in range(1000):
+            ends, crossed = sums.walk(bm[index : index + 1], at, top, negative=False)
+            at = float(ends[0])
+            if crossed[0] or at >= top:
+                break
+        else:
+            raise RuntimeError(
+                f"the walk of B_{int(bm[index])} from u = {float(ba[index])!r} stalls; please report this"
+            )
+        if crossed[0] and (best is None or at < best[0]):
+            best = (at, int(bm[index]))
+    return best
+
+
+def _enter_negative(sums: _Sums, m: int, u: float) -> float:
+    """A u' just above u where B_m(u') < −tolerance(m), B_m falling through −tolerance(m) at u."""
+    _, slope, _ = sums._taylor(np.array([float(m)]), np.array([u]))
+    step = float(sums.tol(m)) / max(abs(float(slope[0])), 1e-300)
+    for _ in range(60):
+        if sums.direct(np.array([m]), u + step)[0] < -float(sums.tol(m)):
+            return u + step
+        step *= 2
+    raise RuntimeError(f"B_{m} does not go below its tolerance after u = {u!r}; please report this")
+
+
+def base_bound(
+    context_length: int,
+    head_dim: int,
+    *,
+    search_limit: float | None = None,
+    residual: int | None = None,
+) -> BaseBound:
+    """The exact smallest base, robust base and feasible islands for a context length (Men et al., eq. 8).
+
+    Every integer m in [0, L) is checked and every interval of bases is backed by a certificate (see the module
+    docstring): no island can be stepped over, and the reported edges are zeros of some B_m to about 1e-12.
+
+    Args:
+        context_length: L, the number of distances m = 0 … L−1 that must keep B_m(b) >= 0.
+        head_dim: the rotary dimension d (even).
+        search_limit: the largest base to certify; ``None`` certifies the whole ray (up to
+            :func:`crude_feasible_base`), which takes longer for large L. Above ``search_limit`` nothing is claimed.
+        residual: how many m each sweep step may leave for individual walks (a speed knob; default ~ L/1000).
+
+    Returns:
+        A :class:`BaseBound`. ``robust_base`` is exact when ``certified`` is true; with a ``search_limit`` below
+        the crude bound it is "every base in [robust_base, checked_up_to] is feasible".
+
+    Example:
+        >>> bound = base_bound(4096, 128)
+        >>> round(bound.smallest_base)
+        26886
+    """
+    require_int("context_length", context_length, minimum=1)
+    require_int("head_dim", head_dim, minimum=2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+    crude = crude_feasible_base(context_length, head_dim)
+    if search_limit is not None:
+        require_float("search_limit", search_limit, above=1.0)
+    limit = crude if search_limit is None else min(search_limit, crude)
+    stop = math.log(limit)
+    residual = residual if residual is not None else max(32, context_length // 1000)
+    sums = _Sums(head_dim, context_length)
+    if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
+        return BaseBound(context_length, head_dim, 1.0, 1.0, [], math.inf, True, 0)
+    smallest = _walk_infeasible(sums, _U_START, stop)
+    if smallest >= stop:
+        raise ValueError(f"no feasible base up to search_limit={limit:g} for context_length={context_length}")
+    islands: list[tuple[float, float]] = []
+    low = smallest
+    while True:
+        end = _sweep_feasible(sums, low, stop, residual)
+        if end is None:
+            break
+        high, witness = end
+        islands.append((math.exp(low), math.exp(high)))
+        low = _walk_infeasible(sums, _enter_negative(sums, witness, high), stop)
+        if low >= stop:
+            raise ValueError(f"bases up to search_limit={limit:g} end infeasible for context_length={context_length}")
+    return BaseBound(
+        context_length=context_length,
+        head_dim=head_dim,
+        smallest_base=math.exp(smallest),
+        robust_base=math.exp(low),
+        islands=islands,
+        checked_up_to=limit,
+        certified=limit >= crude,
+        scans=sums.scans,
+    )
+
+
+def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> int | None:
+    """The first distance m with B_m(base) < 0: the longest context L for which ``base`` is feasible.
+
+    Every m is checked in blocks (one matrix product per block) and the scan stops at the first block holding
+    a negative value. For b = 1e4, d = 128 this is 1707 (FACTS.md).
+
+    Args:
+        base: the RoPE base b (> 1).
+        head_dim: the rotary dimension d (even).
+        limit: scan m < limit at most.
+
+    Returns:
+        The first m with B_m(b) < −tolerance(m), or ``None`` if every m < ``limit`` has B_m(b) >= 0.
+    """
+    base = require_float("base", base, above=1.0)
+    require_int("head_dim", head_dim, minimum=2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+    require_int("limit", limit, minimum=1)
+    sums = _Sums(head_dim, limit)
+    negative, _ = sums.first_negative(math.log(base), keep=False)
+    return int(negative[0]) if negative.size else None
