@@ -3,7 +3,8 @@
 The kernel is compiled with the system C++ compiler against the installed torch, so ``pip install ropekit``
 needs no build step and the binary matches this machine (``-march=native``). The shared library is cached in
 ``$ROPEKIT_CACHE_DIR`` (default ``~/.cache/ropekit/kernels``) under a hash of the source, flags, compiler,
-torch and Python versions and CPU flags, so the compile (~15 s of CPU time) happens once per machine.
+torch and Python versions and CPU flags, so the compile (~20 s of CPU time; 25–70 s of wall time on a loaded
+2-core machine) happens once per machine.
 
 The first call never stalls: it starts the compile in a detached background process, says so once on stderr,
 and apply_rope uses the eager torch path (bit-identical results, only slower) until the library appears; the
@@ -185,7 +186,7 @@ def build(*, verbose: bool = True) -> Path:
         partial = target.with_suffix(f".{os.getpid()}.tmp.so")
         if verbose:
             print(
-                f"ropekit: compiling the C++ CPU kernel for apply_rope (once per machine, ~15 s of CPU); "
+                f"ropekit: compiling the C++ CPU kernel for apply_rope (once per machine, ~20 s of CPU); "
                 f"cache: {target.parent}",
                 file=sys.stderr,
                 flush=True,
@@ -207,7 +208,7 @@ def build(*, verbose: bool = True) -> Path:
 def _start_background_build(target: Path) -> None:
     global _background
     print(
-        "ropekit: building the C++ CPU kernel in the background (once per machine, ~15 s of CPU; cache: "
+        "ropekit: building the C++ CPU kernel in the background (once per machine, ~20 s of CPU; cache: "
         f"{target.parent}); apply_rope uses the eager torch path until it is ready",
         file=sys.stderr,
         flush=True,
