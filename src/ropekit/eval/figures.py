@@ -54,7 +54,7 @@ def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
     depths = sorted({r["depth"] for r in rows})
     cols = min(4, len(methods))
     nrows = int(np.ceil(len(methods) / cols))
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False, layout="constrained")
     image = None
     for index, (ax, method) in enumerate(zip(axes.flat, methods, strict=False)):
         grid = np.full((len(depths), len(lengths)), np.nan)
