@@ -76,26 +76,32 @@ def cos_sin(
 
 
 def _check_apply(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_dim: int | None, seq_dim: int) -> int:
-    """Validate arguments of :func:`apply_rope`; return the rotary dim."""
-    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+    """Validate arguments of :func:`apply_rope`; return the rotary dim.
+
+    This runs on every call, decode steps included, so each tensor attribute is read once (a ``.shape`` read
+    costs about a microsecond in Python).
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         what = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
         raise TypeError(f"x must be a floating-point tensor (fp16, bf16, fp32 or fp64), got {what}")
-    if x.dim() != 4:
+    x_shape = x.shape
+    if len(x_shape) != 4:
         raise ValueError(
-            f"x must be 4-D (batch, seq, heads, head_dim) or (batch, heads, seq, head_dim), got {tuple(x.shape)}"
+            f"x must be 4-D (batch, seq, heads, head_dim) or (batch, heads, seq, head_dim), got {tuple(x_shape)}"
         )
     if seq_dim not in (1, 2):
         raise ValueError(
             f"seq_dim must be 1 for (batch, seq, heads, head_dim) or 2 for (batch, heads, seq, head_dim), got {seq_dim!r}"
         )
     for name, table in (("cos", cos), ("sin", sin)):
-        if not isinstance(table, torch.Tensor) or not table.dtype.is_floating_point:
+        if not isinstance(table, torch.Tensor) or not table.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got {table!r:.60}")
-    if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
-    if cos.dim() not in (2, 3):
-        raise ValueError(f"cos must be (seq, rotary_dim/2) or (batch, seq, rotary_dim/2), got {tuple(cos.shape)}")
-    half = cos.shape[-1]
+    table_shape = cos.shape
+    if table_shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(table_shape)} and {tuple(sin.shape)}")
+    if len(table_shape) not in (2, 3):
+        raise ValueError(f"cos must be (seq, rotary_dim/2) or (batch, seq, rotary_dim/2), got {tuple(table_shape)}")
+    half = table_shape[-1]
     if rotary_dim is None:
         rotary_dim = 2 * half
     else:
@@ -104,16 +110,16 @@ def _check_apply(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_d
             raise ValueError(f"rotary_dim must be even (dims rotate in pairs), got {rotary_dim}")
         if rotary_dim != 2 * half:
             raise ValueError(f"rotary_dim must equal 2 * cos.shape[-1] = {2 * half}, got {rotary_dim}")
-    head_dim = x.shape[-1]
+    head_dim = x_shape[3]
     if rotary_dim < 2 or rotary_dim > head_dim:
         raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}")
-    seq = x.shape[seq_dim]
-    if cos.shape[-2] != seq:
+    seq = x_shape[seq_dim]
+    if table_shape[-2] != seq:
         raise ValueError(
-            f"cos/sin cover {cos.shape[-2]} positions but x has {seq} along seq_dim={seq_dim} (shape {tuple(x.shape)})"
+            f"cos/sin cover {table_shape[-2]} positions but x has {seq} along seq_dim={seq_dim} (shape {tuple(x_shape)})"
         )
-    if cos.dim() == 3 and cos.shape[0] not in (1, x.shape[0]):
-        raise ValueError(f"cos/sin batch {cos.shape[0]} does not match x batch {x.shape[0]}")
+    if len(table_shape) == 3 and table_shape[0] != 1 and table_shape[0] != x_shape[0]:
+        raise ValueError(f"cos/sin batch {table_shape[0]} does not match x batch {x_shape[0]}")
     if cos.device != x.device:
         raise ValueError(f"cos/sin are on {cos.device} but x is on {x.device}")
     return rotary_dim
