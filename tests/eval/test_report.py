@@ -83,6 +83,10 @@ def test_theory_view_against_closed_forms(tiny_checkpoint: Path) -> None:
     assert [row["length"] for row in view["bound_rows"]] == [TRAIN_LENGTH, 4 * TRAIN_LENGTH]
     for row in view["bound_rows"]:
         assert row["base_clears_bound"] == (base >= row["robust_base"])
+        # feasibility by direct summation: B_m(base) >= 0 for every m < length (Men et al., eq. 8)
+        m = np.arange(row["length"], dtype=np.float64)
+        direct = np.cos(np.outer(m, base ** (-np.arange(0, d, 2) / d))).sum(axis=1)
+        assert row["base_feasible"] == bool((direct >= -1e-9).all())
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "frequencies": ("frequencies_cmd", "frequencies_command"),
     "train": ("train_cmd", "train_command"),
     "report": ("report_cmd", "report_command"),
+    "bound": ("bound_cmd", "bound_command"),
+    "inspect": ("inspect_cmd", "inspect_command"),
+    "plan": ("plan_cmd", "plan_command"),
+    "plot": ("plot_cmd", "plot_command"),
 }
 #: command groups (sub-apps): name -> (module, Typer object name)
 GROUPS: dict[str, tuple[str, str]] = {

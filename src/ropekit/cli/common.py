@@ -62,6 +62,19 @@ def build_scaling(name: str, factor: float | None, original_length: int | None, 
         params["factor"] = factor
     if "original_max_position_embeddings" in fields and original_length is not None:
         params["original_max_position_embeddings"] = original_length
+    import dataclasses
+
+    missing = [
+        f.name
+        for f in dataclasses.fields(method.config_class)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in params
+    ]
+    if missing:
+        options = ", ".join(
+            "--" + ("original-length" if n == "original_max_position_embeddings" else n.replace("_", "-"))
+            for n in missing
+        )
+        raise fail(f"--scaling {name} needs {options} (required fields of {method.config_class.__name__}: {missing})")
     try:
         return make_scaling(method.name, **params)
     except (TypeError, ValueError) as error:

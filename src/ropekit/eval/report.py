@@ -20,10 +20,18 @@ from ropekit.eval.models import EvalModel
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
 from ropekit.scaling.registry import frequencies
 
+#: the robust bound (B) costs seconds up to this context length and minutes to hours beyond (docs/theory.md)
+ROBUST_BOUND_MAX_LENGTH = 16384
+
 
 def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
-    """Wavelengths, critical dimension and the base bound for each length (numpy only)."""
-    from ropekit.theory import base_bound, max_context_length
+    """Wavelengths, critical dimension and the base bound for each length (numpy only).
+
+    Per length: the smallest feasible base (A) and, up to :data:`ROBUST_BOUND_MAX_LENGTH`, the robust base (B)
+    of Men et al. (arXiv 2405.14591); whether the model's base is feasible there (exact: B_m(base) >= 0 for every
+    m < length, from the first negative m) and whether it clears (B) (``None`` where (B) was not computed).
+    """
+    from ropekit.theory import base_bound, max_context_length, smallest_feasible_base
 
     rope = model.rope
     freqs = frequencies(rope)
@@ -32,17 +40,17 @@ def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
     d = rope.dim
     complete = int((wavelengths <= train).sum())
     critical = 2 * math.ceil((d / 2) * math.log(train / (2 * math.pi)) / math.log(rope.base))
+    first_negative = max_context_length(rope.base, d, limit=max(lengths) + 1)
     rows = []
     for length in lengths:
-        bound = base_bound(length, d)
+        robust = base_bound(length, d).robust_base if length <= ROBUST_BOUND_MAX_LENGTH else None
         rows.append(
             {
                 "length": length,
-                "smallest_base": bound.smallest_base,
-                "robust_base": bound.robust_base,
-                "base_clears_bound": rope.base >= bound.robust_base,
-                "base_feasible": rope.base >= bound.smallest_base
-                and not any(low < rope.base < high for low, high in _gaps(bound)),
+                "smallest_base": smallest_feasible_base(length, d),
+                "robust_base": robust,
+                "base_clears_bound": None if robust is None else rope.base >= robust,
+                "base_feasible": first_negative is None or first_negative >= length,
             }
         )
     return {
@@ -57,12 +65,6 @@ def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
         "bound_rows": rows,
         "wavelengths": wavelengths.tolist(),
     }
-
-
-def _gaps(bound) -> list[tuple[float, float]]:
-    """Infeasible intervals between consecutive feasible islands."""
-    islands = sorted(bound.islands)
-    return [(islands[i][1], islands[i + 1][0]) for i in range(len(islands) - 1)]
 
 
 def summary_lines(result: SweepResult, train_length: int) -> list[str]:

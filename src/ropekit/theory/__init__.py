@@ -4,13 +4,26 @@ numpy only: nothing here imports torch, so ``import ropekit.theory`` and the the
 
 * :mod:`~ropekit.theory.wavelengths` — λ_i per pair before/after scaling, periodic pairs, critical dimension.
 * :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m(b).
-* :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse.
+* :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse
+  (``base_bound``, ``smallest_feasible_base`` for the smallest alone, ``max_context_length``).
+* :mod:`~ropekit.theory.published` — the published bound tables (Men et al. Table 1, Su) and their face-value check.
 * :mod:`~ropekit.theory.similar_tokens` — Monte Carlo check of E[qᵀR_m k*] − E[qᵀR_m k] = 2σ²B_m.
 * :mod:`~ropekit.theory.plan` — given a model and a target length: bound, safe base, training-free methods.
+
+Frequencies of scaled configs come from :mod:`ropekit.scaling` (also numpy only), the one source of truth.
 """
 
-from ropekit.theory.bound import BaseBound, base_bound, crude_feasible_base, max_context_length, tolerance
+from ropekit.theory.bound import (
+    BaseBound,
+    base_bound,
+    crude_feasible_base,
+    max_context_length,
+    smallest_feasible_base,
+    tolerance,
+)
 from ropekit.theory.decay import ones_score, roformer_upper_bound, similarity_margin
+from ropekit.theory.plan import MethodPlan, Plan, plan
+from ropekit.theory.published import PAPER_BOUND, SU_BOUND, FaceValue, face_value_check
 from ropekit.theory.similar_tokens import SimilarTokenCheck, similar_token_check
 from ropekit.theory.wavelengths import (
     WavelengthReport,
@@ -22,20 +35,28 @@ from ropekit.theory.wavelengths import (
 )
 
 __all__ = [
+    "PAPER_BOUND",
+    "SU_BOUND",
     "BaseBound",
+    "FaceValue",
+    "MethodPlan",
+    "Plan",
     "SimilarTokenCheck",
     "WavelengthReport",
     "base_bound",
     "critical_dimension",
     "crude_feasible_base",
     "extrapolation_limit",
+    "face_value_check",
     "max_context_length",
     "ones_score",
     "pair_wavelengths",
     "periodic_pairs",
+    "plan",
     "roformer_upper_bound",
     "similar_token_check",
     "similarity_margin",
+    "smallest_feasible_base",
     "tolerance",
     "wavelength_report",
 ]

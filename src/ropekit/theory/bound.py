@@ -11,6 +11,7 @@ reports:
 * ``robust_base`` (B): the base above which *every* base is feasible (the supremum of the infeasible ones).
 * ``islands``: the feasible intervals [low, high] below ``robust_base``; the first starts at ``smallest_base``.
 * :func:`max_context_length`: the inverse, the first m with B_m(b) < 0 (so b is feasible for L iff L <= it).
+* :func:`smallest_feasible_base`: (A) alone, without the robust sweep (far cheaper for large L).
 
 Values of B_m within ``tolerance(m) = 8·(d/2)·(m+1)·ε`` (float64 ε) of zero count as zero: that bounds the
 rounding error of the phases m·θ_i. Bases are handled as u = ln b.
@@ -183,14 +184,16 @@ class _Sums:
             if negative:
                 stop = (level >= 0) | (unresolved & (slope > 0))
                 root = np.sqrt(slope * slope - 2 * curvature * level)  # largest t: level + s·t + c·t²/2 <= 0
-                step = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
+                with np.errstate(divide="ignore", invalid="ignore"):  # the branch np.where discards may be 0/0
+                    step = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
             else:
                 # a crossing is B_m falling through −tolerance(m); where it only touches the level and climbs
                 # again (as where an island starts) rounding may put it a hair below: step on
                 stop = ((level <= 1e-3 * tol) | unresolved) & (slope < 0)
                 positive = np.maximum(level, 0)
                 root = np.sqrt(slope * slope + 2 * curvature * positive)  # largest t: level + s·t − c·t²/2 >= 0
-                step = np.where(slope >= 0, (root + slope) / curvature, 2 * positive / (root - slope))
+                with np.errstate(divide="ignore", invalid="ignore"):  # the branch np.where discards may be 0/0
+                    step = np.where(slope >= 0, (root + slope) / curvature, 2 * positive / (root - slope))
             crossed[index[stop]] = True
             new = np.where(stop, at[index], np.minimum(at[index] + step, until))
             at[index] = new
@@ -277,7 +280,8 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
             value, slope, curvature = sums._taylor(negative.astype(np.float64), np.full(negative.size, u))
             level = value + sums.tol(negative)
             root = np.sqrt(slope * slope - 2 * curvature * level)
-            first = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
+            with np.errstate(divide="ignore", invalid="ignore"):  # the branch np.where discards may be 0/0
+                first = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
             negative = negative[np.argsort(-first)[:3]]
         ends, _ = sums.walk(negative, u, stop, negative=True)
         best = int(np.argmax(ends))
@@ -390,6 +394,17 @@ def _enter_negative(sums: _Sums, m: int, u: float) -> float:
     raise RuntimeError(f"B_{m} does not go below its tolerance after u = {u!r}; please report this")
 
 
+def _check_bound_args(context_length: int, head_dim: int) -> None:
+    """Shared argument checks of :func:`base_bound` and :func:`smallest_feasible_base`."""
+    require_int("context_length", context_length, minimum=1)
+    require_int("head_dim", head_dim, minimum=2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+    if head_dim == 2 and context_length >= 3:
+        # one pair: θ_0 = b^0 = 1 for every base, so B_2 = cos 2 < 0 and no base is feasible
+        raise ValueError("head_dim must be >= 4 for context_length >= 3 (no base is feasible with one pair), got 2")
+
+
 def base_bound(
     context_length: int,
     head_dim: int,
@@ -416,12 +431,9 @@ def base_bound(
     Example:
         >>> bound = base_bound(4096, 128)
         >>> round(bound.smallest_base)
-        26886
+        26952
     """
-    require_int("context_length", context_length, minimum=1)
-    require_int("head_dim", head_dim, minimum=2)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+    _check_bound_args(context_length, head_dim)
     crude = crude_feasible_base(context_length, head_dim)
     if search_limit is not None:
         require_float("search_limit", search_limit, above=1.0)
@@ -455,6 +467,33 @@ def base_bound(
         certified=limit >= crude,
         scans=sums.scans,
     )
+
+
+def smallest_feasible_base(context_length: int, head_dim: int) -> float:
+    """(A) alone: the smallest base b with B_m(b) >= 0 for every integer m in [0, L) (Men et al., eq. 8).
+
+    The same certified walk as :func:`base_bound` (witnesses from b = 1 up to the first base where a full scan
+    over all m finds no negative B_m), without the sweep for the robust bound and the islands, which costs far
+    more for large L. For d = 128 it reproduces Su's brute-force values, e.g. 2.70e4 at L = 4096 and 6.54e7 at
+    L = 2**20.
+
+    Args:
+        context_length: L, the number of distances m = 0 … L−1 that must keep B_m(b) >= 0.
+        head_dim: the rotary dimension d (even).
+
+    Returns:
+        The smallest feasible base (``base_bound(L, d).smallest_base``); 1.0 when L <= 2 (every base is feasible).
+
+    Example:
+        >>> round(smallest_feasible_base(4096, 128))
+        26952
+    """
+    _check_bound_args(context_length, head_dim)
+    sums = _Sums(head_dim, context_length)
+    if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
+        return 1.0
+    crude = crude_feasible_base(context_length, head_dim)
+    return math.exp(_walk_infeasible(sums, _U_START, math.log(crude)))
 
 
 def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> int | None:

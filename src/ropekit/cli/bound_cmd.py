@@ -1,0 +1,105 @@
+"""``ropekit bound``: the exact base bound of Men et al. for one context length, beside the published values."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from ropekit.cli.common import fail, parse_length, print_json
+
+#: by default the robust bound is computed up to this context length (about a minute at 64k on 2 cores; it grows
+#: roughly quadratically, so hours at 1M).
+ROBUST_AUTO_LIMIT = 65536
+#: islands shown in the table (JSON has all of them).
+SHOWN_ISLANDS = 5
+
+
+def bound_command(
+    context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024)."),
+    head_dim: int = typer.Option(128, help="Rotary dimension d (even)."),
+    robust: bool | None = typer.Option(
+        None,
+        "--robust/--no-robust",
+        help=f"Also compute the robust bound and islands (default: only when L <= {ROBUST_AUTO_LIMIT:,}).",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Smallest feasible base (A), robust base (B) and feasible islands for a context length (arXiv 2405.14591).
+
+    A base b is feasible for L when B_m(b) = Σ_i cos(m·b^(−2i/d)) >= 0 for every integer m < L. Every m is checked.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from ropekit.theory.bound import base_bound, smallest_feasible_base
+    from ropekit.theory.published import PAPER_BOUND, PUBLISHED_HEAD_DIM, SU_BOUND, face_value_check
+
+    length = parse_length(context)
+    with_robust = robust if robust is not None else length <= ROBUST_AUTO_LIMIT
+    start = time.perf_counter()
+    try:
+        if with_robust:
+            bound = base_bound(length, head_dim)
+            smallest, robust_base, islands = bound.smallest_base, bound.robust_base, bound.islands
+            certified = bound.certified
+        else:
+            smallest = smallest_feasible_base(length, head_dim)
+            robust_base = islands = certified = None
+    except (TypeError, ValueError) as error:
+        raise fail(str(error)) from error
+    seconds = time.perf_counter() - start
+    published = None
+    if head_dim == PUBLISHED_HEAD_DIM and length in PAPER_BOUND:
+        published = {}
+        for source, table in (("paper", PAPER_BOUND), ("su", SU_BOUND)):
+            check = face_value_check(length, table[length])
+            published[source] = {
+                "base": check.base,
+                "first_negative": check.first_negative,
+                "satisfied": check.satisfied,
+            }
+    if json_output:
+        print_json(
+            {
+                "context_length": length,
+                "head_dim": head_dim,
+                "smallest_base": smallest,
+                "robust_base": robust_base,
+                "islands": None if islands is None else [list(pair) for pair in islands],
+                "island_count": None if islands is None else len(islands),
+                "certified": certified,
+                "published": published,
+                "seconds": seconds,
+            }
+        )
+        return
+    table = Table(title=f"Base bound for L = {length:,}, d = {head_dim} (Men et al., arXiv 2405.14591)")
+    table.add_column("")
+    table.add_column("base", justify="right")
+    table.add_column("note")
+    table.add_row("(A) smallest feasible", f"{smallest:.6g}", "B_m >= 0 for every m < L; bases just above may fail")
+    if robust_base is None:
+        table.add_row("(B) robust", "not computed", f"L > {ROBUST_AUTO_LIMIT:,} (minutes to hours); --robust forces it")
+    else:
+        table.add_row("(B) robust", f"{robust_base:.6g}", "every base above is feasible")
+        table.add_row("islands", str(len(islands)), "feasible intervals from (A) up to (B)")
+    if published is not None:
+        names = {"paper": "Men et al., Table 1", "su": "Su (kexue.fm 10122)"}
+        for source, entry in published.items():
+            verdict = (
+                "satisfies its condition"
+                if entry["satisfied"]
+                else f"fails at face value: B_m < 0 at m = {entry['first_negative']:,}"
+            )
+            table.add_row(names[source], f"{entry['base']:.2g}", verdict)
+    console = Console()
+    console.print(table)
+    if islands:
+        shown = Table(title=f"first {min(SHOWN_ISLANDS, len(islands))} of {len(islands)} feasible islands")
+        for column in ("low", "high", "width"):
+            shown.add_column(column, justify="right")
+        for low, high in islands[:SHOWN_ISLANDS]:
+            shown.add_row(f"{low:.8g}", f"{high:.8g}", f"{(high - low) / low:.2%}")
+        console.print(shown)
+    console.print(f"computed in {seconds:.1f} s")

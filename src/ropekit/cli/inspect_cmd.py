@@ -1,0 +1,99 @@
+"""``ropekit inspect``: wavelengths per pair, periods, critical dimension and per-method frequency ratios."""
+
+from __future__ import annotations
+
+import typer
+
+from ropekit.cli.common import build_scaling, fail, parse_length, print_json
+
+#: methods compared when ``--factor`` is given without ``--scaling``.
+COMPARED = ("linear", "ntk", "yarn", "llama3")
+#: scan B_m(base) up to this many distances for the "feasible up to" line.
+BOUND_SCAN_LIMIT = 1 << 22
+
+
+def inspect_command(
+    head_dim: int = typer.Option(128, help="Attention head size."),
+    base: float = typer.Option(10000.0, help="RoPE base b."),
+    train_length: str = typer.Option(..., help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k."),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    scaling: list[str] = typer.Option(
+        [], help=f"Scaling method(s) to compare, repeatable (default with --factor: {', '.join(COMPARED)})."
+    ),
+    factor: float | None = typer.Option(None, help="Scaling factor s."),
+    original_length: str | None = typer.Option(None, help="Original length L0 of the scaling (default: T)."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ropekit.config import RopeConfig
+    from ropekit.theory.bound import max_context_length
+    from ropekit.theory.wavelengths import wavelength_report
+
+    train = parse_length(train_length)
+    original = parse_length(original_length) if original_length else train
+    names = list(scaling) or (list(COMPARED) if factor is not None else [])
+    try:
+        rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
+        plain = wavelength_report(rope, train)
+        methods = {}
+        for name in names:
+            spec = build_scaling(name, factor, original)
+            scaled = rope.replace(scaling=spec)
+            methods[scaled.rope_type] = wavelength_report(scaled, train)
+        supported = max_context_length(rope.base, rope.dim, limit=BOUND_SCAN_LIMIT)
+    except (TypeError, ValueError) as error:
+        raise fail(str(error)) from error
+    periodic = plain.wavelengths <= train
+    if json_output:
+        print_json(
+            {
+                "head_dim": rope.head_dim,
+                "rotary_dim": rope.dim,
+                "base": rope.base,
+                "train_length": train,
+                "wavelengths": plain.wavelengths,
+                "periodic": periodic,
+                "periodic_dims": plain.periodic_dims,
+                "critical_dimension": plain.critical_dimension,
+                "extrapolation_limit": plain.extrapolation_limit,
+                "max_context_length": supported,
+                "max_context_length_scan_limit": BOUND_SCAN_LIMIT,
+                "methods": {
+                    name: {
+                        "ratio": report.ratio,
+                        "wavelengths": report.scaled_wavelengths,
+                        "periodic_dims": report.scaled_periodic_dims,
+                        "attention_factor": report.attention_factor,
+                    }
+                    for name, report in methods.items()
+                },
+            }
+        )
+        return
+    console = Console()
+    summary = Table(title=f"d = {rope.dim}, base {rope.base:g}, training length {train:,}", show_header=False)
+    summary.add_column("", style="bold")
+    summary.add_column("")
+    summary.add_row("dims completing a period within T", f"{plain.periodic_dims} of {rope.dim}")
+    summary.add_row("critical dimension d_extra (Liu et al.)", str(plain.critical_dimension))
+    summary.add_row("extrapolation limit T_extra", f"{plain.extrapolation_limit:,.0f} tokens")
+    summary.add_row(
+        "B_m(b) >= 0 up to (Men et al.)",
+        f"m = {supported:,}" if supported is not None else f"every m < {BOUND_SCAN_LIMIT:,} (scan limit)",
+    )
+    for name, report in methods.items():
+        summary.add_row(
+            f"{name}: periodic dims / attention factor",
+            f"{report.scaled_periodic_dims} / {report.attention_factor:.4g}",
+        )
+    console.print(summary)
+    table = Table(title="per pair (ratio = scaled inv_freq / plain inv_freq)")
+    for column in ("pair", "wavelength", "period in T", *[f"{name} ratio" for name in methods]):
+        table.add_column(column, justify="right")
+    for i, wavelength in enumerate(plain.wavelengths):
+        ratios = [f"{report.ratio[i]:.4g}" for report in methods.values()]
+        table.add_row(str(i), f"{wavelength:,.1f}", "yes" if periodic[i] else "no", *ratios)
+    console.print(table)

@@ -1,0 +1,56 @@
+"""``ropekit plan``: extend a model from its training length to a target length — the bound, a safe base, methods."""
+
+from __future__ import annotations
+
+import typer
+
+from ropekit.cli.common import fail, parse_length, print_json
+
+
+def plan_command(
+    head_dim: int = typer.Option(128, help="Attention head size."),
+    base: float = typer.Option(10000.0, help="The model's RoPE base b."),
+    train_length: str = typer.Option(..., help="Length the model was trained at, e.g. 4k."),
+    target_length: str = typer.Option(..., help="Length wanted, e.g. 32k."),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    robust: bool | None = typer.Option(
+        None, "--robust/--no-robust", help="Compute the robust bound (default: only when the target <= 16k)."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of text and a table."),
+) -> None:
+    """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ropekit.theory.plan import plan
+
+    try:
+        result = plan(
+            head_dim,
+            base,
+            parse_length(train_length),
+            parse_length(target_length),
+            rotary_dim=rotary_dim,
+            robust=robust,
+        )
+    except (TypeError, ValueError) as error:
+        raise fail(str(error)) from error
+    if json_output:
+        print_json(result.to_dict())
+        return
+    console = Console()
+    for line in result.lines():
+        console.print(line, highlight=False)
+    table = Table(title=f"training-free methods at s = {result.factor:g} (pairs per group)")
+    for column in ("method", "kept", "blended", "interpolated", "attention factor", "first m with B_m < 0"):
+        table.add_column(column, justify="right")
+    for method in result.methods:
+        table.add_row(
+            method.name,
+            str(len(method.kept)),
+            str(len(method.blended)),
+            str(len(method.interpolated)),
+            f"{method.attention_factor:.4g}",
+            f"none below {result.target_length:,}" if method.first_negative is None else f"{method.first_negative:,}",
+        )
+    console.print(table)
