@@ -40,6 +40,9 @@ def test_conclusion_says_reproduced_only_when_the_numbers_say_so():
     assert not_reproduced[0].startswith("Not reproduced")
     partly = conclusion([_row("low", 10.0, 4.0, 20), _row("high", 5000.0, 2.9, 95)])
     assert partly[0].startswith("Partly")
+    # nothing learned retrieval above the bound: the run cannot test the claim, whatever the ratio
+    inconclusive = conclusion([_row("low", 10.0, 3.0, 1), _row("high", 5000.0, 2.9, 2)])
+    assert inconclusive[0].startswith("Inconclusive")
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ def base_bound_command(
     steps: int | None = typer.Option(None, help="Training steps per model."),
     trials: int | None = typer.Option(None, help="Retrieval episodes per model."),
     seed: int = typer.Option(0, help="Seed shared by every model (weights and data order)."),
+    device: str = typer.Option("cpu", help="Where the models train: cpu or cuda (evaluation runs on the CPU)."),
 ) -> None:
     """Train models that differ only in RoPE base (around the bound) plus NoPE; compare perplexity and retrieval."""
     import dataclasses
@@ -28,7 +29,7 @@ def base_bound_command(
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
     changes = {k: v for k, v in {"context": context, "steps": steps, "trials": trials}.items() if v is not None}
-    settings = dataclasses.replace(settings, seed=seed, **changes)
+    settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
     console = Console()
     payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
     table = Table(title=f"base-bound experiment (context {settings.context})")

@@ -27,6 +27,7 @@ from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tasks import passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM
 from ropekit.scaling.registry import inv_freq
+from ropekit.theory.bound import tolerance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,12 +35,14 @@ class ExperimentSettings:
     """Everything that defines a run; identical across the trained models except the position encoding."""
 
     context: int = 512
-    d_model: int = 64
-    n_layers: int = 2
-    n_heads: int = 2
-    n_kv_heads: int = 1
-    ffn_dim: int = 192
-    steps: int = 1800
+    # the bundled tiny model's shape (head_dim 32): a 2-layer d_model-64 model trained 5000 steps learned no
+    # retrieval at all (0/400 at every base), so the full run uses the shape known to learn passkey
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    ffn_dim: int = 384
+    steps: int = 3000
     batch_size: int = 16
     lr: float = 3e-3
     task_fraction: float = 0.5
@@ -47,11 +50,15 @@ class ExperimentSettings:
     trials: int = 400
     distance_bins: int = 8
     heldout_windows: int = 48
+    #: where the models train ("cpu" or "cuda"); evaluation always runs on the CPU copies of the checkpoints
+    device: str = "cpu"
 
     @classmethod
     def quick(cls) -> ExperimentSettings:
         """The ``--quick`` mode: a fraction of the steps and trials (same qualitative picture, wider intervals)."""
-        return cls(steps=400, trials=120, heldout_windows=24)
+        return cls(
+            d_model=64, n_layers=2, n_heads=2, n_kv_heads=1, ffn_dim=192, steps=400, trials=120, heldout_windows=24
+        )
 
     @property
     def head_dim(self) -> int:
@@ -173,6 +180,7 @@ def run_experiment(
             task_fraction=settings.task_fraction,
             seed=settings.seed,
             checkpoint_every=max(50, settings.steps // 5),
+            device=settings.device,
         )
         summary = train(model_config(settings, plan["base"]), train_settings, directory, progress=progress)
         model = load(directory)
@@ -186,7 +194,8 @@ def run_experiment(
         }
         if plan["base"] is not None:
             values = b_m(plan["base"], settings.head_dim, distances)
-            negative = np.nonzero(values < 0)[0]
+            # within rounding of zero counts as zero, as in the bound (the bound's bases sit exactly on zeros)
+            negative = np.nonzero(values < -tolerance(distances, settings.head_dim))[0]
             row["first_negative_m"] = int(negative[0]) if len(negative) else None
             row["b_m"] = values.tolist()
         results.append(row)
@@ -221,7 +230,15 @@ def conclusion(results: list[dict[str, Any]]) -> list[str]:
         )
     close_ppl = all(ppl(r) / ppl(best_above) < 1.10 for r in below)
     worse_retrieval = all(acc(r)["high"] < acc(best_above)["low"] for r in below)
-    if close_ppl and worse_retrieval:
+    best_retrieval = max(above, key=lambda r: acc(r)["accuracy"])
+    if acc(best_retrieval)["high"] < 0.5:
+        verdict = (
+            f"Inconclusive at this scale: no model at or above the bound learned retrieval (best "
+            f"{acc(best_retrieval)['accuracy']:.0%} [{acc(best_retrieval)['low']:.0%}, "
+            f"{acc(best_retrieval)['high']:.0%}], {best_retrieval['label']}), so the run cannot show whether a "
+            "below-bound base hurts it. Train longer or larger until the above-bound models retrieve, then compare."
+        )
+    elif close_ppl and worse_retrieval:
         verdict = (
             "Reproduced at this scale: below-bound bases keep perplexity within 10% of the best above-bound model "
             "while retrieval is significantly worse."

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sysconfig
 from dataclasses import dataclass
 from importlib import resources
@@ -38,8 +39,13 @@ class CorpusFile:
 
 
 def stdlib_root() -> Path:
-    """Directory of this interpreter's standard library."""
-    return Path(sysconfig.get_paths()["stdlib"])
+    """Directory of this interpreter's standard library, or ``$ROPEKIT_CORPUS_ROOT`` where that is set.
+
+    The variable lets another machine train on the same bytes (a copy of the selected files, e.g. a GPU machine
+    whose Python differs); the manifest's hashes say whether the corpus is the one recorded.
+    """
+    override = os.environ.get("ROPEKIT_CORPUS_ROOT")
+    return Path(override) if override else Path(sysconfig.get_paths()["stdlib"])
 
 
 def _is_heldout(relpath: str) -> bool:

@@ -37,6 +37,8 @@ class TrainConfig:
     seed: int = 0
     minutes: float | None = None
     checkpoint_every: int = 250
+    #: where the model trains ("cpu", "cuda", "cuda:1"); checkpoints are always written from CPU copies
+    device: str = "cpu"
 
 
 def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int) -> torch.Tensor:
@@ -81,7 +83,8 @@ def learning_rate(train: TrainConfig, step: int, progress: float) -> float:
 @torch.no_grad()
 def heldout_bpb(model: TinyLM, length: int, *, max_windows: int = 64) -> float:
     """Bits per byte on the shipped held-out text, non-overlapping windows of ``length``."""
-    data = torch.frombuffer(bytearray(heldout_bytes()), dtype=torch.uint8).long()
+    device = next(model.parameters()).device
+    data = torch.frombuffer(bytearray(heldout_bytes()), dtype=torch.uint8).long().to(device)
     windows = min(max_windows, (len(data) - 1) // length)
     total, count = 0.0, 0
     model.eval()
@@ -102,7 +105,7 @@ def _save_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer
         state = optimizer.state.get(param, {})
         for key in ("exp_avg", "exp_avg_sq"):
             if key in state:
-                tensors[f"{key}/{name}"] = state[key].contiguous()
+                tensors[f"{key}/{name}"] = state[key].contiguous().cpu()
     save_file(tensors, str(directory / "train_state.safetensors"))
     (directory / "train_state.json").write_text(json.dumps({"step": step, "history": history}) + "\n")
 
@@ -119,8 +122,8 @@ def _load_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer
         if f"exp_avg/{name}" in tensors:
             optimizer.state[param] = {
                 "step": torch.tensor(float(meta["step"])),
-                "exp_avg": tensors[f"exp_avg/{name}"],
-                "exp_avg_sq": tensors[f"exp_avg_sq/{name}"],
+                "exp_avg": tensors[f"exp_avg/{name}"].to(param.device),
+                "exp_avg_sq": tensors[f"exp_avg_sq/{name}"].to(param.device),
             }
     return meta["step"], meta["history"]
 
@@ -151,7 +154,13 @@ def train(
     manifest = None
     if corpus is None:
         corpus, manifest = build_training_bytes()
-    model = TinyLM(config)
+    try:
+        device = torch.device(train.device)
+    except RuntimeError as error:
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    model = TinyLM(config).to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -178,7 +187,7 @@ def train(
         smoothed = None
         while step < train.steps:
             model.train()
-            batch = make_batch(corpus, config, train, step)
+            batch = make_batch(corpus, config, train, step).to(device)
             elapsed = elapsed_before + time.perf_counter() - started
             fraction = progress_fraction(train, step, elapsed)
             if fraction >= 1.0:
