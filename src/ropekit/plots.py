@@ -39,7 +39,7 @@ def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_dis
         base: the RoPE base b.
         max_distance: the largest distance m plotted.
     """
-    from ropekit.eval.figures import _pyplot
+    from ropekit.eval.figures import _pyplot, save_figure
 
     plt = _pyplot()
     m = np.arange(1, max_distance + 1, dtype=np.float64)
@@ -63,10 +63,7 @@ def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_dis
     bottom.set_ylabel("relative upper bound")
     bottom.grid(True, which="both", alpha=0.3)
     bottom.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def bound_figure(
@@ -85,7 +82,7 @@ def bound_figure(
         robust_up_to: compute the robust bound up to this length.
         min_context: the smallest context length computed.
     """
-    from ropekit.eval.figures import _pyplot
+    from ropekit.eval.figures import _pyplot, save_figure
 
     plt = _pyplot()
     lengths = [2**k for k in range(math.ceil(math.log2(min_context)), math.floor(math.log2(max_context)) + 1)]
@@ -111,10 +108,7 @@ def bound_figure(
     ax.set_title(f"Base of RoPE bounds context length, d = {head_dim}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def wavelengths_figure(
@@ -134,7 +128,7 @@ def scaling_figure(
     path: Path, head_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
 ) -> Path:
     """Scaled / plain frequency per pair against the plain wavelength, for each method at ``factor`` (log-log)."""
-    from ropekit.eval.figures import _pyplot
+    from ropekit.eval.figures import _pyplot, save_figure
 
     plt = _pyplot()
     rope = RopeConfig(head_dim, base=base)
@@ -155,7 +149,4 @@ def scaling_figure(
     ax.set_title(f"Frequency ratio per pair, s = {factor:g}, d = {head_dim}, b = {base:g}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -17,6 +17,14 @@ def _pyplot():
     return plt
 
 
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out, write (PNG or SVG by suffix, 110 dpi) and close ``fig``; return ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
 def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path) -> Path:
     """Perplexity against length, one line per method, log-log, with the training length marked."""
     plt = _pyplot()
@@ -40,10 +48,7 @@ def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path)
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
@@ -101,10 +106,7 @@ def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, pat
     ax.set_title("RoPE wavelengths per pair")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def loss_curve_figure(history: list[dict[str, Any]], path: Path, title: str = "training loss") -> Path:
@@ -118,7 +120,4 @@ def loss_curve_figure(history: list[dict[str, Any]], path: Path, title: str = "t
     ax.set_ylabel("training loss (bits per byte, smoothed)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
