@@ -11,6 +11,8 @@ from ropekit.model import TinyConfig, TinyLM, load
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.train import TrainConfig, learning_rate, make_batch, train
 
+_NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
+
 SMALL = TinyConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, ffn_dim=64, train_length=64)
 CORPUS = np.frombuffer(heldout_bytes(), dtype=np.uint8)
 
@@ -65,3 +67,22 @@ def test_learning_rate_warms_up_and_decays():
     assert learning_rate(settings, 0, 0.0) == 0.1
     assert learning_rate(settings, 50, 0.5) == 0.1 + 0.9 * 0.5
     assert abs(learning_rate(settings, 99, 1.0) - 0.1) < 1e-12
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [("abacus", "device must be a torch device"), pytest.param("cuda", "CUDA is not available", marks=_NO_CUDA)],
+)
+def test_a_bad_device_is_a_clear_error(tmp_path, device, message):
+    with pytest.raises(ValueError, match=message):
+        train(SMALL, TrainConfig(steps=1, device=device), tmp_path, corpus=CORPUS, progress=False)
+
+
+def test_corpus_root_can_be_pointed_elsewhere(tmp_path, monkeypatch):
+    from ropekit.model.corpus import select_files, stdlib_root
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n" * 400)
+    monkeypatch.setenv("ROPEKIT_CORPUS_ROOT", str(tmp_path))
+    assert stdlib_root() == tmp_path
+    assert [f.relpath for f in select_files()] == [f.relpath for f in select_files(tmp_path)]
