@@ -57,7 +57,7 @@ class ExperimentSettings:
     def quick(cls) -> ExperimentSettings:
         """The ``--quick`` mode: a fraction of the steps and trials (same qualitative picture, wider intervals)."""
         return cls(
-            d_model=64, n_layers=2, n_heads=2, n_kv_heads=1, ffn_dim=192, steps=400, trials=120, heldout_windows=24
+            d_model=64, n_layers=2, n_heads=2, n_kv_heads=1, ffn_dim=192, steps=200, trials=96, heldout_windows=16
         )
 
     @property
