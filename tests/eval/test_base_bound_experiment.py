@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ropekit.eval.base_bound_experiment import b_m, conclusion
+from ropekit.eval.base_bound_experiment import conclusion
+from ropekit.theory.decay import similarity_margin
 
 
-def test_b_m_is_the_direct_sum():
-    values = b_m(10000.0, 128, np.array([0, 1, 1707]))
+def test_the_experiments_b_m_is_the_direct_sum():
+    values = similarity_margin(np.array([0, 1, 1707]), 128, 10000.0)
     direct = [sum(math.cos(m * 10000.0 ** (-2 * i / 128)) for i in range(64)) for m in (0, 1, 1707)]
     assert values == pytest.approx(direct, rel=1e-12, abs=1e-9)
     assert values[2] < 0 < values[1]

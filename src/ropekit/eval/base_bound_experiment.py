@@ -26,8 +26,8 @@ from ropekit.eval.passkey import PasskeyCell
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tasks import passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM
-from ropekit.scaling.registry import inv_freq
 from ropekit.theory.bound import tolerance
+from ropekit.theory.decay import similarity_margin
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,12 +81,6 @@ def planned_models(settings: ExperimentSettings) -> list[dict[str, Any]]:
     for row in rows:
         row["smallest_base"], row["robust_base"] = float(bound.smallest_base), float(bound.robust_base)
     return rows
-
-
-def b_m(base: float, head_dim: int, distances: np.ndarray) -> np.ndarray:
-    """B_m(b) = Σ_i cos(m θ_i) at each distance m (Men et al., eq. 8), in float64."""
-    theta = inv_freq(head_dim, base)
-    return np.cos(np.outer(distances.astype(np.float64), theta)).sum(axis=1)
 
 
 def model_config(settings: ExperimentSettings, base: float | None) -> TinyConfig:
@@ -193,7 +187,7 @@ def run_experiment(
             "retrieval_overall": overall_accuracy(retrieval),
         }
         if plan["base"] is not None:
-            values = b_m(plan["base"], settings.head_dim, distances)
+            values = similarity_margin(distances, settings.head_dim, plan["base"])
             # within rounding of zero counts as zero, as in the bound (the bound's bases sit exactly on zeros)
             negative = np.nonzero(values < -tolerance(distances, settings.head_dim))[0]
             row["first_negative_m"] = int(negative[0]) if len(negative) else None

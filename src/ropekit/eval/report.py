@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -31,23 +30,30 @@ def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
     of Men et al. (arXiv 2405.14591); whether the model's base is feasible there (exact: B_m(base) >= 0 for every
     m < length, from the first negative m) and whether it clears (B) (``None`` where (B) was not computed).
     """
-    from ropekit.theory import base_bound, max_context_length, smallest_feasible_base
+    from ropekit.theory import (
+        base_bound,
+        critical_dimension,
+        extrapolation_limit,
+        max_context_length,
+        smallest_feasible_base,
+    )
 
     rope = model.rope
-    freqs = frequencies(rope)
-    wavelengths = freqs.wavelengths
+    wavelengths = frequencies(rope).wavelengths
     train = model.train_length
     d = rope.dim
-    complete = int((wavelengths <= train).sum())
-    critical = 2 * math.ceil((d / 2) * math.log(train / (2 * math.pi)) / math.log(rope.base))
-    first_negative = max_context_length(rope.base, d, limit=max(lengths) + 1)
+    first_negative = max_context_length(rope.base, d)
     rows = []
     for length in lengths:
-        robust = base_bound(length, d).robust_base if length <= ROBUST_BOUND_MAX_LENGTH else None
+        if length <= ROBUST_BOUND_MAX_LENGTH:
+            bound = base_bound(length, d)
+            smallest, robust = bound.smallest_base, bound.robust_base
+        else:
+            smallest, robust = smallest_feasible_base(length, d), None
         rows.append(
             {
                 "length": length,
-                "smallest_base": smallest_feasible_base(length, d),
+                "smallest_base": smallest,
                 "robust_base": robust,
                 "base_clears_bound": None if robust is None else rope.base >= robust,
                 "base_feasible": first_negative is None or first_negative >= length,
@@ -58,10 +64,10 @@ def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
         "rotary_dim": d,
         "base": rope.base,
         "train_length": train,
-        "pairs_completing_a_period": complete,
-        "critical_dimension": max(0, min(d, critical)),
-        "extrapolation_limit": 2 * math.pi * rope.base ** (max(0, min(d, critical)) / d),
-        "max_context_length_for_base": max_context_length(rope.base, d),
+        "pairs_completing_a_period": int((wavelengths <= train).sum()),
+        "critical_dimension": critical_dimension(d, rope.base, train),
+        "extrapolation_limit": extrapolation_limit(d, rope.base, train),
+        "max_context_length_for_base": first_negative,
         "bound_rows": rows,
         "wavelengths": wavelengths.tolist(),
     }

@@ -394,12 +394,16 @@ def _enter_negative(sums: _Sums, m: int, u: float) -> float:
     raise RuntimeError(f"B_{m} does not go below its tolerance after u = {u!r}; please report this")
 
 
-def _check_bound_args(context_length: int, head_dim: int) -> None:
-    """Shared argument checks of :func:`base_bound` and :func:`smallest_feasible_base`."""
-    require_int("context_length", context_length, minimum=1)
+def _check_head_dim(head_dim: int) -> None:
     require_int("head_dim", head_dim, minimum=2)
     if head_dim % 2:
         raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+
+
+def _check_bound_args(context_length: int, head_dim: int) -> None:
+    """Shared argument checks of :func:`base_bound` and :func:`smallest_feasible_base`."""
+    require_int("context_length", context_length, minimum=1)
+    _check_head_dim(head_dim)
     if head_dim == 2 and context_length >= 3:
         # one pair: θ_0 = b^0 = 1 for every base, so B_2 = cos 2 < 0 and no base is feasible
         raise ValueError("head_dim must be >= 4 for context_length >= 3 (no base is feasible with one pair), got 2")
@@ -511,9 +515,7 @@ def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> i
         The first m with B_m(b) < −tolerance(m), or ``None`` if every m < ``limit`` has B_m(b) >= 0.
     """
     base = require_float("base", base, above=1.0)
-    require_int("head_dim", head_dim, minimum=2)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (dims rotate in pairs), got {head_dim}")
+    _check_head_dim(head_dim)
     require_int("limit", limit, minimum=1)
     sums = _Sums(head_dim, limit)
     negative, _ = sums.first_negative(math.log(base), keep=False)

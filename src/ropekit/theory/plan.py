@@ -247,11 +247,12 @@ def plan(
     factor = target_length / train_length
     rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
     first_negative = max_context_length(base, dim, limit=target_length)
-    smallest = smallest_feasible_base(target_length, dim)
     robust_base = islands = None
     if robust if robust is not None else target_length <= ROBUST_DEFAULT_LIMIT:
-        bound = base_bound(target_length, dim)
-        robust_base, islands = bound.robust_base, len(bound.islands)
+        bound = base_bound(target_length, dim)  # its walk to the first island is smallest_feasible_base's
+        smallest, robust_base, islands = bound.smallest_base, bound.robust_base, len(bound.islands)
+    else:
+        smallest = smallest_feasible_base(target_length, dim)
     suggested = _round_feasible_base(smallest, dim, target_length, robust_base)
     wavelengths = 2 * np.pi / inv_freq(dim, base)
     periodic = 2 * int(periodic_pairs(wavelengths, train_length).sum())
