@@ -53,5 +53,5 @@ def test_quick_mode_end_to_end(tmp_path):
     result = CliRunner().invoke(app, ["experiment", "base-bound", "--quick", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     payload = json.loads((tmp_path / "results.json").read_text())
-    assert len(payload["models"]) == 6
+    assert [m["label"] for m in payload["models"]] == ["base 100", "bound for L/4", "robust bound", "NoPE"]
     assert (tmp_path / "index.html").is_file() and (tmp_path / "retrieval_vs_distance.png").stat().st_size > 10_000

@@ -16,8 +16,19 @@ def base_bound_command(
     context: int | None = typer.Option(None, help="Training context (default 512)."),
     steps: int | None = typer.Option(None, help="Training steps per model."),
     trials: int | None = typer.Option(None, help="Retrieval episodes per model."),
+    lr: float | None = typer.Option(None, help="Peak learning rate (default 3e-3)."),
     seed: int = typer.Option(0, help="Seed shared by every model (weights and data order)."),
     device: str = typer.Option("cpu", help="Where the models train: cpu or cuda (evaluation runs on the CPU)."),
+    init: str = typer.Option(
+        "tiny",
+        help="Start every model from this checkpoint ('tiny' = bundled) and continue training with its own base, "
+        "as Men et al. fine-tune with a changed base; the architecture follows the checkpoint. 'none' trains "
+        "from random weights.",
+    ),
+    models: str | None = typer.Option(
+        None, help="Comma-separated subset: 10, 100, quarter, half, init, smallest, robust, robust10, nope."
+    ),
+    batch_size: int | None = typer.Option(None, help="Sequences per step (default 16)."),
 ) -> None:
     """Train models that differ only in RoPE base (around the bound) plus NoPE; compare perplexity and retrieval."""
     import dataclasses
@@ -25,11 +36,28 @@ def base_bound_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ropekit.eval.base_bound_experiment import ExperimentSettings, run_experiment
+    from ropekit.eval.base_bound_experiment import MODEL_KEYS, ExperimentSettings, run_experiment
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
-    changes = {k: v for k, v in {"context": context, "steps": steps, "trials": trials}.items() if v is not None}
+    changes = {
+        k: v
+        for k, v in {"context": context, "steps": steps, "trials": trials, "lr": lr, "batch_size": batch_size}.items()
+        if v is not None
+    }
     settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
+    if models is not None:
+        keys = tuple(k.strip() for k in models.split(",") if k.strip())
+        unknown = sorted(set(keys) - set(MODEL_KEYS))
+        if unknown or not keys:
+            raise typer.BadParameter(f"got {models!r}; choose from {', '.join(MODEL_KEYS)}", param_hint="--models")
+        settings = dataclasses.replace(settings, models=keys)
+    if init.lower() == "none":
+        settings = dataclasses.replace(settings, init=None)
+    else:
+        try:
+            settings = settings.with_shape_of(init)
+        except FileNotFoundError as error:
+            raise typer.BadParameter(str(error), param_hint="--init") from error
     console = Console()
     payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
     table = Table(title=f"base-bound experiment (context {settings.context})")

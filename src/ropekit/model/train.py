@@ -128,6 +128,23 @@ def _load_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer
     return meta["step"], meta["history"]
 
 
+def _copy_weights(init: str | Path, model: TinyLM) -> None:
+    """Load ``init``'s weights into ``model``; a different shape is a clear error."""
+    from ropekit.model.checkpoint import load
+
+    source = load(init).state_dict()
+    target = model.state_dict()
+    mismatched = sorted(
+        k for k in set(source) | set(target) if k not in source or k not in target or source[k].shape != target[k].shape
+    )
+    if mismatched:
+        raise ValueError(
+            f"init={str(init)!r} has a different shape from the model being trained (first mismatches: "
+            f"{mismatched[:3]}); use the checkpoint's d_model, n_layers, n_heads, n_kv_heads and ffn_dim"
+        )
+    model.load_state_dict(source)
+
+
 def train(
     config: TinyConfig,
     train: TrainConfig,
@@ -137,6 +154,7 @@ def train(
     corpus: np.ndarray | None = None,
     progress: bool = True,
     command: str = "",
+    init: str | Path | None = None,
 ) -> dict:
     """Train a model and save it to ``out``; returns the summary (also stored in the checkpoint's metadata).
 
@@ -145,6 +163,10 @@ def train(
         train: optimisation settings.
         out: checkpoint directory; if it holds a ``train_state`` and ``resume`` is true, training continues.
         corpus: training bytes (default: the stdlib corpus of :mod:`ropekit.model.corpus`).
+        init: start from this checkpoint's weights (a bundled name such as ``"tiny"`` or a directory) instead of
+            random ones: continued training, e.g. at a longer context or another RoPE base, as Men et al. do when
+            they fine-tune with a changed base. Its shape must match ``config``; position encoding, base and
+            training length may differ (RoPE has no weights). Ignored when resuming.
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -160,7 +182,10 @@ def train(
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
-    model = TinyLM(config).to(device)
+    model = TinyLM(config)
+    if init is not None:
+        _copy_weights(init, model)
+    model = model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -221,6 +246,7 @@ def train(
         "heldout_bpb": round(heldout_bpb(model, config.train_length), 4),
         "train": train.__dict__,
         "corpus_digest": manifest["train_digest"] if manifest else None,
+        "init": None if init is None else str(init),
         "history": history,
     }
     save(model, out, metadata=summary)

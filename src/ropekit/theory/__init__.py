@@ -5,7 +5,8 @@ numpy only: nothing here imports torch, so ``import ropekit.theory`` and the the
 * :mod:`~ropekit.theory.wavelengths` — λ_i per pair before/after scaling, periodic pairs, critical dimension.
 * :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m(b).
 * :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse
-  (``base_bound``, ``smallest_feasible_base`` for the smallest alone, ``max_context_length``).
+  (``base_bound``, ``smallest_feasible_base`` / ``robust_base_only`` for one definition alone,
+  ``max_context_length``).
 * :mod:`~ropekit.theory.published` — the published bound tables (Men et al. Table 1, Su) and their face-value check.
 * :mod:`~ropekit.theory.similar_tokens` — Monte Carlo check of E[qᵀR_m k*] − E[qᵀR_m k] = 2σ²B_m.
 * :mod:`~ropekit.theory.plan` — given a model and a target length: bound, safe base, training-free methods.
@@ -18,6 +19,7 @@ from ropekit.theory.bound import (
     base_bound,
     crude_feasible_base,
     max_context_length,
+    robust_base_only,
     smallest_feasible_base,
     tolerance,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "pair_wavelengths",
     "periodic_pairs",
     "plan",
+    "robust_base_only",
     "roformer_upper_bound",
     "similar_token_check",
     "similarity_margin",

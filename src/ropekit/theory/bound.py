@@ -54,6 +54,8 @@ _EPS = float(np.finfo(np.float64).eps)
 _U_START = 1e-9
 #: the scan blocks are at most this many m long.
 _MAX_BLOCK = 1024
+#: (A) for L above this starts its walk at (A) for L // 2 (cheaper scans cover the long walk up from b = 1).
+_WARM_START_FROM = 4096
 
 
 def tolerance(m: int | np.ndarray, head_dim: int) -> float | np.ndarray:
@@ -317,6 +319,67 @@ def _sweep_feasible(sums: _Sums, u: float, stop: float, residual: int) -> tuple[
     return None
 
 
+def _highest_infeasible_step(sums: _Sums, stop: float, residual: int) -> tuple[float, float]:
+    """Sweep full scans down from ``stop`` (feasible, as is everything above it) to the first step [low, high]
+    that holds an infeasible base; every base in [high, stop] is certified feasible on the way (tent bound).
+
+    The Lipschitz constant Λ_m = m·c(low) is taken at the step's lower end (c falls with u), so it holds on all
+    of [low, high]. Returns (low, high).
+    """
+    m_all = np.arange(sums.length, dtype=np.float64)
+    slack = 2 * sums.tol(m_all)
+    high, values = stop, sums.scan(stop)
+    step = 1e-3
+    while True:
+        with np.errstate(divide="ignore"):
+            ratio = np.maximum(values + slack / 2, 0) / (m_all * sums.slope_scale(high - step))
+        k = min(residual, sums.length - 1)
+        step = 2 * float(np.partition(ratio, k)[k])
+        step = max(step, 1e-13 * max(high, 1.0))
+        low = max(high - step, _U_START)
+        low_values = sums.scan(low)
+        negative = sums.confirmed_negative(sums.candidates(m_all.astype(np.int64), low_values), low)
+        if negative.size or low <= _U_START:
+            return low, high
+        loose = np.flatnonzero(values + low_values + slack < m_all * sums.slope_scale(low) * (high - low))
+        if loose.size and _first_crossing(sums, loose, low, high, low_values[loose], values[loose]) is not None:
+            return low, high
+        high, values = low, low_values
+
+
+def robust_base_only(context_length: int, head_dim: int, *, residual: int | None = None) -> float:
+    """(B) alone: the base above which every base is feasible for L, without the islands below it.
+
+    Sweeps certified full scans *down* from :func:`crude_feasible_base` to the first step that holds an
+    infeasible base, then resolves that one step with the forward machinery of :func:`base_bound` (witness walks
+    and the feasible sweep), so the islands between (A) and (B), which cost most at large L, are never visited.
+    Every base from the result up to the crude bound is certified, so the result is exact (``certified``).
+
+    Args:
+        context_length: L.
+        head_dim: the rotary dimension d (even).
+        residual: m per sweep step left to individual walks (a speed knob; default ~ L/1000).
+
+    Returns:
+        (B) = ``base_bound(L, d).robust_base``; 1.0 when L <= 2.
+    """
+    _check_bound_args(context_length, head_dim)
+    sums = _Sums(head_dim, context_length)
+    if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
+        return 1.0
+    residual = residual if residual is not None else max(32, context_length // 1000)
+    low, high = _highest_infeasible_step(sums, math.log(crude_feasible_base(context_length, head_dim)), residual)
+    # somewhere in [low, high] a base is infeasible; everything above high is feasible: walk [low, high] forward
+    u = _walk_infeasible(sums, low, high)
+    while u < high:
+        end = _sweep_feasible(sums, u, high, residual)
+        if end is None:
+            break
+        crossing, witness = end
+        u = _walk_infeasible(sums, _enter_negative(sums, witness, crossing), high)
+    return math.exp(min(u, high))
+
+
 def _first_crossing(
     sums: _Sums, m: np.ndarray, low: float, high: float, low_values: np.ndarray, high_values: np.ndarray
 ) -> tuple[float, int] | None:
@@ -476,10 +539,11 @@ def base_bound(
 def smallest_feasible_base(context_length: int, head_dim: int) -> float:
     """(A) alone: the smallest base b with B_m(b) >= 0 for every integer m in [0, L) (Men et al., eq. 8).
 
-    The same certified walk as :func:`base_bound` (witnesses from b = 1 up to the first base where a full scan
-    over all m finds no negative B_m), without the sweep for the robust bound and the islands, which costs far
-    more for large L. For d = 128 it reproduces Su's brute-force values, e.g. 2.70e4 at L = 4096 and 6.54e7 at
-    L = 2**20.
+    The same certified walk as :func:`base_bound` (witnesses up to the first base where a full scan over all m
+    finds no negative B_m), without the islands. Warm start: a base feasible for L is feasible for every
+    L' < L, so (A) grows with L and the walk for L can start at (A) for L/2 (computed the same way, down to
+    L <= 4096, which walks from b = 1). Each stretch of bases is then walked with the shortest scans that cover
+    it. For d = 128 it reproduces Su's brute-force values, e.g. 2.70e4 at L = 4096 and 6.54e7 at L = 2**20.
 
     Args:
         context_length: L, the number of distances m = 0 … L−1 that must keep B_m(b) >= 0.
@@ -493,11 +557,17 @@ def smallest_feasible_base(context_length: int, head_dim: int) -> float:
         26952
     """
     _check_bound_args(context_length, head_dim)
+    return math.exp(_smallest_u(context_length, head_dim))
+
+
+def _smallest_u(context_length: int, head_dim: int) -> float:
+    """ln of (A), walking from ln (A) of L // 2 (see :func:`smallest_feasible_base`); 0.0 when L <= 2."""
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
-        return 1.0
-    crude = crude_feasible_base(context_length, head_dim)
-    return math.exp(_walk_infeasible(sums, _U_START, math.log(crude)))
+        return 0.0
+    start = _U_START if context_length <= _WARM_START_FROM else _smallest_u(context_length // 2, head_dim)
+    stop = math.log(crude_feasible_base(context_length, head_dim))
+    return _walk_infeasible(sums, max(start, _U_START), stop)
 
 
 def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> int | None:
