@@ -55,3 +55,52 @@ def test_quick_mode_end_to_end(tmp_path):
     payload = json.loads((tmp_path / "results.json").read_text())
     assert [m["label"] for m in payload["models"]] == ["base 100", "bound for L/4", "robust bound", "NoPE"]
     assert (tmp_path / "index.html").is_file() and (tmp_path / "retrieval_vs_distance.png").stat().st_size > 10_000
+
+
+def _binned(first_negative, before, after, trials=50):
+    """A row with two distance bins, split at ``first_negative``."""
+    return {
+        "label": "b",
+        "base": 1000.0,
+        "first_negative_m": first_negative,
+        "retrieval": [
+            {"low_distance": 0.0, "high_distance": 128.0, "trials": trials, "correct": before},
+            {"low_distance": 128.0, "high_distance": 256.0, "trials": trials, "correct": after},
+        ],
+    }
+
+
+def test_within_model_compares_distances_before_and_after_the_first_negative_m():
+    from ropekit.eval.base_bound_experiment import within_model
+
+    assert "collapses past that distance" in within_model(_binned(128, 45, 2))
+    assert "does not change significantly" in within_model(_binned(128, 48, 47))
+    assert within_model(_binned(None, 48, 47)) is None  # feasible over the whole context: nothing to compare
+    assert within_model(_binned(300, 48, 47)) is None  # no bin lies beyond the first negative m
+
+
+def test_planned_models_follow_the_bound_and_the_subset():
+    from ropekit.eval.base_bound_experiment import ExperimentSettings, planned_models
+    from ropekit.theory import max_context_length
+
+    rows = planned_models(ExperimentSettings())
+    labels = [r["label"] for r in rows]
+    assert labels[0] == "base 10" and labels[-1] == "NoPE" and "tiny's own base" in labels
+    by_key = {r["key"]: r for r in rows}
+    # the L/4 and L/2 bases turn negative part-way into the context (at or after L/4 and L/2), the bound's do not
+    assert 128 <= max_context_length(by_key["quarter"]["base"], 32) < 512
+    assert 256 <= max_context_length(by_key["half"]["base"], 32) < 512
+    assert max_context_length(by_key["smallest"]["base"], 32, limit=512) is None
+    subset = planned_models(ExperimentSettings(models=("100", "nope")))
+    assert [r["key"] for r in subset] == ["100", "nope"]
+
+
+def test_init_with_another_shape_is_a_clear_error(tmp_path):
+    from ropekit.model.tiny import TinyConfig
+    from ropekit.model.train import TrainConfig, train
+
+    corpus = np.zeros(4096, dtype=np.uint8)
+    with pytest.raises(ValueError, match="init='tiny' has a different shape"):
+        train(
+            TinyConfig(d_model=64, n_heads=2, n_kv_heads=1), TrainConfig(steps=1), tmp_path, corpus=corpus, init="tiny"
+        )

@@ -372,7 +372,11 @@ def write_page(payload: dict[str, Any], out: Path) -> Path:
             values = np.asarray(r["b_m"]) / (settings["d_model"] // settings["n_heads"] // 2)
             twin.plot(np.arange(len(values)), values, color="tab:red", linewidth=0.8)
             twin.axhline(0, color="tab:red", linestyle=":", linewidth=0.8)
-            twin.fill_between(np.arange(len(values)), -1, 1, where=values < 0, color="tab:red", alpha=0.08)
+            # shade where B_m is negative beyond rounding (the bound's bases sit exactly on zeros of some B_m)
+            below = np.asarray(r["b_m"]) < -tolerance(
+                np.arange(len(values)), settings["d_model"] // settings["n_heads"]
+            )
+            twin.fill_between(np.arange(len(values)), -1, 1, where=below, color="tab:red", alpha=0.08)
             twin.set_ylim(-1.05, 1.05)
             twin.set_ylabel("B_m / (d/2)", color="tab:red")
     for ax in list(axes.flat)[len(models) :]:
