@@ -59,6 +59,18 @@ def test_bound_accepts_length_suffixes(monkeypatch, text, length):
     assert data["robust_base"] is None and data["islands"] is None  # above 65536 the robust bound is off by default
 
 
+def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
+    """Above the islands' limit, --robust computes (B) by the downward sweep: the same value, islands null."""
+    import ropekit.cli.bound_cmd as bound_cmd
+
+    monkeypatch.setattr(bound_cmd, "ROBUST_AUTO_LIMIT", 1024)
+    data = run_json("bound", "--context", "2048", "--head-dim", "64", "--robust")
+    expected = base_bound(2048, 64)
+    assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
+    assert data["smallest_base"] == pytest.approx(expected.smallest_base, rel=1e-12)
+    assert data["islands"] is None and data["certified"] is True
+
+
 def test_bound_table_output_mentions_both_definitions():
     result = runner.invoke(app, ["bound", "--context", "1k"])
     assert result.exit_code == 0, result.output

@@ -88,15 +88,6 @@ def test_smallest_feasible_base_alone_equals_the_full_bound(head_dim, length):
 
 
 @pytest.mark.parametrize(("head_dim", "length"), CASES)
-def test_warm_started_smallest_base_equals_the_full_bound(head_dim, length, monkeypatch):
-    """(A) walked up from (A) of L/2, L/4, … (the path every L > 4096 takes) lands on the same base."""
-    from ropekit.theory import bound as module
-
-    monkeypatch.setattr(module, "_WARM_START_FROM", 64)
-    assert smallest_feasible_base(length, head_dim) == pytest.approx(bound(length, head_dim).smallest_base, rel=1e-12)
-
-
-@pytest.mark.parametrize(("head_dim", "length"), CASES)
 def test_robust_base_alone_equals_the_full_bound(head_dim, length):
     """The downward sweep finds the same (B) as the upward walk through every island."""
     assert robust_base_only(length, head_dim) == pytest.approx(bound(length, head_dim).robust_base, rel=1e-12)

@@ -54,8 +54,6 @@ _EPS = float(np.finfo(np.float64).eps)
 _U_START = 1e-9
 #: the scan blocks are at most this many m long.
 _MAX_BLOCK = 1024
-#: (A) for L above this starts its walk at (A) for L // 2 (cheaper scans cover the long walk up from b = 1).
-_WARM_START_FROM = 4096
 
 
 def tolerance(m: int | np.ndarray, head_dim: int) -> float | np.ndarray:
@@ -539,11 +537,10 @@ def base_bound(
 def smallest_feasible_base(context_length: int, head_dim: int) -> float:
     """(A) alone: the smallest base b with B_m(b) >= 0 for every integer m in [0, L) (Men et al., eq. 8).
 
-    The same certified walk as :func:`base_bound` (witnesses up to the first base where a full scan over all m
-    finds no negative B_m), without the islands. Warm start: a base feasible for L is feasible for every
-    L' < L, so (A) grows with L and the walk for L can start at (A) for L/2 (computed the same way, down to
-    L <= 4096, which walks from b = 1). Each stretch of bases is then walked with the shortest scans that cover
-    it. For d = 128 it reproduces Su's brute-force values, e.g. 2.70e4 at L = 4096 and 6.54e7 at L = 2**20.
+    The same certified walk as :func:`base_bound` (witnesses from b = 1 up to the first base where a full scan
+    over all m finds no negative B_m), without the sweep for the robust bound and the islands, which costs far
+    more for large L. For d = 128 it reproduces Su's brute-force values, e.g. 2.70e4 at L = 4096 and 6.54e7 at
+    L = 2**20.
 
     Args:
         context_length: L, the number of distances m = 0 … L−1 that must keep B_m(b) >= 0.
@@ -557,17 +554,11 @@ def smallest_feasible_base(context_length: int, head_dim: int) -> float:
         26952
     """
     _check_bound_args(context_length, head_dim)
-    return math.exp(_smallest_u(context_length, head_dim))
-
-
-def _smallest_u(context_length: int, head_dim: int) -> float:
-    """ln of (A), walking from ln (A) of L // 2 (see :func:`smallest_feasible_base`); 0.0 when L <= 2."""
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
-        return 0.0
-    start = _U_START if context_length <= _WARM_START_FROM else _smallest_u(context_length // 2, head_dim)
-    stop = math.log(crude_feasible_base(context_length, head_dim))
-    return _walk_infeasible(sums, max(start, _U_START), stop)
+        return 1.0
+    crude = crude_feasible_base(context_length, head_dim)
+    return math.exp(_walk_infeasible(sums, _U_START, math.log(crude)))
 
 
 def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> int | None:
