@@ -16,9 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ropekit.config import RopeConfig
-from ropekit.scaling import Frequencies, frequencies, get_scaling, inv_freq, list_scalings, make_scaling
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -37,11 +34,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
     from ropekit.functional import apply_rope, cos_sin
     from ropekit.integrations.hf_config import from_hf_config
     from ropekit.module import RotaryEmbedding
+    from ropekit.scaling import Frequencies, frequencies, get_scaling, inv_freq, list_scalings, make_scaling
 
 _LAZY = {
+    "RopeConfig": "ropekit.config",
+    **{
+        name: "ropekit.scaling"
+        for name in ("Frequencies", "frequencies", "get_scaling", "inv_freq", "list_scalings", "make_scaling")
+    },
     "apply_rope": "ropekit.functional",
     "cos_sin": "ropekit.functional",
     "RotaryEmbedding": "ropekit.module",
@@ -50,7 +54,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Import torch-backed names on first use, so ``import ropekit`` and the theory CLI stay fast."""
+    """Import names on first use, so ``import ropekit`` and the CLI's start-up pull in neither torch nor numpy."""
     if name in _LAZY:
         import importlib
 

@@ -78,7 +78,7 @@ def test_bound_table_output_mentions_both_definitions():
         assert text in result.output
 
 
-def test_bound_help_imports_neither_torch_nor_matplotlib():
+def test_bound_help_imports_neither_torch_nor_matplotlib_nor_numpy():
     code = (
         "import sys\n"
         "from ropekit.cli.app import app\n"
@@ -86,7 +86,7 @@ def test_bound_help_imports_neither_torch_nor_matplotlib():
         "    app(['bound', '--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'numpy') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "Usage" in out
