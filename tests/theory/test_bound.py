@@ -141,6 +141,10 @@ def test_short_contexts_are_feasible_for_every_base():
         (lambda: smallest_feasible_base(-5, 128), "context_length"),
         (lambda: max_context_length(1.0, 128), "base"),
         (lambda: max_context_length(1e4, 9), "head_dim"),
+        (lambda: robust_base_only(0, 128), "context_length"),
+        (lambda: robust_base_only(1024, 5), "head_dim"),
+        (lambda: robust_base_only(1024, 128, residual=0), "residual"),
+        (lambda: base_bound(1024, 128, residual=-3), "residual"),
     ],
 )
 def test_bad_arguments_raise_naming_the_argument(call, name):

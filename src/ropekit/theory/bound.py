@@ -12,6 +12,7 @@ reports:
 * ``islands``: the feasible intervals [low, high] below ``robust_base``; the first starts at ``smallest_base``.
 * :func:`max_context_length`: the inverse, the first m with B_m(b) < 0 (so b is feasible for L iff L <= it).
 * :func:`smallest_feasible_base`: (A) alone, without the robust sweep (far cheaper for large L).
+* :func:`robust_base_only`: (B) alone, by a sweep *down* from the crude bound that never visits the islands.
 
 Values of B_m within ``tolerance(m) = 8·(d/2)·(m+1)·ε`` (float64 ε) of zero count as zero: that bounds the
 rounding error of the phases m·θ_i. Bases are handled as u = ln b.
@@ -365,7 +366,7 @@ def robust_base_only(context_length: int, head_dim: int, *, residual: int | None
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return 1.0
-    residual = residual if residual is not None else max(32, context_length // 1000)
+    residual = max(32, context_length // 1000) if residual is None else require_int("residual", residual, minimum=1)
     low, high = _highest_infeasible_step(sums, math.log(crude_feasible_base(context_length, head_dim)), residual)
     # somewhere in [low, high] a base is infeasible; everything above high is feasible: walk [low, high] forward
     u = _walk_infeasible(sums, low, high)
@@ -504,7 +505,7 @@ def base_bound(
         require_float("search_limit", search_limit, above=1.0)
     limit = crude if search_limit is None else min(search_limit, crude)
     stop = math.log(limit)
-    residual = residual if residual is not None else max(32, context_length // 1000)
+    residual = max(32, context_length // 1000) if residual is None else require_int("residual", residual, minimum=1)
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return BaseBound(context_length, head_dim, 1.0, 1.0, [], math.inf, True, 0)
