@@ -51,8 +51,7 @@ def load(name_or_path: str | Path = "tiny", *, device: str | torch.device = "cpu
     from safetensors.torch import load_file
 
     path = resolve(name_or_path)
-    config = TinyConfig.from_dict(json.loads((path / "config.json").read_text())["model"])
-    model = TinyLM(config)
+    model = TinyLM(load_config(path))
     state = load_file(str(path / "model.safetensors"), device=str(device))
     expected = model.state_dict()
     problems = [k for k in expected if k not in state] + [k for k in state if k not in expected]
@@ -65,6 +64,11 @@ def load(name_or_path: str | Path = "tiny", *, device: str | torch.device = "cpu
         raise ValueError(f"config.json at {str(path)!r} does not match model.safetensors: {problems[:5]}")
     model.load_state_dict(state)
     return model.to(device).eval()
+
+
+def load_config(name_or_path: str | Path = "tiny") -> TinyConfig:
+    """The architecture of a checkpoint (its ``config.json``), without loading the weights."""
+    return TinyConfig.from_dict(json.loads((resolve(name_or_path) / "config.json").read_text())["model"])
 
 
 def metadata(name_or_path: str | Path = "tiny") -> dict:

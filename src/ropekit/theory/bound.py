@@ -291,6 +291,17 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
     return stop
 
 
+def _tent_step(values: np.ndarray, slack: np.ndarray, lipschitz: np.ndarray, residual: int, u: float) -> float:
+    """A step h in u that leaves about ``residual`` m whose tents do not close (B_m(u) + tol < Λ_m·h/2).
+
+    ``lipschitz`` is Λ_m for every m (shape ``(L,)``). The step is at least 1e-13·max(u, 1), so a sweep always moves.
+    """
+    with np.errstate(divide="ignore"):
+        ratio = np.maximum(values + slack / 2, 0) / lipschitz
+    k = min(residual, values.size - 1)
+    return max(2 * float(np.partition(ratio, k)[k]), 1e-13 * max(u, 1.0))
+
+
 def _sweep_feasible(sums: _Sums, u: float, stop: float, residual: int) -> tuple[float, int] | None:
     """From a feasible u, certify feasibility forward, one full scan per step.
 
@@ -302,12 +313,7 @@ def _sweep_feasible(sums: _Sums, u: float, stop: float, residual: int) -> tuple[
     values = sums.scan(u)
     while u < stop:
         scale = sums.slope_scale(u)  # Λ_m = m·scale bounds |dB_m/du| on [u, ∞)
-        # a step that leaves about `residual` m whose tents do not close: B_m(u) + tol < Λ_m·h/2
-        with np.errstate(divide="ignore"):
-            ratio = np.maximum(values + slack / 2, 0) / (m_all * scale)
-        k = min(residual, sums.length - 1)
-        step = 2 * float(np.partition(ratio, k)[k])
-        ahead = min(u + max(step, 1e-13 * max(u, 1.0)), stop)
+        ahead = min(u + _tent_step(values, slack, m_all * scale, residual, u), stop)
         ahead_values = sums.scan(ahead)
         loose = np.flatnonzero(values + ahead_values + slack < m_all * scale * (ahead - u))
         if loose.size:
@@ -330,11 +336,8 @@ def _highest_infeasible_step(sums: _Sums, stop: float, residual: int) -> tuple[f
     high, values = stop, sums.scan(stop)
     step = 1e-3
     while True:
-        with np.errstate(divide="ignore"):
-            ratio = np.maximum(values + slack / 2, 0) / (m_all * sums.slope_scale(high - step))
-        k = min(residual, sums.length - 1)
-        step = 2 * float(np.partition(ratio, k)[k])
-        step = max(step, 1e-13 * max(high, 1.0))
+        # Λ_m at the previous step's length below ``high``: a guess; the tent check below uses the true one
+        step = _tent_step(values, slack, m_all * sums.slope_scale(high - step), residual, high)
         low = max(high - step, _U_START)
         low_values = sums.scan(low)
         negative = sums.confirmed_negative(sums.candidates(m_all.astype(np.int64), low_values), low)
