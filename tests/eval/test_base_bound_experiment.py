@@ -104,3 +104,24 @@ def test_init_with_another_shape_is_a_clear_error(tmp_path):
         train(
             TinyConfig(d_model=64, n_heads=2, n_kv_heads=1), TrainConfig(steps=1), tmp_path, corpus=corpus, init="tiny"
         )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--models", "100,bogus"], "models must be keys from 10, 100, quarter"),
+        (["--models", ","], "models must be keys from"),
+        (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
+        (["--batch-size", "0"], "batch_size must be an integer >= 1, got 0"),
+        (["--steps", "0"], "steps must be an integer >= 1, got 0"),
+        (["--init", "/no/such/checkpoint"], "no checkpoint at '/no/such/checkpoint'"),
+    ],
+)
+def test_bad_experiment_options_fail_cleanly_before_training(tmp_path, args, fragment):
+    from ropekit.cli.app import app
+
+    result = CliRunner().invoke(app, ["experiment", "base-bound", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert fragment in " ".join(result.output.split())
+    assert not (tmp_path / "models").exists()  # nothing was trained

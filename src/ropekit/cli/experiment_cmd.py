@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ropekit.cli.common import fail
+
 app = typer.Typer(help="Experiments that test published claims at tiny scale.", no_args_is_help=True)
 
 
@@ -16,7 +18,7 @@ def base_bound_command(
     context: int | None = typer.Option(None, help="Training context (default 512)."),
     steps: int | None = typer.Option(None, help="Training steps per model."),
     trials: int | None = typer.Option(None, help="Retrieval episodes per model."),
-    lr: float | None = typer.Option(None, help="Peak learning rate (default 3e-3)."),
+    lr: float | None = typer.Option(None, help="Peak learning rate (default 1e-3)."),
     seed: int = typer.Option(0, help="Seed shared by every model (weights and data order)."),
     device: str = typer.Option("cpu", help="Where the models train: cpu or cuda (evaluation runs on the CPU)."),
     init: str = typer.Option(
@@ -36,7 +38,7 @@ def base_bound_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ropekit.eval.base_bound_experiment import MODEL_KEYS, ExperimentSettings, run_experiment
+    from ropekit.eval.base_bound_experiment import ExperimentSettings, run_experiment
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
     changes = {
@@ -44,20 +46,13 @@ def base_bound_command(
         for k, v in {"context": context, "steps": steps, "trials": trials, "lr": lr, "batch_size": batch_size}.items()
         if v is not None
     }
-    settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
     if models is not None:
-        keys = tuple(k.strip() for k in models.split(",") if k.strip())
-        unknown = sorted(set(keys) - set(MODEL_KEYS))
-        if unknown or not keys:
-            raise typer.BadParameter(f"got {models!r}; choose from {', '.join(MODEL_KEYS)}", param_hint="--models")
-        settings = dataclasses.replace(settings, models=keys)
-    if init.lower() == "none":
-        settings = dataclasses.replace(settings, init=None)
-    else:
-        try:
-            settings = settings.with_shape_of(init)
-        except FileNotFoundError as error:
-            raise typer.BadParameter(str(error), param_hint="--init") from error
+        changes["models"] = tuple(k.strip() for k in models.split(",") if k.strip())
+    try:
+        settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
+        settings = dataclasses.replace(settings, init=None) if init.lower() == "none" else settings.with_shape_of(init)
+    except (FileNotFoundError, TypeError, ValueError) as error:
+        raise fail(str(error)) from error
     console = Console()
     payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
     table = Table(title=f"base-bound experiment (context {settings.context})")

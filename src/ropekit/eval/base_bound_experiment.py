@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ropekit._validate import require_float, require_int
 from ropekit.eval.passkey import PasskeyCell
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tasks import passkey_episode
@@ -62,11 +63,21 @@ class ExperimentSettings:
     #: robust10, nope); None = all
     models: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "trials", "distance_bins"):
+            require_int(name, getattr(self, name), minimum=1)
+        require_int("heldout_windows", self.heldout_windows, minimum=2)  # the interval needs a spread
+        require_float("lr", self.lr, above=0.0)
+        if self.models is not None:
+            unknown = sorted(set(self.models) - set(MODEL_KEYS))
+            if unknown or not self.models:
+                raise ValueError(f"models must be keys from {', '.join(MODEL_KEYS)}; got {', '.join(self.models)!r}")
+
     def with_shape_of(self, checkpoint: str) -> ExperimentSettings:
         """These settings with the architecture of ``checkpoint`` (so its weights fit) and ``init`` set to it."""
-        from ropekit.model.checkpoint import load
+        from ropekit.model.checkpoint import load_config
 
-        source = load(checkpoint).config
+        source = load_config(checkpoint)
         shape = {k: getattr(source, k) for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim")}
         return dataclasses.replace(self, init=checkpoint, **shape)
 
@@ -110,9 +121,9 @@ def planned_models(settings: ExperimentSettings) -> list[dict[str, Any]]:
         },
     ]
     if settings.init is not None:
-        from ropekit.model.checkpoint import load
+        from ropekit.model.checkpoint import load_config
 
-        source = load(settings.init).config
+        source = load_config(settings.init)
         if source.position == "rope":
             rows.append({"key": "init", "label": f"{settings.init}'s own base", "base": float(source.rope_base)})
     rows += [
