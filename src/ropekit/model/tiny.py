@@ -2,7 +2,8 @@
 
 RMSNorm → grouped-query attention (``scaled_dot_product_attention``) with a configurable position encoding
 (RoPE through :class:`ropekit.RotaryEmbedding`, sinusoidal, or none) → SwiGLU MLP; tied embeddings;
-byte-level vocabulary. Shapes are written ``(batch, seq, …)``.
+byte-level vocabulary. ``position="infini"`` swaps the attention for Infini-attention
+(:mod:`ropekit.model.infini`): the model then runs segment by segment with a compressive memory per layer. Shapes are written ``(batch, seq, …)``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from torch import nn
 
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.config import RopeConfig
+from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
 from ropekit.model.tokenizer import VOCAB_SIZE
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig, get_scaling
 
-POSITION_ENCODINGS = ("rope", "sinusoidal", "none")
+POSITION_ENCODINGS = ("rope", "sinusoidal", "none", "infini")
+#: fields that only ``position="infini"`` uses (left out of other models' ``to_dict``, so their configs are unchanged)
+INFINI_FIELDS = ("segment_length", "memory_update")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,9 +35,12 @@ class TinyConfig:
 
     Attributes:
         train_length: the context the model was trained at (the "original length" for scaling).
-        position: ``"rope"``, ``"sinusoidal"`` or ``"none"`` (NoPE).
+        position: ``"rope"``, ``"sinusoidal"``, ``"none"`` (NoPE) or ``"infini"`` (Infini-attention, arXiv
+            2404.07143: RoPE inside segments of ``segment_length`` tokens plus a compressive memory across them).
         max_positions: positions at or beyond this raise ``ValueError`` (bounds the cos/sin tables).
         rope_base: the RoPE base b; ``scaling`` a context-extension method (``None`` = plain RoPE).
+        segment_length: Infini-attention's segment (required for, and only allowed with, ``position="infini"``).
+        memory_update: Infini-attention's memory rule, ``"linear"`` or ``"delta"``.
     """
 
     vocab_size: int = VOCAB_SIZE
@@ -48,6 +55,8 @@ class TinyConfig:
     scaling: ScalingConfig | None = None
     norm_eps: float = 1e-5
     max_positions: int = 1 << 20
+    segment_length: int | None = None
+    memory_update: str = "linear"
     head_dim: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +77,20 @@ class TinyConfig:
             raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads, got {self.n_kv_heads}")
         require_choice("position", self.position, POSITION_ENCODINGS)
         require_float("rope_base", self.rope_base, above=1.0)
+        require_choice("memory_update", self.memory_update, MEMORY_UPDATES)
+        if self.position == "infini":
+            if self.segment_length is None:
+                raise ValueError("segment_length is required with position='infini' (an integer >= 1), got None")
+            require_int("segment_length", self.segment_length, minimum=1)
+            if self.scaling is not None:
+                raise ValueError(
+                    f"scaling must be None with position='infini' (positions restart every segment), got {self.scaling}"
+                )
+        elif self.segment_length is not None or self.memory_update != "linear":
+            raise ValueError(
+                f"segment_length and memory_update apply only to position='infini', got position={self.position!r} "
+                f"with segment_length={self.segment_length!r}, memory_update={self.memory_update!r}"
+            )
         object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
 
     @property
@@ -78,6 +101,9 @@ class TinyConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; the scaling is stored as ``{"rope_type": ..., **fields}``."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init and f.name != "scaling"}
+        if self.position != "infini":
+            for name in INFINI_FIELDS:
+                del data[name]
         if self.scaling is not None:
             data["scaling"] = {"rope_type": self.scaling.rope_type, **dataclasses.asdict(self.scaling)}
         return data
@@ -165,13 +191,19 @@ class Block(nn.Module):
     def __init__(self, config: TinyConfig, rotary: RotaryEmbedding | None) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
-        self.attn = Attention(config, rotary)
+        self.attn = InfiniAttention(config, rotary) if config.position == "infini" else Attention(config, rotary)
         self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
         self.mlp = SwiGLU(config)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), positions)
         return x + self.mlp(self.mlp_norm(x))
+
+    def segment(self, x: torch.Tensor, memory: Memory | None) -> tuple[torch.Tensor, Memory]:
+        """One Infini-attention segment through the block: the output and this layer's memory after it."""
+        attended, memory = self.attn.segment(self.attn_norm(x), memory)
+        x = x + attended
+        return x + self.mlp(self.mlp_norm(x)), memory
 
 
 class TinyLM(nn.Module):
@@ -195,7 +227,9 @@ class TinyLM(nn.Module):
         # One shared RotaryEmbedding: every layer uses the same frequencies and cos/sin cache.
         rope = self.config.rope
         rotary = (
-            RotaryEmbedding(rope, max_positions=self.config.max_positions) if self.config.position == "rope" else None
+            RotaryEmbedding(rope, max_positions=self.config.max_positions)
+            if self.config.position in ("rope", "infini")
+            else None
         )
         self.rotary = rotary
         for block in self.blocks:
@@ -226,6 +260,10 @@ class TinyLM(nn.Module):
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
+        if self.config.position == "infini":
+            if positions is not None:
+                raise ValueError("positions must be None with position='infini' (they restart every segment)")
+            return self.forward_segments(ids)[0]
         if positions is None:
             positions = torch.arange(ids.shape[1], device=ids.device)
         if positions.numel() and int(positions.max()) >= self.config.max_positions:
@@ -238,6 +276,47 @@ class TinyLM(nn.Module):
         for block in self.blocks:
             x = block(x, positions)
         return F.linear(self.norm(x), self.embed.weight)  # tied embeddings: (b, s, vocab)
+
+
+    def forward_segments(
+        self, ids: torch.Tensor, memory: list[Memory] | None = None
+    ) -> tuple[torch.Tensor, list[Memory]]:
+        """Infini-attention models: logits for any length, segment by segment, in memory constant in the length.
+
+        Each segment of ``segment_length`` tokens goes through every layer before the next one starts, so the
+        only state carried is one :class:`~ropekit.model.infini.Memory` per layer.
+
+        Args:
+            ids: ``(batch, seq)`` token ids.
+            memory: per-layer memories from earlier text (``None``: empty), e.g. the second value of a previous
+                call, to continue a stream.
+
+        Returns:
+            ``(batch, seq, vocab_size)`` logits and the per-layer memories after the last segment.
+        """
+        if self.config.position != "infini":
+            raise ValueError(f"forward_segments needs position='infini', this model uses {self.config.position!r}")
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
+        if memory is not None and len(memory) != len(self.blocks):
+            raise ValueError(f"memory must hold one Memory per layer ({len(self.blocks)}), got {len(memory)}")
+        memory = list(memory) if memory is not None else [None] * len(self.blocks)
+        step = self.config.segment_length
+        logits = []
+        for start in range(0, ids.shape[1], step):
+            x = self.embed(ids[:, start : start + step])  # (b, segment, d_model)
+            for index, block in enumerate(self.blocks):
+                x, memory[index] = block.segment(x, memory[index])
+            logits.append(F.linear(self.norm(x), self.embed.weight))  # (b, segment, vocab)
+        if not logits:
+            return self.embed.weight.new_zeros(ids.shape[0], 0, self.config.vocab_size), memory
+        return torch.cat(logits, dim=1), memory
+
+    def gate_values(self) -> list[list[float]]:
+        """Infini-attention models: ``sigmoid(β)`` per layer and query head (the share each head takes from memory)."""
+        if self.config.position != "infini":
+            raise ValueError(f"gate_values needs position='infini', this model uses {self.config.position!r}")
+        return [block.attn.gate_values() for block in self.blocks]
 
 
 def bits_per_byte(loss_nats: float) -> float:
