@@ -10,6 +10,8 @@ import importlib
 
 import typer
 
+from ropekit.cli.common import version_callback
+
 app = typer.Typer(
     name="ropekit",
     help="Rotary position embeddings and context-window extension: apply, extend, reason, measure.",
@@ -36,7 +38,11 @@ GROUPS: dict[str, tuple[str, str]] = {
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=version_callback, is_eager=True, help="Print ropekit's version and exit."
+    ),
+) -> None:
     """Rotary position embeddings and context-window extension: apply, extend, reason, measure."""
 
 

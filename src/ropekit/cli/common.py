@@ -1,52 +1,236 @@
-"""Helpers shared by CLI commands: length parsing, scaling options, JSON output, errors."""
+"""Helpers shared by CLI commands: length and list parsing, output paths, JSON output, one-line errors.
+
+Every error a command reports goes through :func:`fail`: one line on stderr, ``error: <option> ...`` naming the
+option the user typed, exit code 2, before any expensive work.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 import typer
 
-_LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+_LENGTH = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([kKmM]?)\s*$")
+_UNITS = {"": 1, "k": 1024, "m": 1024**2}
+#: the largest length any command accepts (2^30 tokens = 1024M); beyond it nothing here is meaningful or finishes.
+MAX_LENGTH = 1 << 30
+#: the largest scaling factor accepted on the command line (keeps every frequency and wavelength finite).
+MAX_FACTOR = 1e6
+#: the largest rotary dim / head size accepted on the command line.
+MAX_HEAD_DIM = 4096
 
 
-def parse_length(text: str | int) -> int:
-    """'128k' -> 131072, '1M' -> 1048576, '131072' -> 131072 (k and M are powers of two, as context sizes are)."""
-    if isinstance(text, int):
-        return text
-    match = _LENGTH.match(str(text))
-    if not match:
-        raise typer.BadParameter(f"length must look like 4096, 128k or 1M, got {text!r}")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    value = number * {"": 1, "k": 1024, "m": 1024**2}[unit]
-    if value != int(value) or value < 1:
-        raise typer.BadParameter(f"length must be a positive whole number of tokens, got {text!r}")
-    return int(value)
+def parse_length(text: str | int, option: str = "length", *, minimum: int = 1, maximum: int = MAX_LENGTH) -> int:
+    """'128k' -> 131072, '1M' -> 1048576, '131072' -> 131072 (k and M are powers of two, as context sizes are).
+
+    Raises the one-line CLI error (exit 2) naming ``option`` for anything else, including lengths outside
+    ``[minimum, maximum]``; the arithmetic is exact (no float overflow for 300-digit input).
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        match = _LENGTH.match(str(text))
+        if not match:
+            raise fail(f"{option} must be a length such as 4096, 128k or 1M (k = 1024), got {str(text)!r}")
+        exact = Decimal(match.group(1)) * _UNITS[match.group(2).lower()]
+        if exact != exact.to_integral_value():
+            raise fail(f"{option} must be a whole number of tokens, got {str(text)!r} (= {exact} tokens)")
+        value = int(exact)
+    if not minimum <= value <= maximum:
+        raise fail(f"{option} must be between {minimum:,} and {maximum:,} tokens, got {str(text)!r}")
+    return value
+
+
+def parse_list(text: str, option: str, *, kind: type = float) -> tuple:
+    """'1,2,4' -> (1.0, 2.0, 4.0); an empty list, an empty item or a non-finite number is an error naming ``option``."""
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise fail(f"{option} must be a comma-separated list such as 1,2,4, got {text!r} (empty)")
+    if not all(items):
+        raise fail(f"{option} has an empty item in {text!r} (two commas or a trailing comma)")
+    values = []
+    for item in items:
+        try:
+            value = kind(item)
+        except (ValueError, InvalidOperation):
+            raise fail(f"{option} must be a comma-separated list of numbers, got {text!r} ({item!r})") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise fail(f"{option} must hold finite numbers, got {item!r}")
+        values.append(value)
+    return tuple(values)
+
+
+def check_range(
+    option: str,
+    value: float | int | None,
+    *,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+) -> None:
+    """A numeric option inside its range (and finite), else the one-line error naming ``option``."""
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise fail(f"{option} must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise fail(f"{option} must be >= {minimum:g}, got {value!r}")
+    if above is not None and not value > above:
+        raise fail(f"{option} must be > {above:g}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise fail(f"{option} must be <= {maximum:g}, got {value!r}")
+
+
+def _nearest_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def prepare_output_dir(path: Path, option: str = "--out", *, default: Path | None = None) -> Path:
+    """Create the output folder ``path`` (call once the other options are checked, before the work).
+
+    It may exist as a folder; its parent must exist, except for the command's ``default`` (e.g. ``runs/tiny``),
+    so a typo does not silently create a whole tree. Errors name ``option``.
+    """
+    if path.exists() and not path.is_dir():
+        raise fail(f"{option} {str(path)!r} exists and is not a folder")
+    if not path.exists():
+        parent = path.absolute().parent
+        if not parent.is_dir() and path != default:
+            what = "is not a folder" if parent.exists() else "does not exist"
+            raise fail(f"{option} {str(path)!r}: the folder {str(parent)!r} {what} (create it first)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as error:
+        raise fail(f"{option} {str(path)!r} cannot be written: {error.strerror or error}") from error
+    return path
+
+
+def check_output_file(
+    path: Path, option: str = "--out", *, suffixes: tuple[str, ...] = (), force: bool = False
+) -> Path:
+    """Check that the output file ``path`` can be written (nothing is created): suffix, folder, no overwrite."""
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise fail(f"{option} must end in {' or '.join(suffixes)}, got {path.name!r}")
+    if path.is_dir():
+        raise fail(f"{option} {str(path)!r} is a folder; give a file name")
+    if path.exists() and not force:
+        raise fail(f"{option} {str(path)!r} exists; pass --force to overwrite it")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise fail(f"{option} {str(path)!r}: the folder {str(parent)!r} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise fail(f"{option} {str(path)!r} cannot be written: the folder is not writable")
+    return path
+
+
+def refuse_overwrite(directory: Path, names: tuple[str, ...], option: str = "--out", *, force: bool = False) -> None:
+    """Fail if ``directory`` already holds any of ``names`` and ``--force`` was not given."""
+    if force or not directory.is_dir():
+        return
+    present = [name for name in names if (directory / name).exists()]
+    if present:
+        raise fail(f"{option} {str(directory)!r} already holds {', '.join(present)}; pass --force to overwrite")
 
 
 def print_json(data: Any) -> None:
-    """Write ``data`` as indented JSON to stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, default=_jsonable) + "\n")
+    """Write ``data`` as indented, strict JSON to stdout (non-finite numbers become ``null``)."""
+    sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False) + "\n")
 
 
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
+def _finite(value: Any) -> Any:
+    """``value`` with arrays and dataclasses turned into lists and dicts, and inf/NaN into ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
+        return _finite(value.tolist())
     if hasattr(value, "__dataclass_fields__"):
         import dataclasses
 
-        return dataclasses.asdict(value)
+        return _finite(dataclasses.asdict(value))
+    if isinstance(value, Path):
+        return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as an error and return the exit to raise."""
+    """Print ``message`` as a one-line error on stderr and return the exit (code 2) to raise."""
     from rich.console import Console
+    from rich.text import Text
 
-    Console(stderr=True).print(f"[bold red]error:[/] {message}")
+    Console(stderr=True, soft_wrap=True).print(Text.assemble(("error:", "bold red"), " ", message))
     return typer.Exit(code=2)
+
+
+def name_option(message: str, names: Mapping[str, str]) -> str:
+    """``message`` from the library, prefixed with the CLI option it is about (``names``: argument -> option).
+
+    The library names its own arguments (``rotary_dim``, ``train_length``); the user typed options. The first
+    argument named in the message picks the option; a message that already names an option is kept.
+    """
+    if re.search(r"(?<![\w-])--[a-z]", message):
+        return message
+    found = sorted(
+        (match.start(), option) for arg, option in names.items() if (match := re.search(rf"\b{arg}\b", message))
+    )
+    options = list(dict.fromkeys(option for _, option in found))
+    if not options:
+        return message
+    return f"{'/'.join(options)}: {message}"
+
+
+@contextmanager
+def option_errors(**names: str) -> Iterator[None]:
+    """Turn the library's ``ValueError``/``TypeError`` into the one-line CLI error naming the option."""
+    try:
+        yield
+    except (TypeError, ValueError, OverflowError) as error:
+        raise fail(name_option(str(error), names)) from error
+
+
+def json_option(help: str = "Print JSON instead of tables.") -> Any:
+    """The ``--json`` flag (shown without a value in the help)."""
+    return typer.Option(False, "--json", metavar="", help=help)
+
+
+def resolve_alias(value: Any, alias_value: Any, option: str, alias: str, *, default: Any) -> tuple[Any, str]:
+    """The value of an option that keeps an old spelling (a hidden ``alias``), and the spelling the user typed."""
+    if alias_value is None:
+        return value, option
+    if value != default and value != alias_value:
+        raise fail(
+            f"{option} and {alias} are one option (the latter is the old name); got {value!r} and {alias_value!r}"
+        )
+    return alias_value, alias
+
+
+def version_callback(value: bool) -> None:
+    """``ropekit --version``."""
+    if value:
+        from ropekit import __version__
+
+        typer.echo(f"ropekit {__version__}")
+        raise typer.Exit()
 
 
 def build_scaling(name: str, factor: float | None, original_length: int | None, **extra: Any):

@@ -7,11 +7,34 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail
+from ropekit.cli.common import (
+    json_option,
+    option_errors,
+    parse_length,
+    prepare_output_dir,
+    print_json,
+    resolve_alias,
+)
+
+DEFAULT_OUT = Path("runs/tiny")
+#: the TinyConfig and TrainConfig fields this command sets (an error about one names its option)
+_TINY_FIELDS = (
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "ffn_dim",
+    "position",
+    "segment_length",
+    "memory_update",
+)
+_TRAIN_FIELDS = ("steps", "batch_size", "lr", "seed", "minutes", "task_fraction")
 
 
 def train_command(
-    out: Path = typer.Option(Path("runs/tiny"), help="Checkpoint directory (resumed if it holds a train_state)."),
+    out: Path = typer.Option(
+        DEFAULT_OUT, "--out", "-o", help="Checkpoint directory (resumed if it holds a train_state)."
+    ),
     minutes: float | None = typer.Option(None, help="Time budget; the LR schedule follows it and training stops."),
     steps: int = typer.Option(4000, help="Maximum optimizer steps."),
     batch_size: int = typer.Option(16, help="Sequences per step."),
@@ -22,36 +45,52 @@ def train_command(
     n_heads: int = typer.Option(4, help="Query heads (head_dim = d_model / n_heads)."),
     n_kv_heads: int = typer.Option(2, help="Key/value heads (GQA)."),
     ffn_dim: int = typer.Option(384, help="SwiGLU hidden size."),
-    train_length: int = typer.Option(256, help="Training context in bytes."),
-    position: str = typer.Option("rope", help="rope, sinusoidal or none (NoPE)."),
-    rope_base: float = typer.Option(10000.0, help="RoPE base b."),
+    train_length: str = typer.Option("256", help="Training context in bytes, e.g. 256 or 1k."),
+    position: str = typer.Option("rope", help="rope, sinusoidal, none (NoPE) or infini (Infini-attention)."),
+    base: float = typer.Option(10000.0, "--base", help="RoPE base b."),
+    rope_base: float | None = typer.Option(None, "--rope-base", hidden=True, help="Old spelling of --base."),
+    segment_length: int | None = typer.Option(None, help="Infini-attention segment length (position infini)."),
+    memory_update: str = typer.Option("linear", help="Infini-attention memory rule: linear or delta."),
     task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are passkey episodes."),
     resume: bool = typer.Option(True, help="Continue from a train_state in --out if present."),
+    json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
 ) -> None:
-    """Train the tiny model (deterministic data order, periodic checkpoints, resumable)."""
+    """Train the tiny model (deterministic data order, periodic checkpoints, resumable).
+
+    Every option is checked (by TinyConfig and TrainConfig, whose defaults these are) before any work.
+    """
     from rich.console import Console
 
     from ropekit.model.tiny import TinyConfig
     from ropekit.model.train import TrainConfig, train
 
-    try:
+    base, base_option = resolve_alias(base, rope_base, "--base", "--rope-base", default=10000.0)
+    length = parse_length(train_length, "--train-length")
+    names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
+    names |= {"rope_base": base_option, "train_length": "--train-length"}
+    with option_errors(**names):
         config = TinyConfig(
             d_model=d_model,
             n_layers=n_layers,
             n_heads=n_heads,
             n_kv_heads=n_kv_heads,
             ffn_dim=ffn_dim,
-            train_length=train_length,
+            train_length=length,
             position=position,
-            rope_base=rope_base,
+            rope_base=base,
+            segment_length=segment_length,
+            memory_update=memory_update,
         )
         settings = TrainConfig(
             steps=steps, batch_size=batch_size, lr=lr, seed=seed, minutes=minutes, task_fraction=task_fraction
         )
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
+    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
     command = "ropekit train " + " ".join(sys.argv[2:])
-    summary = train(config, settings, out, resume=resume, command=command)
+    with option_errors(device="--device"):
+        summary = train(config, settings, out, resume=resume, command=command)
+    if json_output:
+        print_json({**summary, "out": str(out)})
+        return
     Console().print(
         f"[bold]done[/]: {summary['steps']} steps, {summary['tokens']:,} tokens, {summary['wall_time_s']:.0f} s, "
         f"{summary['parameters']:,} parameters, held-out {summary['heldout_bpb']:.3f} bits/byte → {out}"

@@ -17,10 +17,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ropekit._validate import require_float, require_int
 from ropekit.model.checkpoint import save
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
+from ropekit.model.tokenizer import byte_ids
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +41,23 @@ class TrainConfig:
     checkpoint_every: int = 250
     #: where the model trains ("cpu", "cuda", "cuda:1"); checkpoints are always written from CPU copies
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "checkpoint_every"):
+            object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=1))
+        for name in ("warmup", "seed"):
+            object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=0))
+        object.__setattr__(self, "lr", require_float("lr", self.lr, above=0.0))
+        object.__setattr__(self, "weight_decay", require_float("weight_decay", self.weight_decay, at_least=0.0))
+        for name in ("min_lr_fraction", "task_fraction"):
+            value = require_float(name, getattr(self, name), at_least=0.0)
+            if value > 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+        if self.minutes is not None:
+            object.__setattr__(self, "minutes", require_float("minutes", self.minutes, above=0.0))
+        if not isinstance(self.device, str) or not self.device:
+            raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {self.device!r}")
 
 
 def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int) -> torch.Tensor:
@@ -84,7 +103,7 @@ def learning_rate(train: TrainConfig, step: int, progress: float) -> float:
 def heldout_bpb(model: TinyLM, length: int, *, max_windows: int = 64) -> float:
     """Bits per byte on the shipped held-out text, non-overlapping windows of ``length``."""
     device = next(model.parameters()).device
-    data = torch.frombuffer(bytearray(heldout_bytes()), dtype=torch.uint8).long().to(device)
+    data = torch.from_numpy(byte_ids(heldout_bytes())).to(device)
     windows = min(max_windows, (len(data) - 1) // length)
     total, count = 0.0, 0
     model.eval()
@@ -168,20 +187,21 @@ def train(
             they fine-tune with a changed base. Its shape must match ``config``; position encoding, base and
             training length may differ (RoPE has no weights). Ignored when resuming.
     """
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     torch.manual_seed(train.seed)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = None
-    if corpus is None:
-        corpus, manifest = build_training_bytes()
     try:
         device = torch.device(train.device)
     except RuntimeError as error:
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    out.mkdir(parents=True, exist_ok=True)  # after the checks: a bad run leaves nothing behind
+    manifest = None
+    if corpus is None:
+        corpus, manifest = build_training_bytes()
     model = TinyLM(config)
     if init is not None:
         _copy_weights(init, model)
@@ -207,7 +227,8 @@ def train(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     ]
-    with Progress(*columns, disable=not progress) as bar:
+    # on stderr, so a caller's JSON on stdout stays valid
+    with Progress(*columns, disable=not progress, console=Console(stderr=True)) as bar:
         task = bar.add_task("train", total=train.steps, completed=step, info="")
         smoothed = None
         while step < train.steps:
