@@ -193,6 +193,8 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     found = sorted(
         (match.start(), option) for arg, option in names.items() if (match := re.search(rf"\b{arg}\b", message))
     )
+    if found and found[0][0] == 0:  # "lr must be > 0": the message is about its first word
+        found = found[:1]
     options = list(dict.fromkeys(option for _, option in found))
     if not options:
         return message

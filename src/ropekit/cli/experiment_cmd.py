@@ -6,16 +6,27 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail
+from ropekit.cli.common import (
+    fail,
+    json_option,
+    option_errors,
+    parse_length,
+    prepare_output_dir,
+    print_json,
+)
+
+DEFAULT_OUT = Path("runs/base-bound")
+#: ExperimentSettings fields set from options (an error about one names its option)
+_FIELDS = ("context", "steps", "trials", "lr", "seed", "device", "models", "batch_size", "init")
 
 app = typer.Typer(help="Experiments that test published claims at tiny scale.", no_args_is_help=True)
 
 
 @app.command("base-bound")
 def base_bound_command(
-    out: Path = typer.Option(Path("runs/base-bound"), help="Output folder (models, results.json, index.html)."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Output folder (models, results.json, index.html)."),
     quick: bool = typer.Option(False, "--quick", help="Fewer steps and trials (< 10 min on 2 cores)."),
-    context: int | None = typer.Option(None, help="Training context (default 512)."),
+    context: str | None = typer.Option(None, help="Training context, e.g. 512 or 1k (default 512)."),
     steps: int | None = typer.Option(None, help="Training steps per model."),
     trials: int | None = typer.Option(None, help="Retrieval episodes per model."),
     lr: float | None = typer.Option(None, help="Peak learning rate (default 1e-3)."),
@@ -31,6 +42,7 @@ def base_bound_command(
         None, help="Comma-separated subset: 10, 100, quarter, half, init, smallest, robust, robust10, nope."
     ),
     batch_size: int | None = typer.Option(None, help="Sequences per step (default 16)."),
+    json_output: bool = json_option("Print results.json's content as JSON (progress goes to stderr)."),
 ) -> None:
     """Train models that differ only in RoPE base (around the bound) plus NoPE; compare perplexity and retrieval."""
     import dataclasses
@@ -38,23 +50,39 @@ def base_bound_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ropekit.eval.base_bound_experiment import ExperimentSettings, run_experiment
+    from ropekit.experiments.base_bound import ExperimentSettings, run_experiment
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
+    length = None if context is None else parse_length(context, "--context")
     changes = {
         k: v
-        for k, v in {"context": context, "steps": steps, "trials": trials, "lr": lr, "batch_size": batch_size}.items()
+        for k, v in {"context": length, "steps": steps, "trials": trials, "lr": lr, "batch_size": batch_size}.items()
         if v is not None
     }
     if models is not None:
-        changes["models"] = tuple(k.strip() for k in models.split(",") if k.strip())
-    try:
+        items = [k.strip() for k in models.split(",")]
+        if not all(items):
+            raise fail(f"--models has an empty item in {models!r}")
+        changes["models"] = tuple(items)
+    with option_errors(**{name: "--" + name.replace("_", "-") for name in _FIELDS}):
         settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
-        settings = dataclasses.replace(settings, init=None) if init.lower() == "none" else settings.with_shape_of(init)
-    except (FileNotFoundError, TypeError, ValueError) as error:
-        raise fail(str(error)) from error
-    console = Console()
-    payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
+        try:
+            use_init = init.lower() != "none"
+            settings = settings.with_shape_of(init) if use_init else dataclasses.replace(settings, init=None)
+        except (OSError, KeyError) as error:
+            raise fail(f"--init {init!r}: {error}") from error
+    if settings.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise fail(f"--device {device!r}: CUDA is not available here (use --device cpu)")
+    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
+    console = Console(stderr=json_output)
+    with option_errors(**{name: "--" + name.replace("_", "-") for name in _FIELDS}):
+        payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
+    if json_output:
+        print_json(payload)
+        return
     table = Table(title=f"base-bound experiment (context {settings.context})")
     for column in ("model", "base", "perplexity [95% CI]", "retrieval [95% CI]"):
         table.add_column(column, justify="right")
