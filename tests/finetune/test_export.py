@@ -1,0 +1,165 @@
+"""`extend`: the written config.json makes plain transformers compute what ropekit's patched model computes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from ropekit.config import RopeConfig
+from ropekit.finetune.export import extend, extended_config, native_rope
+from ropekit.scaling import (
+    BaseChange,
+    DynamicScaling,
+    LinearScaling,
+    Llama3Scaling,
+    LongRopeScaling,
+    NTKScaling,
+    YarnScaling,
+)
+
+transformers = pytest.importorskip("transformers")
+
+ORIGINAL = 64  # the small models' max_position_embeddings (conftest.ORIGINAL)
+
+#: lengths below, at, just above the original length, and beyond the written max_position_embeddings
+LENGTHS = (40, ORIGINAL, ORIGINAL + 1, 300)
+PAIRS = 8  # head_dim 16
+
+
+def _logits(model, length: int) -> torch.Tensor:
+    ids = torch.arange(length)[None] * 7 % 257  # (1, length)
+    with torch.no_grad():
+        return model(input_ids=ids).logits[0]
+
+
+def _native_equals_patched(source, out, scaling) -> list[float]:
+    """Relative max difference per length between ropekit's patched model and the natively loaded export."""
+    from transformers import AutoModelForCausalLM
+
+    from ropekit.integrations.hf import apply_scaling
+
+    patched = apply_scaling(AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32), scaling).eval()
+    native = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    errors = []
+    for length in LENGTHS:  # same call order for both: transformers' dynamic/longrope modules keep state
+        ours, theirs = _logits(patched, length), _logits(native, length)
+        errors.append(float((ours - theirs).abs().max() / theirs.abs().max()))
+    return errors
+
+
+FACTORS = tuple(1.0 + 0.5 * i for i in range(PAIRS))
+
+CASES = {
+    "linear": (LinearScaling(factor=2.0), "linear"),
+    "yarn": (YarnScaling(factor=4.0, original_max_position_embeddings=ORIGINAL), "yarn"),
+    "yarn-paper-ramp": (
+        YarnScaling(factor=4.0, original_max_position_embeddings=ORIGINAL, beta_fast=8.0, ramp="paper"),
+        "longrope",
+    ),
+    "ntk": (NTKScaling(factor=4.0), "default"),
+    "base": (BaseChange(base=500000.0), "default"),
+    "dynamic": (DynamicScaling(factor=2.0, original_max_position_embeddings=ORIGINAL), "dynamic"),
+    "dynamic-frozen": (
+        DynamicScaling(factor=2.0, original_max_position_embeddings=ORIGINAL, fixed_seq_len=256),
+        "default",
+    ),
+    "llama3": (
+        Llama3Scaling(factor=4.0, original_max_position_embeddings=ORIGINAL, low_freq_factor=1.0, high_freq_factor=4.0),
+        "llama3",
+    ),
+    "longrope": (
+        LongRopeScaling(
+            short_factor=(1.0,) * PAIRS, long_factor=FACTORS, original_max_position_embeddings=ORIGINAL, factor=4.0
+        ),
+        "longrope",
+    ),
+    "user-factors-frozen": (
+        LongRopeScaling(
+            short_factor=(1.0,) * PAIRS,
+            long_factor=FACTORS,
+            original_max_position_embeddings=ORIGINAL,
+            factor=4.0,
+            fixed_seq_len=256,
+        ),
+        "longrope",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_extend_loads_natively_with_equal_logits(name, llama_dir, tmp_path):
+    scaling, written_type = CASES[name]
+    result = extend(llama_dir, scaling, tmp_path / "out")
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["rope_parameters"]["rope_type"] == written_type
+    if written_type == "longrope" and name != "longrope":
+        params = config["rope_parameters"]
+        assert params["short_factor"] == params["long_factor"]  # the list transformers picks cannot matter
+    assert (tmp_path / "out" / "tokenizer.json").is_file()
+    errors = _native_equals_patched(llama_dir, result.out, scaling)
+    assert max(errors) <= 1e-5, dict(zip(LENGTHS, errors, strict=True))
+
+
+def test_longrope_form_of_paper_ramp_has_ropekits_frequencies():
+    """The per-pair factors reproduce ropekit's float64 frequencies (independent of any model)."""
+    import numpy as np
+
+    from ropekit.scaling import frequencies, inv_freq
+
+    rope = RopeConfig(16, base=10000.0, scaling=CASES["yarn-paper-ramp"][0])
+    params = native_rope(rope, original_length=ORIGINAL).rope_parameters
+    rebuilt = 1.0 / (np.asarray(params["long_factor"]) * 10000.0 ** (np.arange(0, 16, 2) / 16))
+    expected = frequencies(rope)
+    np.testing.assert_allclose(rebuilt, expected.inv_freq, rtol=1e-14)
+    assert params["attention_factor"] == pytest.approx(expected.attention_factor, rel=1e-15)
+    assert not np.allclose(params["long_factor"], inv_freq(16, 10000.0) / inv_freq(16, 10000.0))
+
+
+def test_ntk_becomes_default_with_the_ntk_base():
+    params = native_rope(RopeConfig(16, base=10000.0, scaling=NTKScaling(factor=4.0)), original_length=64)
+    assert params.rope_parameters["rope_type"] == "default"
+    assert params.rope_parameters["rope_theta"] == pytest.approx(10000.0 * 4.0 ** (16 / 14), rel=1e-12)
+
+
+def test_max_position_embeddings():
+    config = json.loads(json.dumps({"head_dim": 16, "max_position_embeddings": 64, "rope_theta": 10000.0}))
+    yarn, _ = extended_config(config, CASES["yarn"][0], target_length=256)
+    assert yarn["max_position_embeddings"] == 256
+    dynamic, _ = extended_config(config, CASES["dynamic"][0], target_length=256)
+    assert dynamic["max_position_embeddings"] == ORIGINAL  # transformers' dynamic reads its L there
+
+
+def test_interleaved_cannot_be_written():
+    with pytest.raises(ValueError, match="half-split"):
+        native_rope(RopeConfig(16, interleaved=True, scaling=LinearScaling(factor=2.0)), original_length=64)
+
+
+def test_refuses_existing_out_and_non_rope_model(llama_dir, tmp_path):
+    out = tmp_path / "out"
+    extend(llama_dir, LinearScaling(factor=2.0), out)
+    with pytest.raises(FileExistsError, match="--force"):
+        extend(llama_dir, LinearScaling(factor=2.0), out)
+    extend(llama_dir, LinearScaling(factor=4.0), out, force=True)
+    assert json.loads((out / "config.json").read_text())["rope_parameters"]["factor"] == 4.0
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_positions": 1024}))
+    with pytest.raises(ValueError, match="not a RoPE model"):
+        extend(gpt2, LinearScaling(factor=2.0), tmp_path / "out2")
+
+
+def test_target_below_original_is_refused(llama_dir, tmp_path):
+    with pytest.raises(ValueError, match="target_length"):
+        extend(llama_dir, LinearScaling(factor=2.0), tmp_path / "out", target_length=32)
+
+
+def test_source_native_scaling_is_replaced(tmp_path, make_llama):
+    source = make_llama(
+        tmp_path / "scaled",
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+    )
+    result = extend(source, CASES["yarn"][0], tmp_path / "out")
+    assert result.config["rope_parameters"]["rope_type"] == "yarn"
+    assert "rope_scaling" not in result.config
