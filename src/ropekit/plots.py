@@ -1,6 +1,6 @@
 """matplotlib figures of the RoPE theory: decay, the base bound, wavelengths, scaling ratios.
 
-matplotlib is imported inside each function (Agg backend, via :mod:`ropekit.eval.figures`), so importing this
+matplotlib is imported inside each function (Agg backend, via :mod:`ropekit._plotting`), so importing this
 module stays light. The file type follows the suffix of ``path`` (``.png`` or ``.svg``).
 """
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ropekit._plotting import pyplot, save_figure
 from ropekit.config import RopeConfig
 from ropekit.scaling import LinearScaling, Llama3Scaling, NTKScaling, YarnScaling, frequencies, inv_freq
 from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base
@@ -39,9 +40,7 @@ def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_dis
         base: the RoPE base b.
         max_distance: the largest distance m plotted.
     """
-    from ropekit.eval.figures import _pyplot, save_figure
-
-    plt = _pyplot()
+    plt = pyplot()
     m = np.arange(1, max_distance + 1, dtype=np.float64)
     margin = similarity_margin(m, head_dim, base)  # (M,)
     sparse = np.unique(np.geomspace(1, max_distance, 600).round())  # the bound is costlier: fewer points
@@ -82,9 +81,7 @@ def bound_figure(
         robust_up_to: compute the robust bound up to this length.
         min_context: the smallest context length computed.
     """
-    from ropekit.eval.figures import _pyplot, save_figure
-
-    plt = _pyplot()
+    plt = pyplot()
     lengths = [2**k for k in range(math.ceil(math.log2(min_context)), math.floor(math.log2(max_context)) + 1)]
     smallest = [smallest_feasible_base(length, head_dim) for length in lengths]
     robust = [(length, base_bound(length, head_dim).robust_base) for length in lengths if length <= robust_up_to]
@@ -115,8 +112,6 @@ def wavelengths_figure(
     path: Path, head_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
 ) -> Path:
     """Wavelength per pair (log scale) of plain RoPE and of each method at ``factor``, with the training length."""
-    from ropekit.eval.figures import wavelength_figure
-
     rope = RopeConfig(head_dim, base=base)
     wavelengths = {"plain": frequencies(rope).wavelengths}
     for name, spec in _methods(factor, train_length).items():
@@ -124,13 +119,27 @@ def wavelengths_figure(
     return wavelength_figure(wavelengths, train_length, path)
 
 
+def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, path: Path) -> Path:
+    """Wavelength per pair (log scale), one line per entry of ``wavelengths``, with the training length marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in wavelengths.items():
+        ax.plot(np.arange(len(values)), values, marker=".", label=label)
+    ax.axhline(train_length, color="grey", linestyle=":", label=f"training length {train_length}")
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i")
+    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.set_title("RoPE wavelengths per pair")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
 def scaling_figure(
     path: Path, head_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
 ) -> Path:
     """Scaled / plain frequency per pair against the plain wavelength, for each method at ``factor`` (log-log)."""
-    from ropekit.eval.figures import _pyplot, save_figure
-
-    plt = _pyplot()
+    plt = pyplot()
     rope = RopeConfig(head_dim, base=base)
     plain = inv_freq(rope.dim, rope.base)
     wavelength = 2 * np.pi / plain

@@ -1,4 +1,7 @@
-"""matplotlib figures for evaluation reports (imported lazily; Agg backend, PNG output)."""
+"""matplotlib figures for evaluation reports (imported lazily; Agg backend, PNG output).
+
+The wavelength figure is a theory figure and lives in :mod:`ropekit.plots`; it is re-exported here for reports.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +10,15 @@ from typing import Any
 
 import numpy as np
 
+from ropekit._plotting import pyplot, save_figure
+from ropekit.plots import wavelength_figure
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig: Any, path: Path) -> Path:
-    """Lay out, write (PNG or SVG by suffix, 110 dpi) and close ``fig``; return ``path``."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
-    return path
+__all__ = ["passkey_figure", "perplexity_figure", "save_figure", "wavelength_figure"]
 
 
 def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path) -> Path:
     """Perplexity against length, one line per method, log-log, with the training length marked."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     for method in methods:
@@ -53,7 +44,7 @@ def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path)
 
 def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
     """One heatmap per method: accuracy over (needle depth × length)."""
-    plt = _pyplot()
+    plt = pyplot()
     methods = list(dict.fromkeys(r["method"] for r in rows))
     lengths = sorted({r["length"] for r in rows})
     depths = sorted({r["depth"] for r in rows})
@@ -91,33 +82,3 @@ def passkey_figure(rows: list[dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
-
-
-def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, path: Path) -> Path:
-    """Wavelength per pair (log scale) for the plain model and each scaling, with the training length."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, values in wavelengths.items():
-        ax.plot(np.arange(len(values)), values, marker=".", label=label)
-    ax.axhline(train_length, color="grey", linestyle=":", label=f"training length {train_length}")
-    ax.set_yscale("log")
-    ax.set_xlabel("pair index i")
-    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
-    ax.set_title("RoPE wavelengths per pair")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
-
-
-def loss_curve_figure(history: list[dict[str, Any]], path: Path, title: str = "training loss") -> Path:
-    """Smoothed training loss (nats/byte and bits/byte) against optimizer step."""
-    plt = _pyplot()
-    steps = [h["step"] for h in history]
-    loss = np.array([h["loss"] for h in history])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, loss / np.log(2), color="tab:blue")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("training loss (bits per byte, smoothed)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    return save_figure(fig, path)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ropekit.model.tokenizer import byte_ids
+
 KEY_DIGITS = 5
 
 
@@ -43,11 +45,6 @@ class Episode:
     def distance(self) -> int:
         """How far the answer is from the needle, in tokens."""
         return len(self.ids) - self.needle_start
-
-
-def byte_ids(text: bytes) -> np.ndarray:
-    """Byte-level token ids (the tiny model's tokenizer)."""
-    return np.frombuffer(text, np.uint8).astype(np.int64)
 
 
 def minimum_length(encode: Callable[[bytes], np.ndarray] = byte_ids) -> int:

@@ -1,27 +1,17 @@
-"""Byte-level tokenizer: ids 0–255 are bytes, a few specials follow. Nothing to download."""
+"""The tiny model's tokenizer: one token per byte (ids 0–255). Nothing to download.
+
+Every place that turns text into the tiny model's ids (training, held-out perplexity, passkey episodes, the
+evaluation adapters' byte fallback) calls :func:`byte_ids`.
+"""
 
 from __future__ import annotations
 
-import torch
+import numpy as np
 
-BOS = 256  #: start of a document
-EOS = 257  #: end of a document
-PAD = 258  #: padding (never predicted)
-VOCAB_SIZE = 260  #: 256 bytes + specials, rounded up to a multiple of 4
+#: 256 byte ids plus four unused slots (room for specials; a multiple of 4 keeps the embedding aligned)
+VOCAB_SIZE = 260
 
 
-def encode(text: str | bytes) -> list[int]:
-    """UTF-8 bytes of ``text`` as token ids."""
-    return list(text.encode("utf-8") if isinstance(text, str) else text)
-
-
-def encode_tensor(text: str | bytes) -> torch.Tensor:
-    """``encode`` as a 1-D int64 tensor."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(torch.int64)
-
-
-def decode(ids: list[int] | torch.Tensor) -> str:
-    """Bytes back to text; specials are dropped and invalid UTF-8 is replaced."""
-    values = ids.tolist() if isinstance(ids, torch.Tensor) else ids
-    return bytes(v for v in values if v < 256).decode("utf-8", errors="replace")
+def byte_ids(text: bytes) -> np.ndarray:
+    """Byte-level token ids of ``text``: ``(len(text),)`` int64, a writable copy (``torch.from_numpy`` shares it)."""
+    return np.frombuffer(text, np.uint8).astype(np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ropekit.eval.base_bound_experiment import conclusion
+from ropekit.experiments.base_bound import conclusion
 from ropekit.theory.decay import similarity_margin
 
 
@@ -21,7 +21,7 @@ def test_the_experiments_b_m_is_the_direct_sum():
 
 
 def _row(label, base, ppl, correct, trials=100):
-    from ropekit.eval.base_bound_experiment import overall_accuracy
+    from ropekit.experiments.base_bound import overall_accuracy
 
     rows = [{"trials": trials, "correct": correct}]
     return {
@@ -71,7 +71,7 @@ def _binned(first_negative, before, after, trials=50):
 
 
 def test_within_model_compares_distances_before_and_after_the_first_negative_m():
-    from ropekit.eval.base_bound_experiment import within_model
+    from ropekit.experiments.base_bound import within_model
 
     assert "collapses past that distance" in within_model(_binned(128, 45, 2))
     assert "does not change significantly" in within_model(_binned(128, 48, 47))
@@ -80,7 +80,7 @@ def test_within_model_compares_distances_before_and_after_the_first_negative_m()
 
 
 def test_planned_models_follow_the_bound_and_the_subset():
-    from ropekit.eval.base_bound_experiment import ExperimentSettings, planned_models
+    from ropekit.experiments.base_bound import ExperimentSettings, planned_models
     from ropekit.theory import max_context_length
 
     rows = planned_models(ExperimentSettings())
