@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ropekit.eval.models import load_eval_model
-from ropekit.eval.report import acceptance, perplexity_matrix, summary_lines, theory_view, write_report
+from ropekit.eval.report import perplexity_matrix, summary_lines, theory_view, write_report
 from ropekit.eval.sweep import SweepResult, SweepSettings, run_sweep
 
 TRAIN_LENGTH = 128  # of the conftest's tiny_checkpoint
@@ -52,14 +52,6 @@ def test_summary_names_the_best_method_and_by_how_much() -> None:
         "(40.00); next best 40.00 (8.00× worse)."
     )
     assert lines[2] == "Passkey accuracy with yarn by length — 100: 75%, 800: 0%."
-
-
-def test_acceptance_ratios_are_perplexity_at_8x_over_perplexity_at_1x() -> None:
-    result = SweepResult(context={}, perplexity=ppl_rows({("none", 64): 3.19, ("none", 512): 46.0, ("yarn", 512): 5.6}))
-    check = acceptance(result, 64)
-    assert check["ppl_at_train_length"] == 3.19
-    assert check["none_ratio"] == pytest.approx(46.0 / 3.19)
-    assert check["yarn_ratio"] == pytest.approx(5.6 / 3.19)
 
 
 def test_perplexity_matrix_pivots_methods_by_length() -> None:

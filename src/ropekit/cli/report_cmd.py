@@ -35,11 +35,13 @@ def report_command(
     device_map: str | None = DEVICE_MAP,
 ) -> None:
     """Evaluate every method on a model and write a self-contained HTML report."""
+    import time
+
     from rich.console import Console
 
-    from ropekit.eval.report import now, write_report
+    from ropekit.eval.report import write_report
 
-    started = now()
+    started = time.perf_counter()
     settings = build_settings(
         methods, multiples, passkey_multiples, depths, factor, mode, stride, max_tokens, trials, seed
     )
@@ -48,11 +50,11 @@ def report_command(
     eval_model = load_model(model, device_map)
     result = run_with_progress(eval_model, settings, perplexity=True, passkey=True)
     try:
-        index = write_report(eval_model, settings, result, out, now() - started)
+        index = write_report(eval_model, settings, result, out, time.perf_counter() - started)
     except OSError as error:  # e.g. --out names a file, or a folder we may not write to
         raise fail(f"cannot write the report to {str(out)!r}: {error}") from error
     print_tables(result)
     console = Console()
     for line in __import__("json").loads((out / "summary.json").read_text())["findings"]:
         console.print(f"• {line}")
-    console.print(f"[bold]report[/]: {index} ({now() - started:.0f} s)")
+    console.print(f"[bold]report[/]: {index} ({time.perf_counter() - started:.0f} s)")

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from ropekit.eval.figures import passkey_figure, perplexity_figure, wavelength_figure
 from ropekit.eval.methods import scaling_for
 from ropekit.eval.models import EvalModel
+from ropekit.eval.page import html_page
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
 from ropekit.scaling.registry import frequencies
 
@@ -99,19 +99,6 @@ def summary_lines(result: SweepResult, train_length: int) -> list[str]:
     return lines
 
 
-def acceptance(result: SweepResult, train_length: int, multiple: int = 8) -> dict[str, Any]:
-    """The tiny model's acceptance check: no scaling degrades ≥5× at 8×; YaRN stays within 2×."""
-    by = {(r["method"], r["length"]): r["perplexity"] for r in result.perplexity}
-    base = by.get(("none", train_length))
-    far = train_length * multiple
-    out: dict[str, Any] = {"multiple": multiple, "ppl_at_train_length": base}
-    if base and ("none", far) in by:
-        out["none_ratio"] = by[("none", far)] / base
-    if base and ("yarn", far) in by:
-        out["yarn_ratio"] = by[("yarn", far)] / base
-    return out
-
-
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = []
@@ -152,17 +139,10 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
     if result.passkey:
         passkey_figure(result.passkey, out / "passkey.png")
     findings = summary_lines(result, train)
-    check = acceptance(result, train)
-    (out / "summary.json").write_text(
-        json.dumps({"findings": findings, "acceptance": check, "theory": theory}, indent=1) + "\n"
-    )
+    (out / "summary.json").write_text(json.dumps({"findings": findings, "theory": theory}, indent=1) + "\n")
     describe = model.describe()
     cols, matrix = perplexity_matrix(result.perplexity)
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>ropekit report</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-        "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee}code{background:#f6f6f6}</style></head><body>",
         f"<h1>ropekit report: {html.escape(str(describe.get('name')))}</h1>",
         f"<p>{html.escape(str(describe.get('kind')))}, {describe.get('parameters', '?'):,} parameters, trained at "
         f"{train} tokens, head_dim {theory['head_dim']}, rotary_dim {theory['rotary_dim']}, base {theory['base']:g}. "
@@ -170,12 +150,6 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
         f"ropekit {result.context['ropekit_version']}, run time {elapsed_s:.0f} s.</p>",
         "<h2>Summary</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings) + "</ul>",
     ]
-    if "none_ratio" in check:
-        yarn = f"{check['yarn_ratio']:.2f}×" if "yarn_ratio" in check else "not measured"
-        parts.append(
-            f"<p>At {check['multiple']}× the training length, perplexity without scaling is "
-            f"{check['none_ratio']:.2f}× its value at the training length; with YaRN {yarn}.</p>"
-        )
     parts += [
         "<h2>Theory view</h2>",
         f"<p>{theory['pairs_completing_a_period']} of {theory['rotary_dim'] // 2} pairs complete a full period within "
@@ -205,13 +179,8 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
         )
     parts.append(
         "<p>Raw data: <a href='results.json'>results.json</a>, <a href='perplexity.csv'>perplexity.csv</a>, "
-        "<a href='passkey.csv'>passkey.csv</a>, <a href='summary.json'>summary.json</a>.</p></body></html>"
+        "<a href='passkey.csv'>passkey.csv</a>, <a href='summary.json'>summary.json</a>.</p>"
     )
     index = out / "index.html"
-    index.write_text("\n".join(parts))
+    index.write_text(html_page("ropekit report", "\n".join(parts)))
     return index
-
-
-def now() -> float:
-    """Monotonic clock for run times."""
-    return time.perf_counter()
