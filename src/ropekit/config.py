@@ -78,11 +78,10 @@ class RopeConfig:
     def to_hf_dict(self) -> dict[str, Any]:
         """Return a transformers 5.x ``rope_parameters`` dict describing this config.
 
-        Methods that transformers lacks are written as the equivalent ``default`` config where one exists
-        (static ``ntk`` and ``base`` become ``default`` with the changed ``rope_theta``); ropekit-only options
-        (``fixed_seq_len``, the paper's YaRN ramp) raise ``ValueError`` because transformers cannot express them.
-        ``interleaved`` is a property of the weights' layout, not of the config, and is not written.
+        Same as :func:`ropekit.hf_format.to_hf_dict` (see there): methods that transformers lacks are written as
+        the equivalent ``default`` config where one exists; ropekit-only options (``fixed_seq_len``, the paper's
+        YaRN ramp) raise ``ValueError``; ``interleaved`` is not written.
         """
-        from ropekit.integrations.hf_config import to_hf_dict
+        from ropekit.hf_format import to_hf_dict  # hf_format imports this module: a call-time import, no cycle
 
         return to_hf_dict(self)

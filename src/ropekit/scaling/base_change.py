@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ropekit._validate import require_float
 from ropekit.scaling.registry import Frequencies, ScalingConfig, inv_freq, register_scaling
@@ -21,6 +21,10 @@ class BaseChange(ScalingConfig):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base", require_float("base", self.base, above=1.0))
+
+    def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
+        """transformers has no such type: written as ``default`` with ``rope_theta`` = the new base."""
+        return "default", self.base, {}
 
 
 @register_scaling(BaseChange, aliases=("abf",))

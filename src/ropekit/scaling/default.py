@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ropekit.scaling.registry import Frequencies, ScalingConfig, inv_freq, register_scaling
 
@@ -22,6 +22,11 @@ class DefaultScaling(ScalingConfig):
     """
 
     rope_type = "default"
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> None:
+        """Plain RoPE is ``None`` in a :class:`~ropekit.RopeConfig`; other keys in a default rope dict are ignored."""
+        return None
 
 
 @register_scaling(DefaultScaling)

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ropekit._validate import require_int
+from ropekit.scaling._hf import max_length
 from ropekit.scaling.ntk import check_ntk_dim
-from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+from ropekit.scaling.registry import (
+    Frequencies,
+    ScalingConfig,
+    check_factor,
+    inv_freq,
+    register_scaling,
+    require_hf_keys,
+)
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -28,7 +36,8 @@ class DynamicScaling(ScalingConfig):
     transformers quirks (5.18) and how ropekit treats them:
 
     * The original length L is the model's ``max_position_embeddings``; an ``original_max_position_embeddings``
-      in the rope dict is ignored. ``from_hf_config`` does the same.
+      in the rope dict is ignored. ``from_hf_config`` does the same, and ``to_hf_dict`` writes no length: whoever
+      writes the config.json sets ``max_position_embeddings`` to L.
     * The module recomputes only when ``max(position) + 1`` exceeds the largest length seen, and resets to the
       original frequencies only when it drops strictly below L (a call of length exactly L after a longer one
       keeps the long-length base). :class:`ropekit.RotaryEmbedding` follows the same rule.
@@ -46,18 +55,49 @@ class DynamicScaling(ScalingConfig):
     rope_type = "dynamic"
     ropekit_only = ("fixed_seq_len",)
     depends_on_seq_len = True
+    hf_required = ("factor",)
     factor: float
     original_max_position_embeddings: int
     fixed_seq_len: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
-        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        original = require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        object.__setattr__(self, "original_max_position_embeddings", original)
         if self.fixed_seq_len is not None:
-            require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
+            object.__setattr__(self, "fixed_seq_len", require_int("fixed_seq_len", self.fixed_seq_len, minimum=1))
 
     def check_rope(self, rope: RopeConfig) -> None:
         check_ntk_dim(rope, self.rope_type)
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> DynamicScaling:
+        """L is the model's ``max_position_embeddings`` (see the class docstring)."""
+        require_hf_keys(params, cls.hf_required, name)
+        length = max_length(model)
+        if length is None:
+            raise ValueError("rope_type 'dynamic' needs max_position_embeddings (its original length)")
+        values = {key: value for key, value in params.items() if value is not None}
+        return cls.from_params({**values, "original_max_position_embeddings": length})
+
+    def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
+        params = self.hf_params()
+        params.pop("original_max_position_embeddings")
+        return self.rope_type, rope.base, params
+
+    def hf_model_keys(self, max_position_embeddings: int | None) -> dict[str, Any]:
+        """``max_position_embeddings`` is L (transformers reads the original length from it), whatever is asked."""
+        return {"max_position_embeddings": self.original_max_position_embeddings}
+
+    def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
+        """Grow when ``seq_len`` exceeds the largest length seen; reset to L only strictly below L."""
+        original = self.original_max_position_embeddings
+        current = computed_for or original
+        if seq_len > current:
+            return seq_len
+        if seq_len < original < current:
+            return original
+        return None
 
 
 @register_scaling(DynamicScaling)

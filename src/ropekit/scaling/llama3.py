@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ropekit._validate import require_float, require_int
-from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+from ropekit.scaling._hf import hf_original_length
+from ropekit.scaling.registry import (
+    Frequencies,
+    PairGroups,
+    ScalingConfig,
+    check_factor,
+    inv_freq,
+    pair_ranges,
+    register_scaling,
+    require_hf_keys,
+)
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -31,6 +41,12 @@ class Llama3Scaling(ScalingConfig):
     """
 
     rope_type = "llama3"
+    hf_required = ("factor", "low_freq_factor", "high_freq_factor")
+    plan_order = 4.0
+    plan_why = (
+        "Llama 3 keeps wavelengths shorter than T/high_freq_factor, divides those longer than T/low_freq_factor "
+        "by s, and blends between."
+    )
     factor: float
     original_max_position_embeddings: int
     low_freq_factor: float = 1.0
@@ -38,7 +54,8 @@ class Llama3Scaling(ScalingConfig):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
-        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        original = require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        object.__setattr__(self, "original_max_position_embeddings", original)
         for name in ("low_freq_factor", "high_freq_factor"):
             object.__setattr__(self, name, require_float(name, getattr(self, name), above=0.0))
         if self.low_freq_factor >= self.high_freq_factor:
@@ -51,6 +68,21 @@ class Llama3Scaling(ScalingConfig):
         """(λ_hi, λ_lo): wavelengths below λ_hi are kept, above λ_lo divided by s."""
         length = self.original_max_position_embeddings
         return length / self.high_freq_factor, length / self.low_freq_factor
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> Llama3Scaling:
+        """L0 in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`); ``factor`` is required."""
+        require_hf_keys(params, cls.hf_required, name)
+        values = {key: value for key, value in params.items() if value is not None}
+        return cls.from_params({**values, "original_max_position_embeddings": hf_original_length(params, model, name)})
+
+    def plan_summary(self, rope: RopeConfig, freqs: Frequencies, groups: PairGroups) -> tuple[dict[str, Any], str]:
+        short_band, long_band = self.bands()
+        summary = (
+            f"wavelengths < {short_band:,.0f} kept (pairs {pair_ranges(groups.kept)}), > {long_band:,.0f} divided "
+            f"by s (pairs {pair_ranges(groups.interpolated)}), smoothed between (pairs {pair_ranges(groups.blended)})"
+        )
+        return {"short_wavelength": short_band, "long_wavelength": long_band}, summary
 
 
 @register_scaling(Llama3Scaling)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ropekit._validate import require_float, require_int
-from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, register_scaling
+from ropekit.scaling._hf import hf_original_length, max_length
+from ropekit.scaling.registry import (
+    Frequencies,
+    MissingParameters,
+    ScalingConfig,
+    check_factor,
+    register_scaling,
+    require_hf_keys,
+)
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -33,17 +42,20 @@ class LongRopeScaling(ScalingConfig):
         short_factor, long_factor: one positive rescale factor per pair (length rotary_dim/2). transformers
             only warns about a wrong length or a non-number; ropekit raises ``ValueError``.
         original_max_position_embeddings: L0.
-        factor: s = L/L0 (>= 1), used only for the attention factor. transformers derives it from
-            ``max_position_embeddings / original_max_position_embeddings`` when missing and accepts ratios below
-            1 (giving A = 1); ``from_hf_config`` derives it the same way and clamps it to 1, which gives the same
-            A. An explicit factor < 1 raises ``ValueError`` here (transformers only warns).
-        attention_factor: explicit A; else 1 if s <= 1, else √(1 + ln s / ln L0).
+        factor: s = L/L0 (>= 1), used only for the attention factor. transformers quirk (5.18): it derives the
+            factor from ``max_position_embeddings / original_max_position_embeddings`` when it is missing or null
+            and accepts ratios below 1 (giving A = 1); ``from_hf_config`` derives it the same way and clamps it
+            to 1, which gives the same A. An explicit factor < 1 raises ``ValueError`` here (transformers only
+            warns).
+        attention_factor: explicit A; else 1 if s <= 1, else √(1 + ln s / ln L0). Deriving it needs L0 >= 2
+            (ln 1 = 0; transformers divides by zero); a smaller L0 with s > 1 raises ``ValueError``.
         fixed_seq_len: the declared maximum length for the fixed mode.
     """
 
     rope_type = "longrope"
     ropekit_only = ("fixed_seq_len",)
     depends_on_seq_len = True
+    hf_required = ("short_factor", "long_factor")
     short_factor: tuple[float, ...]
     long_factor: tuple[float, ...]
     original_max_position_embeddings: int
@@ -58,14 +70,20 @@ class LongRopeScaling(ScalingConfig):
                 raise TypeError(f"{name} must be a sequence of positive numbers, got {values!r}")
             values = tuple(require_float(f"{name}[{i}]", v, above=0.0) for i, v in enumerate(values))
             object.__setattr__(self, name, values)
-        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        original = require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        object.__setattr__(self, "original_max_position_embeddings", original)
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
         if self.attention_factor is not None:
             object.__setattr__(
                 self, "attention_factor", require_float("attention_factor", self.attention_factor, above=0.0)
             )
+        elif self.factor > 1 and original < 2:
+            raise ValueError(
+                f"original_max_position_embeddings must be >= 2 when the attention factor is derived from it "
+                f"(A = sqrt(1 + ln s / ln L0) with s = {self.factor:g}), got {original}; or give attention_factor"
+            )
         if self.fixed_seq_len is not None:
-            require_int("fixed_seq_len", self.fixed_seq_len, minimum=1)
+            object.__setattr__(self, "fixed_seq_len", require_int("fixed_seq_len", self.fixed_seq_len, minimum=1))
 
     def check_rope(self, rope: RopeConfig) -> None:
         for name in ("short_factor", "long_factor"):
@@ -86,6 +104,50 @@ class LongRopeScaling(ScalingConfig):
         """True when the long factors apply: the (fixed or current) length is strictly above L0."""
         length = self.fixed_seq_len if self.fixed_seq_len is not None else seq_len
         return bool(length) and length > self.original_max_position_embeddings
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        factor: float | None = None,
+        original_length: int | None = None,
+        base: float | None = None,
+        native: ScalingConfig | None = None,
+        **params: Any,
+    ) -> ScalingConfig:
+        """The per-pair factors are searched for one model: without ``short_factor``/``long_factor`` they come from
+        ``native`` (the model's own LongRoPE config, with ``factor`` replaced); without either this raises
+        :class:`~ropekit.scaling.registry.MissingParameters`."""
+        given = {key for key, value in params.items() if value is not None}
+        if not given & {"short_factor", "long_factor"}:
+            if not isinstance(native, cls):
+                raise MissingParameters(
+                    cls.rope_type,
+                    ["short_factor", "long_factor"],
+                    "searched per-pair factors, one per rotating pair; only a model that ships them has them",
+                )
+            return native if factor is None else dataclasses.replace(native, factor=factor)
+        return super().from_options(factor=factor, original_length=original_length, base=base, **params)
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> LongRopeScaling:
+        """L0 in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`); a missing or null factor is
+        ``max_position_embeddings / L0``, clamped to 1 (see ``factor`` above)."""
+        require_hf_keys(params, cls.hf_required, name)
+        values = {key: value for key, value in params.items() if value is not None}
+        values["original_max_position_embeddings"] = original = hf_original_length(params, model, name)
+        if values.get("factor") is None:
+            length = max_length(model)
+            if length is None:
+                raise ValueError(f"rope_type {name!r} without factor needs max_position_embeddings")
+            values["factor"] = max(length / original, 1.0)
+        return cls.from_params(values)
+
+    def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
+        """Recompute when the length crosses L0 (short ↔ long factors), and on the first call."""
+        if computed_for is not None and self.uses_long_factor(seq_len) == self.uses_long_factor(computed_for):
+            return None
+        return seq_len
 
 
 @register_scaling(LongRopeScaling, aliases=("su",))

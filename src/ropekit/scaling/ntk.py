@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+from ropekit.scaling.registry import (
+    Frequencies,
+    PairGroups,
+    ScalingConfig,
+    check_factor,
+    inv_freq,
+    register_scaling,
+)
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -30,6 +37,8 @@ class NTKScaling(ScalingConfig):
     """Static NTK-aware base change by ``factor`` (not in transformers; exported as ``default`` with b')."""
 
     rope_type = "ntk"
+    plan_order = 2.0
+    plan_why = "NTK-aware scaling raises the base so the slowest pair is divided by exactly s and the fastest is kept."
     factor: float
 
     def __post_init__(self) -> None:
@@ -37,6 +46,14 @@ class NTKScaling(ScalingConfig):
 
     def check_rope(self, rope: RopeConfig) -> None:
         check_ntk_dim(rope, self.rope_type)
+
+    def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
+        """transformers has no static NTK: written as ``default`` with ``rope_theta`` = b·s^(d/(d−2))."""
+        return "default", ntk_base(rope.base, self.factor, rope.dim), {}
+
+    def plan_summary(self, rope: RopeConfig, freqs: Frequencies, groups: PairGroups) -> tuple[dict[str, Any], str]:
+        new_base = ntk_base(rope.base, self.factor, rope.dim)
+        return {"base": new_base}, f"base {rope.base:g} -> {new_base:,.0f} (b·s^(d/(d−2)))"
 
 
 @register_scaling(NTKScaling)

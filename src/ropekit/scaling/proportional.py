@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,10 +32,23 @@ class ProportionalScaling(ScalingConfig):
     """
 
     rope_type = "proportional"
+    hf_always_writes_partial = True
     factor: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
+
+    @classmethod
+    def hf_rotary_dim(cls, head_dim: int, partial_rotary_factor: float) -> int:
+        """``2 * int(partial_rotary_factor * head_dim // 2)`` rotating dims, as transformers counts them."""
+        return 2 * int(partial_rotary_factor * head_dim // 2)
+
+    def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
+        """``factor`` is written only when it is not 1 (see the class docstring)."""
+        params = self.hf_params()
+        if params.get("factor") == 1.0:
+            params.pop("factor")
+        return self.rope_type, rope.base, params
 
 
 @register_scaling(ProportionalScaling)

@@ -8,6 +8,7 @@ This module is numpy-only: the theory tools and the torch module share it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -39,18 +40,147 @@ class Frequencies:
             return 2 * np.pi / self.inv_freq
 
 
+class MissingParameters(ValueError, LookupError):
+    """A method needs parameters that the options given do not supply (e.g. LongRoPE's searched factor lists).
+
+    A ``ValueError`` for callers that build one config, and a ``LookupError`` for sweeps that skip methods they
+    cannot build.
+
+    Attributes:
+        rope_type: the method.
+        missing: the config fields that are missing, in declaration order.
+    """
+
+    def __init__(self, rope_type: str, missing: list[str], hint: str = "") -> None:
+        self.rope_type, self.missing = rope_type, list(missing)
+        super().__init__(f"{rope_type} needs parameter(s) {self.missing}" + (f" ({hint})" if hint else ""))
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScalingConfig:
-    """Base class of every method's config. Subclasses set ``rope_type`` and add HF-named fields."""
+    """Base class of every method's config. Subclasses set ``rope_type`` and add HF-named fields.
+
+    Everything code outside :mod:`ropekit.scaling` needs to know about a method is a hook here, so adding a
+    method is one new file: build it from user-facing options (:meth:`from_options`), read and write its
+    transformers parameters (:meth:`from_hf`, :meth:`to_hf`, :meth:`hf_rotary_dim`), say when its frequencies
+    follow the sequence length (:meth:`recompute_length`) and describe itself in a plan (``plan_order``,
+    ``plan_why``, :meth:`plan_summary`). The defaults suit a method whose fields map one to one onto
+    transformers keys and whose frequencies do not depend on the length.
+    """
 
     rope_type: ClassVar[str] = ""
     #: fields that only ropekit understands; ``to_hf_dict`` refuses non-default values of these.
     ropekit_only: ClassVar[tuple[str, ...]] = ()
     #: True when the frequencies depend on the current sequence length.
     depends_on_seq_len: ClassVar[bool] = False
+    #: keys transformers requires in the rope dict (beyond ``rope_type``); a missing or null one raises.
+    hf_required: ClassVar[tuple[str, ...]] = ()
+    #: True when ``to_hf_dict`` writes ``partial_rotary_factor`` even for a full rotary dim.
+    hf_always_writes_partial: ClassVar[bool] = False
+    #: position among the training-free methods of :func:`ropekit.theory.plan.plan`; ``None``: not in plans.
+    plan_order: ClassVar[float | None] = None
+    #: one sentence for the plan's "why": what the method does.
+    plan_why: ClassVar[str] = ""
 
     def check_rope(self, rope: RopeConfig) -> None:
         """Raise ``ValueError`` if this method cannot serve ``rope`` (e.g. factor lists of the wrong length)."""
+
+    # -- user-facing options ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        factor: float | None = None,
+        original_length: int | None = None,
+        base: float | None = None,
+        native: ScalingConfig | None = None,
+        **params: Any,
+    ) -> ScalingConfig:
+        """Build this method from the options a user gives (CLI, evaluation sweep, plan).
+
+        Each option fills the field of the same meaning when the method has one and ``params`` does not set it;
+        methods without such a field ignore it.
+
+        Args:
+            factor: the scaling factor s (fills ``factor``).
+            original_length: L0, the length the model was trained at (fills ``original_max_position_embeddings``).
+            base: a RoPE base the user asked for (fills ``base``, e.g. of the ``base`` method).
+            native: the model's own scaling config; methods whose parameters only a trained model has (LongRoPE's
+                searched factors) take them from it when it is of the same method.
+            **params: further fields by name (e.g. ``beta_fast``); ``None`` values are ignored.
+
+        Raises:
+            MissingParameters: a required field is not given (a ``ValueError`` and a ``LookupError``).
+            ValueError: an unknown field or a value out of range.
+        """
+        values = {key: value for key, value in params.items() if value is not None}
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        for key, value in (("factor", factor), ("original_max_position_embeddings", original_length), ("base", base)):
+            if key in names and value is not None:
+                values.setdefault(key, value)
+        missing = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.init
+            and f.name not in values
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
+        if missing:
+            raise MissingParameters(cls.rope_type, missing)
+        return cls.from_params(values)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ScalingConfig:
+        """Build from fields by name, refusing unknown names (listing the allowed ones)."""
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {unknown} for rope_type {cls.rope_type!r}; allowed: {sorted(known)}"
+            )
+        return cls(**params)
+
+    # -- transformers parameters ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> ScalingConfig | None:
+        """Build from a transformers rope dict (``rope_type``, ``rope_theta``, ``partial_rotary_factor`` removed).
+
+        Args:
+            params: the rest of the rope dict (``rope_parameters`` or the 4.x ``rope_scaling``).
+            model: the whole config dict (for model-level keys such as ``max_position_embeddings``).
+            name: the rope type as the dict spells it (an alias such as ``su`` included), for messages.
+
+        Returns:
+            The config, or ``None`` for plain RoPE.
+
+        Raises:
+            ValueError: a required key is missing or null, a key is unknown, or a value is out of range.
+        """
+        require_hf_keys(params, cls.hf_required, name)
+        return cls.from_params({key: value for key, value in params.items() if value is not None})
+
+    def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
+        """``(rope_type, rope_theta, parameters)`` of the transformers dict that describes ``rope``.
+
+        Methods transformers lacks return an equivalent ``default`` with a changed base where one exists.
+        """
+        return self.rope_type, rope.base, self.hf_params()
+
+    def hf_model_keys(self, max_position_embeddings: int | None) -> dict[str, Any]:
+        """Model-level keys of a config.json for this method, given the context length to declare (or ``None``)."""
+        return {} if max_position_embeddings is None else {"max_position_embeddings": max_position_embeddings}
+
+    @classmethod
+    def hf_rotary_dim(cls, head_dim: int, partial_rotary_factor: float) -> int:
+        """The rotary dim transformers derives: ``int(head_dim * partial_rotary_factor)``, a truncation.
+
+        transformers quirk (5.18): 56/110 gives 55, not 56 (``to_hf_dict`` writes a factor that truncates back to
+        the exact rotary dim).
+        """
+        return int(head_dim * partial_rotary_factor)
 
     def hf_params(self) -> dict[str, Any]:
         """Fields in transformers' naming, without ``None`` values and ropekit-only options."""
@@ -68,6 +198,66 @@ class ScalingConfig:
                 params[field.name] = list(value) if isinstance(value, tuple) else value
         return params
 
+    # -- following the sequence length ---------------------------------------------------------------------
+
+    def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
+        """The length to recompute the frequencies for, or ``None`` to keep the current ones.
+
+        Args:
+            computed_for: the length the current frequencies were computed for (``None``: at construction).
+            seq_len: the length the next call needs (``max(position) + 1``).
+        """
+        return None
+
+    # -- description ---------------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description: ``{"rope_type": ..., **fields}``, long per-pair lists as ``"<n values>"``."""
+        fields = dataclasses.asdict(self)
+        for key, value in fields.items():
+            if isinstance(value, tuple | list):
+                fields[key] = f"<{len(value)} values>"
+        return {"rope_type": self.rope_type, **fields}
+
+    def plan_summary(self, rope: RopeConfig, freqs: Frequencies, groups: PairGroups) -> tuple[dict[str, Any], str]:
+        """Derived values for the plan's parameters, and one phrase saying what the method does to which pairs."""
+        summary = (
+            f"pairs {pair_ranges(groups.kept)} kept, {pair_ranges(groups.interpolated)} divided by s, "
+            f"{pair_ranges(groups.blended)} changed otherwise; attention factor {freqs.attention_factor:.4g}"
+        )
+        return {}, summary
+
+
+@dataclass(frozen=True)
+class PairGroups:
+    """Which pairs a method keeps, interpolates (divides by exactly s) and blends; boolean masks of shape ``(d/2,)``."""
+
+    kept: np.ndarray
+    interpolated: np.ndarray
+    blended: np.ndarray
+
+
+def pair_ranges(mask: np.ndarray) -> str:
+    """'0–17, 40' for the true positions of ``mask``; 'none' when there are none."""
+    index = np.flatnonzero(mask)
+    if not index.size:
+        return "none"
+    parts, start = [], int(index[0])
+    for previous, current in itertools.pairwise(index.tolist()):
+        if current != previous + 1:
+            parts.append(f"{start}" if start == previous else f"{start}–{previous}")
+            start = int(current)
+    last = int(index[-1])
+    parts.append(f"{start}" if start == last else f"{start}–{last}")
+    return ", ".join(parts)
+
+
+def require_hf_keys(params: dict[str, Any], keys: tuple[str, ...], name: str) -> None:
+    """Raise naming the keys of ``keys`` that ``params`` lacks or has as null (transformers requires them)."""
+    missing = [key for key in keys if params.get(key) is None]
+    if missing:
+        raise ValueError(f"rope_parameters for rope_type {name!r} is missing required key(s) {missing}")
+
 
 MethodFunction = Callable[..., Frequencies]
 
@@ -82,11 +272,7 @@ class ScalingMethod:
 
     def make(self, **params: Any) -> ScalingConfig:
         """Build this method's config from keyword parameters (validated)."""
-        known = {field.name for field in dataclasses.fields(self.config_class)}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown} for rope_type {self.name!r}; allowed: {sorted(known)}")
-        return self.config_class(**params)
+        return self.config_class.from_params(params)
 
 
 SCALINGS: dict[str, ScalingMethod] = {}

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
+from ropekit.scaling._hf import hf_original_length, max_length
+from ropekit.scaling.registry import (
+    Frequencies,
+    PairGroups,
+    ScalingConfig,
+    check_factor,
+    inv_freq,
+    pair_ranges,
+    register_scaling,
+    require_hf_keys,
+)
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -38,6 +48,10 @@ class YarnScaling(ScalingConfig):
     * ``mscale`` alone (without a non-zero ``mscale_all_dim``) is ignored and A = g(s, 1); a zero in either
       counts as unset. ropekit: the same rule.
     * ``truncate: null`` disables truncation (``if truncate:``); ``from_hf_config`` reads it as ``False``.
+    * ``factor`` is a required key (transformers raises ``KeyError`` without it), but ``factor: null`` means
+      ``max_position_embeddings / original_max_position_embeddings``. ropekit: a missing key raises ``ValueError``,
+      null is derived the same way (and raises if the ratio is below 1).
+    * L0 is read in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`).
     * The ramp's upper end is clamped to ``rotary_dim − 1`` although pair indices stop at ``rotary_dim/2 − 1``:
       when the beta_slow pair lies beyond the last pair the ramp never reaches 1, so even the lowest frequency
       is not fully interpolated. A zero-width ramp gets ``high += 0.001``. ropekit: the same arithmetic (the YaRN
@@ -46,8 +60,7 @@ class YarnScaling(ScalingConfig):
     * transformers computes in float32; ropekit in float64 (they agree to ~1e-6 relative).
 
     Attributes:
-        factor: s >= 1. transformers requires the key but accepts null, meaning L/L0; ``from_hf_config`` does
-            the same.
+        factor: s >= 1 (for null in a transformers dict, see above).
         original_max_position_embeddings: L0, the pre-training length.
         beta_fast: pairs rotating more than this many times within L0 are kept (extrapolated). > 0.
         beta_slow: pairs rotating fewer times are fully interpolated. 0 < beta_slow <= beta_fast.
@@ -63,6 +76,11 @@ class YarnScaling(ScalingConfig):
 
     rope_type = "yarn"
     ropekit_only = ("ramp",)
+    plan_order = 3.0
+    plan_why = (
+        "YaRN keeps the pairs that rotate more than beta_fast times within the training length, interpolates the "
+        "ones that rotate fewer than beta_slow times, ramps between, and scales attention by A = 0.1·ln s + 1."
+    )
     factor: float
     original_max_position_embeddings: int
     beta_fast: float = 32.0
@@ -75,7 +93,8 @@ class YarnScaling(ScalingConfig):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
-        require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        original = require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
+        object.__setattr__(self, "original_max_position_embeddings", original)
         for name in ("beta_fast", "beta_slow"):
             object.__setattr__(self, name, require_float(name, getattr(self, name), above=0.0))
         if self.beta_fast < self.beta_slow:
@@ -100,6 +119,43 @@ class YarnScaling(ScalingConfig):
         if self.mscale and self.mscale_all_dim:
             return yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
         return yarn_mscale(self.factor)
+
+    @classmethod
+    def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> YarnScaling:
+        """transformers' reading rules, quirks included (see the class docstring)."""
+        if "factor" not in params:  # present but null is allowed: it is derived below
+            require_hf_keys({}, ("factor",), name)
+        values = {key: value for key, value in params.items() if value is not None}
+        values["original_max_position_embeddings"] = original = hf_original_length(params, model, name)
+        if values.get("factor") is None:
+            length = max_length(model)
+            if length is None:
+                raise ValueError(f"rope_type {name!r} without factor needs max_position_embeddings")
+            derived = length / original
+            if derived < 1:
+                raise ValueError(
+                    "yarn factor is null, so it is max_position_embeddings / original_max_position_embeddings = "
+                    f"{length}/{original} = {derived}, which must be >= 1"
+                )
+            values["factor"] = derived
+        for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
+            values[key] = values.get(key) or default  # transformers: `beta or default`, so 0 means the default
+        if "truncate" in params and params["truncate"] is None:
+            values["truncate"] = False
+        return cls.from_params(values)
+
+    def plan_summary(self, rope: RopeConfig, freqs: Frequencies, groups: PairGroups) -> tuple[dict[str, Any], str]:
+        length = self.original_max_position_embeddings
+        parameters = {
+            "corr_low": correction_pair(self.beta_fast, rope.dim, rope.base, length),
+            "corr_high": correction_pair(self.beta_slow, rope.dim, rope.base, length),
+        }
+        summary = (
+            f"beta_fast {self.beta_fast:g}, beta_slow {self.beta_slow:g}: pairs {pair_ranges(groups.kept)} left "
+            f"alone, {pair_ranges(groups.blended)} ramped, {pair_ranges(groups.interpolated)} interpolated; "
+            f"attention factor {freqs.attention_factor:.4g}"
+        )
+        return parameters, summary
 
     def keep_fraction(self, rope: RopeConfig) -> np.ndarray:
         """Per pair, the fraction e_i of the original frequency kept (1 = extrapolate, 0 = interpolate).
