@@ -10,6 +10,10 @@ Vocabulary used throughout:
   (i, i + rotary_dim/2) (GPT-NeoX, Hugging Face ``rotate_half``).
 * ``attention_factor``: multiplies cos and sin, so q·k logits scale by its square (YaRN).
 * Shapes are ``(batch, seq, heads, head_dim)`` unless a function says otherwise.
+* Plain RoPE (no scaling method) is ``scaling=None`` in a ``RopeConfig``. ``"default"`` is its transformers
+  ``rope_type`` (``RopeConfig.rope_type`` and ``to_hf_dict`` write it); ``"none"`` is its name in the CLI's and the
+  evaluation's method lists (``make_scaling("none")`` and ``make_scaling("default")`` both give ``None``);
+  ``DefaultScaling`` is only the registry entry that makes ``"default"`` a known rope type: pass ``None``, not it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
     from ropekit.functional import apply_rope, cos_sin
-    from ropekit.integrations.hf_config import from_hf_config
+    from ropekit.hf_format import from_hf_config
     from ropekit.module import RotaryEmbedding
     from ropekit.scaling import Frequencies, frequencies, get_scaling, inv_freq, list_scalings, make_scaling
 
@@ -49,7 +53,7 @@ _LAZY = {
     "apply_rope": "ropekit.functional",
     "cos_sin": "ropekit.functional",
     "RotaryEmbedding": "ropekit.module",
-    "from_hf_config": "ropekit.integrations.hf_config",
+    "from_hf_config": "ropekit.hf_format",
 }
 
 
