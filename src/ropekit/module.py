@@ -60,23 +60,10 @@ class RotaryEmbedding(nn.Module):
         return f"{self.config}"
 
     def _update_for_length(self, seq_len: int) -> None:
-        """transformers' rule for length-dependent methods (see the class docstring)."""
-        scaling = self.config.scaling
-        if scaling.rope_type == "dynamic":
-            original = scaling.original_max_position_embeddings
-            current = self._freq_seq_len or original
-            if seq_len > current:
-                target = seq_len
-            elif seq_len < original < current:
-                target = original
-            else:
-                return
-        else:
-            target = seq_len
-            if self._freq_seq_len is not None and scaling.uses_long_factor(target) == scaling.uses_long_factor(
-                self._freq_seq_len
-            ):
-                return
+        """transformers' rule for length-dependent methods, as each method states it (``recompute_length``)."""
+        target = self.config.scaling.recompute_length(self._freq_seq_len, seq_len)
+        if target is None:
+            return
         self._freq_seq_len = target
         freqs = frequencies(self.config, seq_len=target)
         # A fixed_seq_len method returns the same frequencies for every length: keep the cache then, or decoding
