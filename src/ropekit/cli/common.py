@@ -97,11 +97,12 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def prepare_output_dir(path: Path, option: str = "--out", *, default: Path | None = None) -> Path:
-    """Create the output folder ``path`` (call once the other options are checked, before the work).
+def prepare_output_dir(path: Path, option: str = "--out", *, default: Path | None = None, create: bool = True) -> Path:
+    """Check, and with ``create`` make, the output folder ``path`` (once the options are checked, before the work).
 
     It may exist as a folder; its parent must exist, except for the command's ``default`` (e.g. ``runs/tiny``),
-    so a typo does not silently create a whole tree. Errors name ``option``.
+    so a typo does not silently create a whole tree. Errors name ``option``. ``create=False`` checks only
+    (the nearest existing folder must be writable), so a run that fails later leaves nothing behind.
     """
     if path.exists() and not path.is_dir():
         raise fail(f"{option} {str(path)!r} exists and is not a folder")
@@ -110,6 +111,10 @@ def prepare_output_dir(path: Path, option: str = "--out", *, default: Path | Non
         if not parent.is_dir() and path != default:
             what = "is not a folder" if parent.exists() else "does not exist"
             raise fail(f"{option} {str(path)!r}: the folder {str(parent)!r} {what} (create it first)")
+    if not create:
+        if not os.access(_nearest_existing(path), os.W_OK | os.X_OK):
+            raise fail(f"{option} {str(path)!r} cannot be written (no write permission)")
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
         if not os.access(path, os.W_OK | os.X_OK):

@@ -1,101 +1,202 @@
-"""``ropekit eval {perplexity,passkey,sweep}``: measurements on the bundled model or any local model."""
+"""``ropekit eval {perplexity,passkey,sweep}``: measurements on the bundled model or any local model.
+
+Every option is checked before the model loads; the lengths, the methods that can run on the model and the output
+folder are checked once it has loaded and before the sweep. A sweep that fails part-way keeps what it measured:
+the methods finished before the failure are written to ``--out``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, print_json
+from ropekit.cli.common import (
+    check_range,
+    fail,
+    json_option,
+    option_errors,
+    parse_list,
+    prepare_output_dir,
+    print_json,
+    refuse_overwrite,
+)
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
 
+#: what ``--methods`` accepts besides the registry's rope_type names (kept equal to it by a test, so the help can
+#: list the names without importing the registry: ``ropekit --help`` stays free of numpy)
+SPECIAL_METHODS = ("none", "native")
+METHOD_NAMES = (
+    "none",
+    "native",
+    "base",
+    "default",
+    "ntk",
+    "dynamic",
+    "linear",
+    "llama3",
+    "longrope",
+    "proportional",
+    "yarn",
+)
+DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
+
 MODEL = typer.Option("tiny", help="'tiny' (bundled), a tiny checkpoint directory, or a transformers model directory.")
-METHODS = typer.Option("none,linear,ntk,dynamic,yarn,llama3,longrope", help="Comma-separated methods.")
-FACTOR = typer.Option("auto", help="'auto' (s = length / training length) or a number.")
-DEVICE_MAP = typer.Option(None, help="transformers device_map, e.g. 'auto' (needs accelerate) for big models.")
+METHODS = typer.Option(
+    DEFAULT_METHODS,
+    help="Comma-separated methods: none (plain RoPE), native (the model's own scaling) or a rope_type name: "
+    + ", ".join(METHOD_NAMES[2:])
+    + ". Methods the model cannot run (longrope without searched factors, base) are reported as skipped.",
+)
+FACTOR = typer.Option("auto", help="'auto' (s = length / training length) or a number >= 1.")
+DEVICE_MAP = typer.Option(
+    None, help="transformers device_map, e.g. 'auto' (needs accelerate), for big transformers models only."
+)
+FORCE = typer.Option(False, "--force", help="Overwrite results already in --out.")
+#: files ``--out`` receives from an eval (refused without ``--force`` when present)
+RESULT_FILES = ("results.json", "perplexity.csv", "passkey.csv")
+#: SweepSettings fields that only one kind of evaluation uses (left out of the other's recorded settings)
+PERPLEXITY_ONLY = ("multiples", "mode", "stride", "max_tokens")
+PASSKEY_ONLY = ("passkey_multiples", "depths", "trials", "seed")
 
 
 def parse_factor(text: str) -> float | str:
-    """'auto' or a number >= 1."""
+    """'auto' or a finite number >= 1."""
     if text == "auto":
         return text
     try:
         value = float(text)
     except ValueError:
         raise fail(f"--factor must be 'auto' or a number >= 1, got {text!r}") from None
-    if value < 1:
-        raise fail(f"--factor must be >= 1, got {value}")
+    check_range("--factor", value, minimum=1.0, maximum=1e6)
     return value
 
 
-def parse_list(text: str, kind=float, name: str = "value") -> tuple:
-    """'1,2,4' → (1.0, 2.0, 4.0) with a clear error."""
-    try:
-        return tuple(kind(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise fail(f"--{name} must be a comma-separated list of numbers, got {text!r}") from None
+def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:
+    """Method names from ``--methods``, each checked against the registry (the error lists every valid name)."""
+    from ropekit.scaling import get_scaling, list_scalings
+
+    valid = ", ".join((*SPECIAL_METHODS, *list_scalings()))
+    items = [m.strip() for m in str(text).split(",")]
+    if not any(items):
+        raise fail(f"{option} must name at least one method, got {text!r}; valid: {valid}")
+    if not all(items):
+        raise fail(f"{option} has an empty item in {text!r}; valid names: {valid}")
+    for name in items:
+        if name not in SPECIAL_METHODS:
+            try:
+                get_scaling(name)
+            except ValueError:
+                raise fail(f"{option}: unknown rope_type {name!r}; valid: {valid}") from None
+    return tuple(dict.fromkeys(items))
 
 
 def build_settings(
+    *,
     methods: str,
-    multiples: str,
-    passkey_multiples: str,
-    depths: str,
-    factor: str,
-    mode: str,
-    stride: int,
-    max_tokens: int,
-    trials: int,
-    seed: int,
+    multiples: str = "1",
+    passkey_multiples: str = "1",
+    depths: str = "0.5",
+    factor: str = "auto",
+    mode: str = "nonoverlap",
+    stride: int | None = None,
+    max_tokens: int = 16384,
+    trials: int = 1,
+    seed: int = 0,
+    names: dict[str, str] | None = None,
 ):
-    """SweepSettings from CLI strings, with method names checked against the registry."""
+    """SweepSettings from CLI strings; ``names`` maps a setting to the option the user typed for it."""
     from ropekit.eval.perplexity import MODES
     from ropekit.eval.sweep import SweepSettings
-    from ropekit.scaling import get_scaling
 
-    names = tuple(m.strip() for m in methods.split(",") if m.strip())
-    for name in names:
-        if name not in ("none", "native"):
-            try:
-                get_scaling(name)
-            except ValueError as error:
-                raise fail(f"--methods: {error}") from error
+    options = {field: "--" + field.replace("_", "-") for field in (*PERPLEXITY_ONLY, *PASSKEY_ONLY, "factor")}
+    options |= names or {}
     if mode not in MODES:
         raise fail(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    try:
+    if stride is not None and mode != "sliding":
+        raise fail(f"--stride applies only to --mode sliding (got --mode {mode}); leave it out")
+    with option_errors(**options):
         return SweepSettings(
-            methods=names,
-            multiples=parse_list(multiples, name="multiples"),
-            passkey_multiples=parse_list(passkey_multiples, name="passkey-multiples"),
-            depths=parse_list(depths, name="depths"),
+            methods=parse_methods(methods),
+            multiples=parse_list(multiples, options["multiples"]),
+            passkey_multiples=parse_list(passkey_multiples, options["passkey_multiples"]),
+            depths=parse_list(depths, options["depths"]),
             factor=parse_factor(factor),
             mode=mode,
-            stride=stride,
+            stride=256 if stride is None else stride,
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
         )
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
 
 
 def load_model(model: str, device_map: str | None):
     """The evaluation model, with clear errors for missing paths and unsupported architectures."""
     from ropekit.eval.models import load_eval_model
 
+    if device_map is not None and model == "tiny":
+        raise fail("--device-map applies to transformers models; the bundled 'tiny' model runs on the CPU")
     try:
-        return load_eval_model(model, device_map=device_map) if device_map else load_eval_model(model)
+        loaded = load_eval_model(model, device_map=device_map) if device_map else load_eval_model(model)
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
-        raise fail(str(error)) from error
+        raise fail(f"--model {model!r}: {error}") from error
+    if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
+        raise fail(f"--device-map applies to transformers models; --model {model!r} is a ropekit tiny checkpoint")
+    return loaded
 
 
-def run_with_progress(model, settings, *, perplexity: bool, passkey: bool):
-    """run_sweep under a rich progress bar (on stderr, so ``--json`` output on stdout stays valid JSON)."""
+def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: dict[str, str]) -> None:
+    """Before the sweep: every length fits the evaluation text, and at least one method can run on ``model``."""
+    from ropekit.eval.methods import factor_for, scaling_for
+    from ropekit.eval.sweep import evaluation_text
+
+    train_length = model.train_length
+    if perplexity:
+        tokens = len(evaluation_text(model)[0])
+        for multiple in settings.multiples:
+            length = int(multiple * train_length)
+            if length < 2:
+                raise fail(f"{names['multiples']} {multiple:g} gives length {length} (training length {train_length})")
+            if length + 1 > tokens:
+                raise fail(
+                    f"{names['multiples']} {multiple:g} gives length {length:,}, but the evaluation text has "
+                    f"{tokens:,} tokens (training length {train_length}; the largest multiple that fits is "
+                    f"{(tokens - 1) // train_length})"
+                )
+    if passkey:
+        for multiple in settings.passkey_multiples:
+            if int(multiple * train_length) < 1:
+                raise fail(f"{names['passkey_multiples']} {multiple:g} gives an empty context")
+    lengths = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
+    skipped = {}
+    for method in settings.methods:
+        try:
+            scaling_for(
+                method,
+                factor=factor_for(max(lengths), train_length, settings.factor),
+                train_length=train_length,
+                native=model.native_scaling,
+            )
+        except LookupError as error:
+            skipped[method] = str(error)
+        except ValueError as error:
+            raise fail(f"--methods {method}: {error}") from error
+    if len(skipped) == len(settings.methods):
+        reasons = "; ".join(f"{m}: {why}" for m, why in skipped.items())
+        raise fail(f"--methods: none of the methods can run on this model ({reasons})")
+
+
+def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: Path | None = None):
+    """run_sweep per method under a rich progress bar (on stderr, so ``--json`` on stdout stays valid JSON).
+
+    A failure part-way writes the methods already measured to ``out`` (when given) before the error.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ropekit.eval.sweep import count_steps, run_sweep
+    from ropekit.eval.sweep import SweepResult, count_steps, run_sweep
 
     columns = [
         TextColumn("[bold]eval"),
@@ -103,23 +204,39 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool):
         TextColumn("{task.completed}/{task.total} {task.description}"),
         TimeElapsedColumn(),
     ]
+    merged: SweepResult | None = None
     with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
         total = count_steps(settings, model.train_length, perplexity=perplexity, passkey=passkey)
         task = bar.add_task("", total=total)
-        try:
-            return run_sweep(
-                model,
-                settings,
-                perplexity=perplexity,
-                passkey=passkey,
-                on_step=lambda label: bar.update(task, advance=1, description=label),
-            )
-        except (ValueError, MemoryError, RuntimeError) as error:
-            raise fail(f"evaluation failed: {error}") from error
+        for method in settings.methods:
+            try:
+                part = run_sweep(
+                    model,
+                    dataclasses.replace(settings, methods=(method,)),
+                    perplexity=perplexity,
+                    passkey=passkey,
+                    on_step=lambda label: bar.update(task, advance=1, description=label),
+                )
+            except (ValueError, MemoryError, RuntimeError) as error:
+                kept = ""
+                if merged is not None and out is not None:
+                    merged.context["partial"] = True
+                    merged.write(out)
+                    kept = f"; the methods measured before it are in {str(out / 'results.json')!r}"
+                raise fail(f"evaluation failed at --methods {method}: {error}{kept}") from error
+            if merged is None:
+                merged = part
+            else:
+                merged.perplexity += part.perplexity
+                merged.passkey += part.passkey
+                merged.skipped += part.skipped
+    unused = PASSKEY_ONLY if not passkey else PERPLEXITY_ONLY if not perplexity else ()
+    merged.context["settings"] = {k: v for k, v in settings.to_dict().items() if k not in unused}
+    return merged
 
 
 def print_tables(result) -> None:
-    """Rich tables of perplexity and passkey accuracy, methods × lengths."""
+    """Rich tables of perplexity (all scored tokens, and those beyond the training length) and passkey accuracy."""
     from rich.console import Console
     from rich.table import Table
 
@@ -127,13 +244,19 @@ def print_tables(result) -> None:
 
     console = Console()
     if result.perplexity:
-        cols, rows = perplexity_matrix(result.perplexity)
-        table = Table(title="perplexity by length")
-        for c in cols:
-            table.add_column(c, justify="right")
-        for r in rows:
-            table.add_row(*[f"{r.get(c):.3g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols])
-        console.print(table)
+        titles = {"perplexity": "perplexity by length (all scored tokens)"}
+        if any(r.get("beyond") is not None for r in result.perplexity):
+            titles["beyond"] = "perplexity of the tokens beyond the training length"
+        for key, title in titles.items():
+            cols, rows = perplexity_matrix(result.perplexity, key)
+            table = Table(title=title)
+            for c in cols:
+                table.add_column(c, justify="right")
+            for r in rows:
+                table.add_row(
+                    *[f"{r.get(c):.3g}" if isinstance(r.get(c), float) else str(r.get(c) or "—") for c in cols]
+                )
+            console.print(table)
     if result.passkey:
         acc = {}
         for r in result.passkey:
@@ -148,34 +271,35 @@ def print_tables(result) -> None:
                 method, *[f"{sum(by_length[n]) / len(by_length[n]):.0%}" if n in by_length else "" for n in lengths]
             )
         console.print(table)
+    for row in result.skipped:
+        console.print(f"skipped {row['method']}: {row['reason']}", highlight=False)
 
 
 def _evaluate(
-    model,
-    methods,
-    multiples,
-    passkey_multiples,
-    depths,
-    factor,
-    mode,
-    stride,
-    max_tokens,
-    trials,
-    seed,
-    out,
-    json_output,
-    device_map,
     *,
+    model: str,
+    settings,
+    out: Path | None,
+    force: bool,
+    json_output: bool,
+    device_map: str | None,
     perplexity: bool,
     passkey: bool,
+    names: dict[str, str],
 ) -> None:
-    settings = build_settings(
-        methods, multiples, passkey_multiples, depths, factor, mode, stride, max_tokens, trials, seed
-    )
+    if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
+        refuse_overwrite(out, RESULT_FILES, "--out", force=force)
+        prepare_output_dir(out, "--out", create=False)
     eval_model = load_model(model, device_map)
-    result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey)
+    check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names)
     if out is not None:
-        result.write(out)
+        prepare_output_dir(out, "--out")
+    result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey, out=out)
+    if out is not None:
+        try:
+            result.write(out)
+        except OSError as error:
+            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
     if json_output:
         print_json(result.to_dict())
     else:
@@ -189,30 +313,27 @@ def perplexity_command(
     multiples: str = typer.Option("1,2,4,8,16", help="Lengths as multiples of the training length."),
     factor: str = FACTOR,
     mode: str = typer.Option("nonoverlap", help="nonoverlap (PI paper) or sliding (YaRN paper)."),
-    stride: int = typer.Option(256, help="Sliding-window stride."),
+    stride: int | None = typer.Option(None, help="Sliding-window stride (--mode sliding only) [default: 256]."),
     max_tokens: int = typer.Option(16384, help="Tokens scored per length."),
-    out: Path | None = typer.Option(None, help="Write results.json and perplexity.csv here."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and perplexity.csv here."),
+    force: bool = FORCE,
+    json_output: bool = json_option("Print JSON (rows carry inside/beyond-training-length perplexity)."),
     device_map: str | None = DEVICE_MAP,
 ) -> None:
-    """Perplexity against length per method, split inside/beyond the training length."""
+    """Perplexity against length per method: over all scored tokens and over those beyond the training length."""
+    settings = build_settings(
+        methods=methods, multiples=multiples, factor=factor, mode=mode, stride=stride, max_tokens=max_tokens
+    )
     _evaluate(
-        model,
-        methods,
-        multiples,
-        "1",
-        "0.5",
-        factor,
-        mode,
-        stride,
-        max_tokens,
-        1,
-        0,
-        out,
-        json_output,
-        device_map,
+        model=model,
+        settings=settings,
+        out=out,
+        force=force,
+        json_output=json_output,
+        device_map=device_map,
         perplexity=True,
         passkey=False,
+        names={"multiples": "--multiples"},
     )
 
 
@@ -225,26 +346,29 @@ def passkey_command(
     trials: int = typer.Option(10, help="Trials per (length, depth) cell."),
     seed: int = typer.Option(0, help="Seed of the episodes."),
     factor: str = FACTOR,
-    out: Path | None = typer.Option(None, help="Write results.json and passkey.csv here."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and passkey.csv here."),
+    force: bool = FORCE,
+    json_output: bool = json_option("Print JSON."),
     device_map: str | None = DEVICE_MAP,
 ) -> None:
     """Passkey retrieval accuracy over lengths × needle depths per method."""
+    settings = build_settings(
+        methods=methods,
+        passkey_multiples=multiples,
+        depths=depths,
+        factor=factor,
+        trials=trials,
+        seed=seed,
+        names={"passkey_multiples": "--multiples"},
+    )
     _evaluate(
-        model,
-        methods,
-        "1",
-        multiples,
-        depths,
-        factor,
-        "nonoverlap",
-        256,
-        1,
-        trials,
-        seed,
-        out,
-        json_output,
-        device_map,
+        model=model,
+        settings=settings,
+        out=out,
+        force=force,
+        json_output=json_output,
+        device_map=device_map,
         perplexity=False,
         passkey=True,
+        names={"passkey_multiples": "--multiples"},
     )
