@@ -1,0 +1,505 @@
+"""Continued training at the target length, on ``accelerate`` (PI arXiv 2306.15595 §3; YaRN arXiv 2309.00071 §4;
+Men et al. arXiv 2405.14591 §5; LongLoRA arXiv 2309.12307 for LoRA with trainable norms and embeddings).
+
+One code path for one CPU, one GPU, DDP and FSDP: the :class:`accelerate.Accelerator` wraps the model, shards the
+batches, synchronises gradients (with accumulation), applies bf16 autocast and saves/loads resumable state, so
+``accelerate launch -m ropekit.cli finetune ...`` scales out without a change.
+
+Data order is a function of the seed alone: the training windows are laid out as successive seeded permutations
+(one per epoch) and read in order; a resumed run skips the batches already consumed, so it continues the exact loss
+curve of an uninterrupted run. The loss is the mean next-token cross-entropy, computed from the decoder's final
+hidden states a chunk of positions at a time (recomputed in the backward pass), so ``(seq × vocab)`` logits never
+exist at once — at 32k tokens and a 49k vocabulary they would be 6.4 GB in fp32.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from ropekit._validate import require_choice, require_float, require_int
+
+MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
+#: positions per chunk of logits in the training loss
+LOSS_CHUNK = 1024
+#: where the training artefacts go inside the output model folder
+WORK_DIR = "finetune"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneSettings:
+    """How to train (everything that changes the loss curve; a resumed run must use the same values).
+
+    Attributes:
+        target_length: tokens per training window (the new context length).
+        steps: optimizer steps.
+        lr: peak learning rate (AdamW).
+        warmup_steps: linear warm-up steps (default: 5% of ``steps``, at least 1), then cosine decay to
+            ``min_lr_ratio × lr``.
+        batch_size: windows per process per micro-step.
+        grad_accum: micro-steps per optimizer step (global batch = batch_size × grad_accum × processes).
+        weight_decay, max_grad_norm: AdamW weight decay; gradient clipping (0 disables).
+        seed: data order and LoRA initialisation.
+        lora_rank: 0 trains every weight; > 0 trains LoRA adapters (all linear layers but the output head) plus
+            the norms and embeddings (LongLoRA's finding: LoRA alone fails at long context).
+        lora_alpha: LoRA scaling numerator (default 2 × rank).
+        gradient_checkpointing: recompute decoder layers in the backward pass.
+        mixed_precision: ``auto`` (bf16 on a GPU that supports it, else what ``accelerate launch`` says, else none),
+            ``bf16``, ``fp16`` or ``no``.
+        checkpoint_every: save a resumable checkpoint every this many steps (0: only at the end or on Ctrl-C).
+        eval_every: held-out loss every this many steps (0: only before and after).
+        heldout_windows: at most this many held-out windows for the held-out loss.
+    """
+
+    target_length: int
+    steps: int = 400
+    lr: float = 2e-5
+    warmup_steps: int | None = None
+    min_lr_ratio: float = 0.1
+    batch_size: int = 1
+    grad_accum: int = 1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    lora_rank: int = 0
+    lora_alpha: float | None = None
+    gradient_checkpointing: bool = True
+    mixed_precision: str = "auto"
+    checkpoint_every: int = 100
+    eval_every: int = 0
+    heldout_windows: int = 2
+
+    def __post_init__(self) -> None:
+        require_int("target_length", self.target_length, minimum=2)
+        require_int("steps", self.steps, minimum=1)
+        require_float("lr", self.lr, above=0.0)
+        if self.warmup_steps is None:
+            object.__setattr__(self, "warmup_steps", max(1, self.steps // 20))
+        require_int("warmup_steps", self.warmup_steps, minimum=0)
+        if not 0.0 <= require_float("min_lr_ratio", self.min_lr_ratio) <= 1.0:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        for name in ("batch_size", "grad_accum"):
+            require_int(name, getattr(self, name), minimum=1)
+        require_float("weight_decay", self.weight_decay, at_least=0.0)
+        require_float("max_grad_norm", self.max_grad_norm, at_least=0.0)
+        require_int("seed", self.seed, minimum=0)
+        require_int("lora_rank", self.lora_rank, minimum=0)
+        if self.lora_alpha is not None:
+            require_float("lora_alpha", self.lora_alpha, above=0.0)
+        require_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        for name in ("checkpoint_every", "eval_every"):
+            require_int(name, getattr(self, name), minimum=0)
+        require_int("heldout_windows", self.heldout_windows, minimum=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate multiplier for optimizer step ``step`` (0-based): linear warm-up, then cosine."""
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        span = max(1, self.steps - self.warmup_steps)
+        progress = min(1.0, (step - self.warmup_steps) / span)
+        return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+class ChunkedCausalLM(nn.Module):
+    """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
+
+    The output head (with Gemma-style final-logit soft-capping when the config has it) runs on ``chunk`` positions
+    at a time under activation checkpointing, so one chunk of logits is alive at once, in the forward and in the
+    backward pass. The loss equals transformers' ``model(input_ids, labels=input_ids).loss``.
+
+    Shapes:
+        input_ids ``(batch, seq)`` → scalar loss (mean over ``batch × (seq − 1)`` predictions).
+    """
+
+    def __init__(self, model: nn.Module, *, chunk: int = LOSS_CHUNK) -> None:
+        super().__init__()
+        self.model = model
+        self.chunk = require_int("chunk", chunk, minimum=1)
+        causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._no_split_modules = getattr(causal_lm, "_no_split_modules", None)  # for FSDP's auto-wrap
+        self._softcap = getattr(causal_lm.config, "final_logit_softcapping", None)
+
+    def _causal_lm(self) -> nn.Module:
+        return self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+
+    def _chunk_loss(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = self._causal_lm().get_output_embeddings()(hidden).float()  # (batch, chunk, vocab)
+        if self._softcap:
+            logits = torch.tanh(logits / self._softcap) * self._softcap
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        body = self._causal_lm().get_decoder()
+        hidden = body(input_ids=input_ids[:, :-1], use_cache=False).last_hidden_state  # (batch, seq - 1, d_model)
+        targets = input_ids[:, 1:]  # (batch, seq - 1)
+        total = hidden.new_zeros((), dtype=torch.float32)
+        for start in range(0, targets.shape[1], self.chunk):
+            part = slice(start, start + self.chunk)
+            total = total + checkpoint(self._chunk_loss, hidden[:, part], targets[:, part], use_reentrant=False)
+        return total / targets.numel()
+
+
+def lora_model(model: nn.Module, settings: FinetuneSettings) -> nn.Module:
+    """``model`` with LoRA adapters on every linear layer but the head, and its norms and embeddings trainable."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=settings.lora_rank,
+        lora_alpha=settings.lora_alpha or 2.0 * settings.lora_rank,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        bias="none",
+    )
+    wrapped = get_peft_model(model, config)
+    for name, parameter in wrapped.named_parameters():
+        if "norm" in name or "embed" in name:  # LongLoRA's trainable "embed,norm"
+            parameter.requires_grad_(True)
+    return wrapped
+
+
+def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
+    """Successive seeded permutations of ``range(count)`` (one per epoch), cut to ``needed`` indices."""
+    epochs = -(-needed // count)
+    order = [
+        torch.randperm(count, generator=torch.Generator().manual_seed(seed * 100003 + epoch)) for epoch in range(epochs)
+    ]
+    return torch.cat(order)[:needed]
+
+
+@dataclass
+class StepRecord:
+    """One row of the loss log."""
+
+    step: int
+    loss: float
+    lr: float
+    tokens: int
+    seconds: float
+    heldout_loss: float | None = None
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class TrainResult:
+    """What a (possibly interrupted) training run did."""
+
+    steps_done: int
+    interrupted: bool
+    log: list[StepRecord] = field(default_factory=list)
+    heldout_before: float | None = None
+    heldout_after: float | None = None
+    model: nn.Module | None = None  # the trained (LoRA-merged) transformers model, main process only
+    tokens_per_second: float = 0.0
+
+
+def _mixed_precision(name: str) -> str | None:
+    import os
+
+    if name != "auto":
+        return name
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return None if os.environ.get("ACCELERATE_MIXED_PRECISION") else "no"
+
+
+def write_loss_log(path: Path, log: list[StepRecord]) -> None:
+    """The loss log as CSV: step, loss, lr, tokens, seconds, tokens_per_second, heldout_loss."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["step", "loss", "lr", "tokens", "seconds", "tokens_per_second", "heldout_loss"])
+        for r in log:
+            heldout = "" if r.heldout_loss is None else f"{r.heldout_loss:.6f}"
+            row = [r.step, f"{r.loss:.6f}", f"{r.lr:.6g}", r.tokens, f"{r.seconds:.3f}", f"{r.tokens_per_second:.1f}"]
+            writer.writerow([*row, heldout])
+
+
+def read_loss_log(path: Path) -> list[StepRecord]:
+    """The rows :func:`write_loss_log` wrote."""
+    with path.open() as handle:
+        return [
+            StepRecord(
+                int(row["step"]),
+                float(row["loss"]),
+                float(row["lr"]),
+                int(row["tokens"]),
+                float(row["seconds"]),
+                float(row["heldout_loss"]) if row["heldout_loss"] else None,
+            )
+            for row in csv.DictReader(handle)
+        ]
+
+
+def plot_loss(path: Path, log: list[StepRecord], title: str) -> None:
+    """Training loss (and held-out loss points) against step, as a PNG."""
+    from ropekit._plotting import pyplot
+
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.5), layout="constrained")
+    axis.plot([r.step for r in log], [r.loss for r in log], label="training loss", linewidth=1)
+    held = [r for r in log if r.heldout_loss is not None]
+    if held:
+        axis.plot([r.step for r in held], [r.heldout_loss for r in held], "o-", label="held-out loss")
+    axis.set_xlabel("optimizer step")
+    axis.set_ylabel("cross-entropy (nats/token)")
+    axis.set_title(title, fontsize=9)
+    axis.legend()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def train(
+    build_model: Callable[[], nn.Module],
+    windows: torch.Tensor,
+    heldout: torch.Tensor,
+    settings: FinetuneSettings,
+    work_dir: Path,
+    *,
+    resume: bool = False,
+    on_step: Callable[[StepRecord], None] | None = None,
+    progress: bool = True,
+    title: str = "fine-tune",
+) -> TrainResult:
+    """Train ``build_model()`` (a transformers causal LM with its new RoPE) on ``windows``; checkpoints in ``work_dir``.
+
+    Every process calls this. Ctrl-C (SIGINT) on any process stops all of them after the current optimizer step
+    with a resumable checkpoint; so does a call of ``on_step`` that raises :class:`StopTraining`.
+
+    Args:
+        build_model: returns the model to train (called once per process, after the seed is set).
+        windows: ``(n, target_length)`` training windows.
+        heldout: ``(m, target_length)`` held-out windows.
+        settings: see :class:`FinetuneSettings`.
+        work_dir: where ``checkpoint/``, ``loss.csv`` and ``loss.png`` go.
+        resume: continue from ``work_dir/checkpoint``.
+        on_step: called on the main process after each optimizer step.
+        progress: show a progress bar (main process).
+
+    Returns:
+        A :class:`TrainResult`; ``model`` (main process) is the trained transformers model, LoRA merged.
+    """
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    accelerator = Accelerator(
+        gradient_accumulation_steps=settings.grad_accum, mixed_precision=_mixed_precision(settings.mixed_precision)
+    )
+    set_seed(settings.seed)
+    model = build_model()
+    if settings.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
+    if settings.lora_rank:
+        model = lora_model(model, settings)
+    wrapper = ChunkedCausalLM(model)
+    parameters = [p for p in wrapper.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
+    # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
+    global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
+    order = window_order(len(windows), settings.steps * global_batch, settings.seed)
+    loader = torch.utils.data.DataLoader(windows[order], batch_size=settings.batch_size, shuffle=False, drop_last=True)
+    wrapper, optimizer, loader = accelerator.prepare(wrapper, optimizer, loader)
+    accelerator.register_for_checkpointing(scheduler)
+
+    state_dir = work_dir / "checkpoint"
+    log: list[StepRecord] = []
+    start = 0
+    if resume:
+        accelerator.load_state(str(state_dir))
+        meta = json.loads((state_dir / "progress.json").read_text())
+        start = int(meta["step"])
+        log = [r for r in read_loss_log(work_dir / "loss.csv") if r.step <= start]
+        loader = accelerator.skip_first_batches(loader, start * settings.grad_accum)
+
+    def heldout_loss() -> float:
+        wrapper.eval()
+        with torch.no_grad():
+            losses = [
+                wrapper(window[None].to(accelerator.device)).item() for window in heldout[: settings.heldout_windows]
+            ]
+        wrapper.train()
+        return sum(losses) / len(losses)
+
+    result = TrainResult(start, False, log)
+    result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
+    if not resume:
+        result.heldout_before = heldout_loss()
+        log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
+
+    stop = {"requested": False}
+
+    def on_sigint(signum, frame):
+        if stop["requested"]:
+            raise KeyboardInterrupt
+        stop["requested"] = True
+
+    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    tokens_per_step = global_batch * settings.target_length
+    bar = _progress(accelerator, progress, settings.steps, start, title)
+    elapsed = log[-1].seconds if log else 0.0
+    session_seconds = 0.0  # this run's training time (for tokens/s; a resumed run does not count the old one)
+    timed_steps = 0
+    try:
+        wrapper.train()
+        batches = iter(loader)
+        for step in range(start, settings.steps):
+            t0 = time.perf_counter()
+            losses = []
+            for _ in range(settings.grad_accum):
+                batch = next(batches)
+                with accelerator.accumulate(wrapper):
+                    loss = wrapper(batch)
+                    accelerator.backward(loss)
+                    if accelerator.sync_gradients and settings.max_grad_norm:
+                        accelerator.clip_grad_norm_(parameters, settings.max_grad_norm)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                losses.append(loss.detach().float())
+            lr = scheduler.get_last_lr()[0]
+            scheduler.step()
+            step_loss = accelerator.gather(torch.stack(losses).mean()[None]).mean().item()
+            seconds = time.perf_counter() - t0
+            elapsed += seconds
+            session_seconds += seconds
+            timed_steps += 1
+            record = StepRecord(step + 1, step_loss, lr, tokens_per_step * (step + 1), elapsed)
+            if settings.eval_every and (step + 1) % settings.eval_every == 0 and step + 1 < settings.steps:
+                record.heldout_loss = heldout_loss()
+            log.append(record)
+            result.steps_done = step + 1
+            if accelerator.is_main_process:
+                write_loss_log(work_dir / "loss.csv", log)
+                if on_step is not None:
+                    try:
+                        on_step(record)
+                    except StopTraining:
+                        stop["requested"] = True
+            if bar is not None:
+                rate = tokens_per_step * timed_steps / session_seconds
+                bar[0].update(bar[1], advance=1, description=f"loss {step_loss:.4f}  {rate:,.0f} tok/s")
+            if _any(accelerator, stop["requested"]):
+                result.interrupted = True
+                break
+            if settings.checkpoint_every and (step + 1) % settings.checkpoint_every == 0 and step + 1 < settings.steps:
+                _save(accelerator, state_dir, step + 1)
+    finally:
+        if bar is not None:
+            bar[0].stop()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    result.log = log
+    if session_seconds > 0:
+        result.tokens_per_second = tokens_per_step * timed_steps / session_seconds
+    _save(accelerator, state_dir, result.steps_done)
+    if accelerator.is_main_process:
+        plot_loss(work_dir / "loss.png", log[1:] if log and log[0].step == 0 else log, title)
+    if result.interrupted:
+        return result
+    result.heldout_after = heldout_loss()
+    log[-1].heldout_loss = result.heldout_after
+    if accelerator.is_main_process:
+        write_loss_log(work_dir / "loss.csv", log)
+        plot_loss(work_dir / "loss.png", [r for r in log if r.step > 0], title)
+    result.model = _final_model(accelerator, wrapper, build_model, settings)
+    accelerator.wait_for_everyone()
+    return result
+
+
+class StopTraining(Exception):
+    """Raised by an ``on_step`` callback to stop after the current step with a resumable checkpoint."""
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _any(accelerator, flag: bool) -> bool:
+    """Whether ``flag`` is set on any process (so every process stops at the same step)."""
+    if accelerator.num_processes == 1:
+        return flag
+    value = torch.tensor([1.0 if flag else 0.0], device=accelerator.device)
+    return bool(accelerator.reduce(value, reduction="sum").item() > 0)
+
+
+def _save(accelerator, state_dir: Path, step: int) -> None:
+    """A resumable checkpoint at ``step``: written beside the old one, then swapped in (a crash keeps one)."""
+    fresh = state_dir.with_name(state_dir.name + ".new")
+    if accelerator.is_main_process and fresh.exists():
+        shutil.rmtree(fresh)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(fresh))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        (fresh / "progress.json").write_text(json.dumps({"step": step}) + "\n")
+        if state_dir.exists():
+            shutil.rmtree(state_dir)
+        fresh.rename(state_dir)
+    accelerator.wait_for_everyone()
+
+
+def _progress(accelerator, enabled: bool, total: int, done: int, title: str):
+    if not (enabled and accelerator.is_main_process):
+        return None
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn(f"[bold]{title}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    bar.start()
+    return bar, bar.add_task("", total=total, completed=done)
+
+
+def _final_model(accelerator, wrapper: nn.Module, build_model, settings: FinetuneSettings) -> nn.Module | None:
+    """The trained transformers model on the main process (LoRA merged); ``None`` elsewhere."""
+    state = accelerator.get_state_dict(wrapper)  # gathers FSDP shards; every process must call it
+    if not accelerator.is_main_process:
+        return None
+    if accelerator.distributed_type.value == "FSDP":
+        model = build_model()
+        if settings.lora_rank:
+            model = lora_model(model, settings)
+        fresh = ChunkedCausalLM(model)
+        fresh.load_state_dict(state)
+        model = fresh.model
+    else:
+        model = accelerator.unwrap_model(wrapper).model
+    if settings.lora_rank:
+        model = model.merge_and_unload()
+    if getattr(model, "is_gradient_checkpointing", False):
+        model.gradient_checkpointing_disable()
+    return model.float().cpu().eval()
