@@ -4,14 +4,14 @@ Every machine with CPython has it, so nothing is downloaded. Selection: every ``
 ``sysconfig.get_paths()["stdlib"]``, sorted by relative path, skipping the directories in ``EXCLUDED_DIRS``.
 A file is held out for evaluation when the first byte of sha256(relative path) is below ``HELDOUT_BELOW``
 (about 4% of files). The held-out text the reports use is shipped in the package (``data/heldout.txt``),
-because another Python version's stdlib differs; ``manifest()`` lists each file's size and sha256 so a
-rebuilt corpus can be checked against the one the bundled model was trained on.
+because another Python version's stdlib differs; ``manifest()`` lists each file's size and sha256, and its
+``train_digest`` is recorded in every checkpoint (``corpus_digest``), so a rebuilt corpus can be checked against
+the one a model was trained on (docs/tiny_model.md has the command).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sysconfig
 from dataclasses import dataclass
@@ -103,13 +103,3 @@ def build_heldout_text(root: Path | None = None) -> bytes:
 def heldout_bytes() -> bytes:
     """The shipped held-out evaluation text (identical on every machine)."""
     return resources.files("ropekit").joinpath("data/heldout.txt").read_bytes()
-
-
-def heldout_digest() -> str:
-    """sha256 of the shipped held-out text, recorded with every evaluation result."""
-    return hashlib.sha256(heldout_bytes()).hexdigest()
-
-
-def write_manifest(path: Path, files: list[CorpusFile]) -> None:
-    """Write :func:`manifest` as JSON."""
-    path.write_text(json.dumps(manifest(files), indent=1) + "\n")
