@@ -231,16 +231,16 @@ def test_non_rope_model(tmp_path: Path) -> None:
 
 
 def test_length_beyond_memory(llama_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from transformers import LlamaForCausalLM
+    from transformers import LlamaModel  # the body: evaluations run it, then the output head in chunks
 
-    forward = LlamaForCausalLM.forward
+    forward = LlamaModel.forward
 
     def limited(self, input_ids=None, **kwargs):
         if input_ids.shape[-1] > TRAIN_LENGTH:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
         return forward(self, input_ids=input_ids, **kwargs)
 
-    monkeypatch.setattr(LlamaForCausalLM, "forward", limited)
+    monkeypatch.setattr(LlamaModel, "forward", limited)
     result = run("eval", "perplexity", "--model", str(llama_dir), "--methods", "none", *SMALL)
     assert_clean_failure(result, "out of memory at sequence length 128", "--device-map auto")
 

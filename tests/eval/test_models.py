@@ -43,9 +43,9 @@ def test_is_out_of_memory(error: BaseException, expected: bool) -> None:
 def test_tiny_model_out_of_memory_becomes_a_clear_error(tiny_checkpoint: Path, monkeypatch) -> None:
     model = load_eval_model(tiny_checkpoint)
 
-    def forward(ids, positions=None):
+    def forward(x, positions):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
 
-    monkeypatch.setattr(model.model, "forward", forward)
+    monkeypatch.setattr(model.model.blocks[0], "forward", forward)
     with pytest.raises(ValueError, match=r"out of memory at sequence length 300 \(batch 1\)"):
         model.logits(torch.zeros(1, 300, dtype=torch.long))

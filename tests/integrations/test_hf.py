@@ -323,8 +323,7 @@ def yarn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_eval_model_reads_the_saved_directory(yarn_dir: Path) -> None:
-    from ropekit.eval.models import load_eval_model
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel, load_eval_model
 
     model = load_eval_model(yarn_dir)
     assert isinstance(model, HFEvalModel)
@@ -341,7 +340,7 @@ def test_eval_model_reads_the_saved_directory(yarn_dir: Path) -> None:
 def test_eval_model_logits_match_transformers_for_native_and_plain(yarn_dir: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
     native = AutoModelForCausalLM.from_pretrained(yarn_dir, local_files_only=True).eval()
@@ -357,7 +356,7 @@ def test_eval_model_logits_match_transformers_for_native_and_plain(yarn_dir: Pat
 
 def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
     pytest.importorskip("accelerate")
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     mapped, direct = HFEvalModel(yarn_dir, device_map="auto"), HFEvalModel(yarn_dir)
     ids = ids_of(64, batch=1)
@@ -367,7 +366,7 @@ def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
 def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(
         tmp_path
@@ -377,8 +376,7 @@ def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_missing_directory_and_missing_config_are_file_errors(tmp_path: Path) -> None:
-    from ropekit.eval.models import load_eval_model
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel, load_eval_model
 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_eval_model(tmp_path / "nowhere")
@@ -387,7 +385,7 @@ def test_missing_directory_and_missing_config_are_file_errors(tmp_path: Path) ->
 
 
 def test_small_vocabulary_without_tokenizer_cannot_take_bytes(tmp_path: Path) -> None:
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     llama({"rope_type": "default", "rope_theta": BASE}, vocab_size=100).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="no tokenizer"):
@@ -403,27 +401,27 @@ def test_small_vocabulary_without_tokenizer_cannot_take_bytes(tmp_path: Path) ->
     ],
 )
 def test_out_of_memory_becomes_a_clear_error(yarn_dir: Path, monkeypatch, error: BaseException) -> None:
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
 
     def forward(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(model.model, "forward", forward)
+    monkeypatch.setattr(model.model.base_model, "forward", forward)
     with pytest.raises(ValueError, match=r"out of memory at sequence length 77 \(batch 2\)") as caught:
         model.logits(ids_of(77))
     assert caught.value.__cause__ is error
 
 
 def test_other_runtime_errors_pass_through(yarn_dir: Path, monkeypatch) -> None:
-    from ropekit.integrations.hf import HFEvalModel
+    from ropekit.eval.models import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
 
     def forward(*args, **kwargs):
         raise RuntimeError("shape mismatch")
 
-    monkeypatch.setattr(model.model, "forward", forward)
+    monkeypatch.setattr(model.model.base_model, "forward", forward)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         model.logits(ids_of(8))

@@ -1,18 +1,32 @@
-"""The evaluation view of a model: logits for token ids, and a way to swap its RoPE scaling.
+"""The evaluation view of a model: final hidden states, an output head, and a way to swap its RoPE scaling.
 
-Two implementations: the bundled tiny model (:class:`TinyEvalModel`) and any local transformers causal LM
-(:class:`ropekit.integrations.hf.HFEvalModel`). ``load_eval_model`` picks by what the path holds.
+Two implementations: the bundled tiny model (:class:`TinyEvalModel`) and any local transformers causal LM,
+from a directory or a GGUF file (:class:`HFEvalModel`). :func:`load_eval_model` picks by what the path holds.
+
+Memory: an evaluation never holds ``(seq × vocab)`` logits. The model body runs once per window to its final
+hidden states ``(batch, seq, d_model)``; the output head (with the model's own final-logit transforms, e.g.
+Gemma's soft-capping) then runs on chunks of positions, and the loss is accumulated in float32/float64
+(:meth:`HeadScoring.token_losses`), or only the positions whose prediction is needed get logits
+(:meth:`HeadScoring.predict_last`). Peak memory is the weights, one window's activations and one chunk of logits.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
 from ropekit.scaling.registry import ScalingConfig
+
+#: bytes of float32 logits held at once while scoring (positions per chunk = this / (4 · vocab))
+LOGITS_CHUNK_BYTES = 64 * 2**20
+#: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
+DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -23,7 +37,7 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
 
 
-def guarded_logits(forward, ids: torch.Tensor) -> torch.Tensor:
+def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
     """``forward(ids)``, turning an out-of-memory failure into a ``ValueError`` that names the length.
 
     Raises:
@@ -36,8 +50,25 @@ def guarded_logits(forward, ids: torch.Tensor) -> torch.Tensor:
             raise
         raise ValueError(
             f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); evaluate shorter lengths "
-            "(smaller --multiples), or for a transformers model spread it over devices with --device-map auto"
+            "(smaller --multiples), a smaller --dtype, or for a transformers model spread it over devices with "
+            "--device-map auto"
         ) from error
+
+
+def torch_dtype(name: str) -> torch.dtype | None:
+    """``--dtype`` name → torch dtype (``None`` for ``auto``).
+
+    Raises:
+        ValueError: the name is not one of :data:`DTYPES`.
+    """
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
+    return None if name == "auto" else getattr(torch, name)
+
+
+def chunk_positions(vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES) -> int:
+    """How many positions get float32 logits at once so that one chunk holds about ``budget_bytes``."""
+    return max(1, budget_bytes // (4 * vocab_size))
 
 
 class EvalModel(Protocol):
@@ -50,12 +81,17 @@ class EvalModel(Protocol):
     rope: RopeConfig
     #: the model's own scaling (e.g. Phi-3's LongRoPE factors), or None
     native_scaling: ScalingConfig | None
+    #: token ids put between two documents of an evaluation text (the tokenizer's end-of-sequence token)
+    separator: list[int]
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Use ``scaling`` from now on (``None``: plain RoPE with the model's base)."""
 
-    def logits(self, ids: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq)`` ids → ``(batch, seq, vocab)`` float32 logits."""
+    def token_losses(self, ids: torch.Tensor) -> torch.Tensor:
+        """1-D ids → ``(len(ids) - 1,)`` float64 negative log-likelihood of ``ids[1:]`` given the prefix."""
+
+    def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
+        """``(batch, seq)`` ids → ``(batch, count)`` greedy next-token predictions at the last ``count`` positions."""
 
     def encode(self, text: bytes) -> torch.Tensor:
         """Text → 1-D int64 ids."""
@@ -64,28 +100,97 @@ class EvalModel(Protocol):
         """JSON-ready description recorded with every result."""
 
 
-class TinyEvalModel:
-    """:class:`EvalModel` over a :class:`ropekit.model.TinyLM` checkpoint."""
+class HeadScoring:
+    """Losses and greedy predictions from ``hidden_states`` and ``output_logits``, without ``(seq × vocab)`` logits.
 
-    def __init__(self, name_or_path: str | Path = "tiny") -> None:
-        from ropekit.model import load, metadata
+    Subclasses define ``hidden_states(ids) -> (batch, seq, d_model)`` (the body up to and including the final
+    norm), ``output_logits(hidden) -> (..., vocab)`` float32 (the output head and the model's own final-logit
+    transforms) and ``vocab_size``.
+    """
 
-        self.model = load(name_or_path)
-        self.name = str(name_or_path)
-        self._meta = metadata(name_or_path)
-        config = self.model.config
-        if config.position != "rope":
-            raise ValueError(f"model {self.name!r} uses position={config.position!r}; RoPE evaluations need 'rope'")
-        self.train_length = config.train_length
-        self.rope = RopeConfig(config.head_dim, base=config.rope_base)
-        self.native_scaling = config.scaling
+    vocab_size: int
+    #: positions per chunk of logits; ``None``: from :data:`LOGITS_CHUNK_BYTES` and the vocabulary
+    chunk: int | None = None
 
-    def set_scaling(self, scaling: ScalingConfig | None) -> None:
-        self.model.set_scaling(scaling)
+    def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return guarded_logits(self.hidden_states, ids)
 
     @torch.no_grad()
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
-        return guarded_logits(self.model, ids)
+        """``(batch, seq)`` ids → ``(batch, seq, vocab)`` float32 logits, all at once (for short inputs and tests)."""
+        return self.output_logits(self._hidden(ids)).float().cpu()
+
+    @torch.no_grad()
+    def token_losses(self, ids: torch.Tensor) -> torch.Tensor:
+        """Negative log-likelihood of ``ids[1:]`` given the prefix, logits formed ``chunk`` positions at a time.
+
+        Shapes:
+            ids ``(seq,)`` → ``(seq - 1,)`` float64 (cross-entropy in float32 per chunk, as a full-logits
+            evaluation computes it).
+        """
+        hidden = self._hidden(ids[None, :-1])[0]  # (seq - 1, d_model)
+        targets = ids[1:].to(hidden.device)
+        step = self.chunk or chunk_positions(self.vocab_size)
+        losses = torch.empty(len(targets), dtype=torch.float64)
+        for start in range(0, len(targets), step):
+            logits = self.output_logits(hidden[start : start + step]).float()  # (chunk, vocab)
+            loss = F.cross_entropy(logits, targets[start : start + step], reduction="none")
+            losses[start : start + step] = loss.double().cpu()
+        return losses
+
+    @torch.no_grad()
+    def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
+        """Greedy predictions at the last ``count`` positions; logits exist only for those positions.
+
+        Shapes:
+            ids ``(batch, seq)`` → ``(batch, count)`` int64: the argmax prediction of the token after each position.
+        """
+        hidden = self._hidden(ids)[:, ids.shape[1] - count :]  # (batch, count, d_model)
+        return self.output_logits(hidden).float().argmax(-1).cpu()
+
+
+class TinyEvalModel(HeadScoring):
+    """:class:`EvalModel` over a :class:`ropekit.model.TinyLM` checkpoint (byte tokens, tied output head)."""
+
+    def __init__(self, name_or_path: str | Path = "tiny", *, dtype: str = "auto") -> None:
+        from ropekit.model import load, metadata
+        from ropekit.model.corpus import SEPARATOR
+
+        chosen = torch_dtype(dtype)
+        self.model = load(name_or_path).eval()
+        if chosen is not None:
+            self.model.to(chosen)
+        self.dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        self.name = str(name_or_path)
+        self._meta = metadata(name_or_path)
+        config = self.model.config
+        self.train_length = config.train_length
+        self.rope = RopeConfig(config.head_dim, base=config.rope_base)
+        self.native_scaling = config.scaling
+        self.vocab_size = config.vocab_size
+        self.separator = self.encode(SEPARATOR).tolist()
+
+    def set_scaling(self, scaling: ScalingConfig | None) -> None:
+        """Raises ``LookupError`` (a sweep skips the method) for a scaling on a model without RoPE to scale."""
+        position = self.model.config.position
+        if position != "rope":
+            if scaling is None:
+                return
+            raise LookupError(f"position={position!r} model: no RoPE to scale, only method 'none' applies")
+        self.model.set_scaling(scaling)
+
+    def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.hidden_states(ids)  # TinyLM up to its final norm (Infini-attention: segment by segment)
+
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.model.embed.weight).float()  # tied embeddings: (..., vocab)
 
     def encode(self, text: bytes) -> torch.Tensor:
         return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(torch.int64)
@@ -95,27 +200,213 @@ class TinyEvalModel:
             "kind": "ropekit-tiny",
             "name": self.name,
             "parameters": self.model.num_parameters(),
+            "dtype": self.dtype,
+            "attention": "sdpa",
             "config": self.model.config.to_dict(),
             "heldout_bpb": self._meta.get("heldout_bpb"),
+            **({"gates": self.model.gate_values()} if self.model.config.position == "infini" else {}),
         }
 
 
-def load_eval_model(spec: str | Path = "tiny", **hf_options: Any) -> EvalModel:
-    """``"tiny"`` or a tiny checkpoint directory → :class:`TinyEvalModel`; a transformers directory → HF.
+#: config keys of final-logit transforms applied after the output head, as each architecture's forward does
+#: (checked against transformers 5.18): Gemma 2/3 ``final_logit_softcapping``, Cohere ``logit_scale``
+#: (multiplies), Granite ``logits_scaling`` (divides).
+LOGIT_TRANSFORM_KEYS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+
+
+class HFEvalModel(HeadScoring):
+    """:class:`EvalModel` over a local transformers causal LM: a directory, or a ``.gguf`` file (dequantised).
+
+    Loaded offline with scaled-dot-product attention (``attn_implementation="sdpa"``) in ``dtype`` (``auto``: the
+    checkpoint's own). After loading, the chunked head (body → final hidden states → output head → final-logit
+    transforms) is checked against the model's own ``forward`` on a few tokens, so an architecture that
+    transforms its logits in a way ropekit does not know is refused instead of mis-scored.
+
+    Args:
+        path: a transformers model directory or a GGUF file.
+        device_map: transformers ``device_map`` (e.g. ``"auto"``, needs accelerate).
+        dtype: one of :data:`DTYPES`.
+        before_weights: called with the half-built model (config, tokenizer, ``train_length``, ``encode`` ready)
+            before the weights load, e.g. to check that an evaluation text is long enough.
+
+    Raises:
+        FileNotFoundError: no ``config.json`` (directory) or no such file.
+        ValueError: not a RoPE model, no rotary module ropekit can replace, an unknown logit transform, or a bad
+            ``dtype``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device_map: str | None = None,
+        dtype: str = "auto",
+        before_weights: Callable[[HFEvalModel], None] | None = None,
+    ) -> None:
+        try:
+            from transformers import AutoConfig, AutoModelForCausalLM
+        except ImportError as error:
+            raise ValueError("evaluating a transformers model needs transformers: pip install 'ropekit[hf]'") from error
+        from ropekit.integrations.hf import layer_types_of, rope_of, rotary_modules, train_length_of
+
+        chosen = torch_dtype(dtype)
+        path = Path(path)
+        self.name = str(path)
+        self.gguf: dict[str, Any] | None = None
+        if path.suffix == ".gguf":
+            from ropekit.integrations.gguf import gguf_info, gguf_options
+
+            if not path.is_file():
+                raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
+            self.gguf = gguf_info(path)
+            source, options = gguf_options(path)
+        else:
+            if not (path / "config.json").is_file():
+                raise FileNotFoundError(f"no config.json in {str(path)!r}: not a transformers model directory")
+            source, options = path, {}
+        options["local_files_only"] = True
+        config = AutoConfig.from_pretrained(source, **options)
+        native = rope_of(config)
+        self.native_scaling = native.scaling
+        self.rope = dataclasses.replace(native, scaling=None)
+        self.train_length = train_length_of(native, config)
+        self.layer_types = layer_types_of(config)
+        self.tokenizer = self._tokenizer(source, options)
+        self.vocab_size = int(getattr(config, "vocab_size", None) or config.get_text_config().vocab_size)
+        self.separator = self._separator()
+        if before_weights is not None:
+            before_weights(self)
+        load: dict[str, Any] = {**options, "attn_implementation": "sdpa", "dtype": chosen or "auto"}
+        if self.gguf is None and chosen is None and getattr(config, "dtype", None) is None:
+            load["dtype"] = torch.float32  # no dtype in config.json: transformers' own default
+        if device_map is not None:
+            load["device_map"] = device_map
+        self.model = AutoModelForCausalLM.from_pretrained(source, **load).eval()
+        if self.gguf is not None and chosen is None:
+            self.model.to(torch.float32)  # GGUF weights are dequantised; auto means float32 for them
+        self.dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        self.attention = str(getattr(self.model.config, "_attn_implementation", "sdpa"))
+        if not rotary_modules(self.model):
+            raise ValueError(
+                f"{type(self.model).__name__} has a RoPE config but no *RotaryEmbedding module called as "
+                f"rotary_emb(x, position_ids) for ropekit to replace"
+            )
+        self.scaled_layers: list[str] | None = None
+        self._check_head()
+
+    @staticmethod
+    def _tokenizer(source: Path, options: dict[str, Any]):
+        if "gguf_file" not in options and not any(
+            (source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "vocab.json")
+        ):
+            return None
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(source, **options)
+
+    def _separator(self) -> list[int]:
+        if self.tokenizer is not None and self.tokenizer.eos_token_id is not None:
+            return [int(self.tokenizer.eos_token_id)]
+        return self.encode(b"\n\n").tolist()
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _check_head(self) -> None:
+        """The chunked head must give the model's own logits (8 tokens); refuse the model otherwise."""
+        ids = torch.arange(8, dtype=torch.int64)[None, :] % self.vocab_size
+        with torch.no_grad():
+            own = self.model(input_ids=ids.to(self._device()), use_cache=False).logits.float().cpu()
+        ours = self.logits(ids)
+        scale = float(own.abs().max()) or 1.0
+        tolerance = 1e-5 if self.dtype == "float32" else 2e-2
+        if own.shape != ours.shape or float((own - ours).abs().max()) > tolerance * scale:
+            raise ValueError(
+                f"{type(self.model).__name__}: its forward transforms the output logits in a way ropekit does not "
+                f"reproduce (known: {', '.join(LOGIT_TRANSFORM_KEYS)}); cannot score it in chunks"
+            )
+
+    def set_scaling(self, scaling: ScalingConfig | None, *, layer_types: tuple[str, ...] | None = None) -> None:
+        from ropekit.integrations.hf import apply_scaling
+
+        apply_scaling(self.model, scaling, layer_types=layer_types)
+        self.scaled_layers = getattr(self.model, "ropekit_scaled_layer_types", None)
+
+    def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
+        body = self.model.base_model  # the decoder without its output head (Llama: model.model)
+        return body(input_ids=ids.to(self._device()), use_cache=False).last_hidden_state
+
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.model.get_output_embeddings()(hidden)  # (..., vocab) in the model's dtype
+        config = self.model.config
+        cap = getattr(config, "final_logit_softcapping", None)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        if getattr(config, "logit_scale", None) is not None:
+            logits = logits * config.logit_scale
+        if getattr(config, "logits_scaling", None) is not None:
+            logits = logits / config.logits_scaling
+        return logits.float()
+
+    def encode(self, text: bytes) -> torch.Tensor:
+        if self.tokenizer is not None:
+            ids = self.tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
+            return torch.tensor(ids, dtype=torch.int64)
+        if self.vocab_size < 256:
+            raise ValueError(f"{self.name!r} has no tokenizer and a vocabulary of {self.vocab_size} < 256 bytes")
+        return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(torch.int64)
+
+    def describe(self) -> dict[str, Any]:
+        description = {
+            "kind": "gguf" if self.gguf is not None else "transformers",
+            "name": self.name,
+            "architecture": type(self.model).__name__,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "dtype": self.dtype,
+            "attention": self.attention,
+            "rope": {"head_dim": self.rope.head_dim, "rotary_dim": self.rope.dim, "base": self.rope.base},
+            "native_scaling": None if self.native_scaling is None else self.native_scaling.rope_type,
+            "tokenizer": "model" if self.tokenizer is not None else "bytes",
+        }
+        if self.layer_types is not None:
+            description["layer_types"] = self.layer_types
+            description["scaled_layer_types"] = self.scaled_layers
+        if self.gguf is not None:
+            description["gguf"] = self.gguf
+        return description
+
+
+def load_eval_model(
+    spec: str | Path = "tiny",
+    *,
+    dtype: str = "auto",
+    device_map: str | None = None,
+    before_weights: Callable[[EvalModel], None] | None = None,
+) -> EvalModel:
+    """``"tiny"`` or a tiny checkpoint directory → :class:`TinyEvalModel`; a transformers directory or a ``.gguf``
+    file → :class:`HFEvalModel`.
+
+    Args:
+        dtype: one of :data:`DTYPES` (checked before anything loads).
+        device_map: transformers ``device_map`` (transformers models only).
+        before_weights: called with the model before a transformers model's weights load (after, for the tiny one).
 
     Raises:
         FileNotFoundError: the path does not exist or holds no model.
+        ValueError: a bad ``dtype``, or a model ropekit cannot evaluate.
     """
-    if str(spec) == "tiny":
-        return TinyEvalModel("tiny")
+    torch_dtype(dtype)
     path = Path(spec)
-    if not path.exists():
+    tiny = str(spec) == "tiny"
+    if not tiny and not path.exists():
         raise FileNotFoundError(f"model path {str(path)!r} does not exist (or use 'tiny' for the bundled model)")
-    if (path / "model.safetensors").is_file() and (path / "config.json").is_file():
+    if not tiny and (path / "model.safetensors").is_file() and (path / "config.json").is_file():
         import json
 
-        if "model" in json.loads((path / "config.json").read_text()):
-            return TinyEvalModel(path)
-    from ropekit.integrations.hf import HFEvalModel
-
-    return HFEvalModel(path, **hf_options)
+        tiny = "model" in json.loads((path / "config.json").read_text())
+    if tiny:
+        model = TinyEvalModel("tiny" if str(spec) == "tiny" else path, dtype=dtype)
+        if before_weights is not None:
+            before_weights(model)
+        return model
+    return HFEvalModel(path, device_map=device_map, dtype=dtype, before_weights=before_weights)

@@ -49,20 +49,29 @@ class PasskeyCell:
         return {**asdict(self), "accuracy": self.accuracy, "ci95": [low, high]}
 
 
-def episode_batch_correct(logits_fn, episodes: list[Episode]) -> list[bool]:
-    """For equal-length episodes, whether each one's answer tokens are all predicted (argmax) correctly."""
+def episode_batch_correct(model, episodes: list[Episode]) -> list[bool]:
+    """For equal-length episodes, whether each one's answer tokens are all predicted (argmax) correctly.
+
+    Args:
+        model: an :class:`ropekit.eval.models.EvalModel` (logits only for the answer positions), or a callable
+            ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits.
+    """
     ids = torch.from_numpy(np.stack([e.ids for e in episodes]))  # (batch, length)
-    logits = logits_fn(ids[:, :-1])  # (batch, length - 1, vocab)
-    predicted = logits.argmax(-1)  # (batch, length - 1): prediction of token t + 1
+    count = max(e.answer_len for e in episodes)
+    inputs = ids[:, :-1]  # (batch, length - 1): position t predicts token t + 1
+    if hasattr(model, "predict_last"):
+        predicted = model.predict_last(inputs, count)  # (batch, count)
+    else:
+        predicted = model(inputs)[:, -count:].argmax(-1)  # (batch, count)
     results = []
     for row, episode in enumerate(episodes):
-        answer = slice(ids.shape[1] - 1 - episode.answer_len, ids.shape[1] - 1)
-        results.append(bool((predicted[row, answer] == ids[row, answer.start + 1 :]).all()))
+        answer = ids[row, ids.shape[1] - episode.answer_len :]
+        results.append(bool((predicted[row, count - episode.answer_len :] == answer).all()))
     return results
 
 
 def passkey_grid(
-    logits_fn,
+    model,
     filler: np.ndarray,
     lengths: list[int],
     depths: list[float],
@@ -76,7 +85,8 @@ def passkey_grid(
     """Accuracy for every (length, depth); episode ``t`` of a cell is a function of (seed, length, depth, t).
 
     Args:
-        logits_fn: ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits.
+        model: an :class:`ropekit.eval.models.EvalModel`, or a callable ``(batch, seq)`` ids →
+            ``(batch, seq, vocab)`` logits.
         filler: token ids of filler text.
         encode: text → ids for the needle and question (bytes by default).
         progress: optional callable invoked once per finished cell.
@@ -96,7 +106,7 @@ def passkey_grid(
             episodes = [passkey_episode(rng, filler, length, depth, encode) for _ in range(trials)]
             correct = 0
             for i in range(0, trials, batch_size):
-                correct += sum(episode_batch_correct(logits_fn, episodes[i : i + batch_size]))
+                correct += sum(episode_batch_correct(model, episodes[i : i + batch_size]))
             cells.append(PasskeyCell(length, depth, trials, correct))
             if progress is not None:
                 progress()

@@ -13,6 +13,7 @@ Two modes, as in the literature:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -48,13 +49,25 @@ def _ppl(total: float, count: int) -> float | None:
 
 
 def token_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
-    """Per-token negative log-likelihood of ``ids[1:]`` given the prefix: ``(len(ids) - 1,)`` float64."""
+    """Per-token negative log-likelihood of ``ids[1:]`` given the prefix from full logits: ``(len(ids) - 1,)`` float64.
+
+    For a short input or a synthetic model; an :class:`ropekit.eval.models.EvalModel` scores in chunks of positions
+    instead (its ``token_losses``), never holding ``(seq × vocab)`` logits.
+    """
     logits = logits_fn(ids[None, :-1])[0].float()  # (seq, vocab)
     return F.cross_entropy(logits, ids[1:], reduction="none").double()
 
 
+def losses_function(model) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``ids (seq,) → (seq - 1,)`` float64 losses: an evaluation model's chunked ``token_losses``, or full logits
+    from a plain ``(batch, seq) → (batch, seq, vocab)`` callable."""
+    if hasattr(model, "token_losses"):
+        return model.token_losses
+    return lambda ids: token_losses(model, ids)
+
+
 def perplexity_at(
-    logits_fn,
+    model,
     data: torch.Tensor,
     length: int,
     train_length: int,
@@ -66,7 +79,8 @@ def perplexity_at(
     """Perplexity of ``data`` (1-D ids) at context ``length``.
 
     Args:
-        logits_fn: ``(1, seq)`` ids → ``(1, seq, vocab)`` logits.
+        model: an :class:`ropekit.eval.models.EvalModel` (scored in chunks of positions), or a callable
+            ``(1, seq)`` ids → ``(1, seq, vocab)`` logits.
         data: evaluation token ids.
         length: window length (tokens of context).
         train_length: boundary for the inside/beyond split.
@@ -85,11 +99,12 @@ def perplexity_at(
         raise ValueError(f"evaluation text has {len(data)} tokens; length {length} needs at least {length + 1}")
     sums = {"inside": 0.0, "beyond": 0.0}
     counts = {"inside": 0, "beyond": 0}
+    losses_of = losses_function(model)
     step = length if mode == "nonoverlap" else min(require_int("stride", stride, minimum=1), length)
     start = 0
     while start + length + 1 <= len(data) and counts["inside"] + counts["beyond"] < max_tokens:
         window = data[start : start + length + 1]
-        losses = token_losses(logits_fn, window)  # (length,)
+        losses = losses_of(window)  # (length,)
         positions = torch.arange(length)  # position of the predicting token within the window
         scored = torch.ones(length, dtype=torch.bool)
         if mode == "sliding" and start > 0:

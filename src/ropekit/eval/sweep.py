@@ -162,17 +162,17 @@ def run_sweep(
             factor = factor_for(length, train_length, settings.factor)
             try:
                 scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
+                model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 for _ in needed[index:]:  # keep a progress bar's total exact
                     if on_step is not None:
                         on_step(f"{method} skipped")
                 break
-            model.set_scaling(scaling)
             run = {"method": method, "factor": factor, "scaling": describe_scaling(scaling)}
             if perplexity and length in lengths:
                 point = perplexity_at(
-                    model.logits,
+                    model,
                     ids,
                     length,
                     train_length,
@@ -183,7 +183,7 @@ def run_sweep(
                 result.perplexity.append({**run, "mode": settings.mode, **point.to_dict()})
             if passkey and length in passkey_lengths:
                 cells = passkey_grid(
-                    model.logits,
+                    model,
                     filler,
                     [length],
                     list(settings.depths),
