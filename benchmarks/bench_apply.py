@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ropekit.functional import apply_rope, cos_sin
-from ropekit.kernels import apply_rope_into, backend_for, eager_rope_into
+from ropekit.kernels import apply_rope_into, backend_for
+from ropekit.kernels.reference import rope_reference
 
 BASE = 10000.0
 
@@ -136,12 +137,12 @@ def build_methods(case: Case, device: str, inductor: bool) -> tuple[dict[str, Ca
         apply_rope_into(k, cos, sin, k, **kw),
     )
     methods["ropekit eager, out="] = lambda: (
-        eager_rope_into(q, cos, sin, qb, **kw),
-        eager_rope_into(k, cos, sin, kb, **kw),
+        rope_reference(q, cos, sin, out=qb, interleaved=False, seq_dim=1),
+        rope_reference(k, cos, sin, out=kb, interleaved=False, seq_dim=1),
     )
     if inductor:
         compiled = torch.compile(
-            lambda x, c, s: eager_rope_into(x, c, s, torch.empty_like(x), **kw), dynamic=False, fullgraph=True
+            lambda x, c, s: rope_reference(x, c, s, out=torch.empty_like(x)), dynamic=False, fullgraph=True
         )
         methods["torch.compile eager"] = lambda: (compiled(q, cos, sin), compiled(k, cos, sin))
 

@@ -28,6 +28,7 @@ __all__ = [
     "RotaryEmbedding",
     "__version__",
     "apply_rope",
+    "apply_rope_qk",
     "cos_sin",
     "frequencies",
     "from_hf_config",
@@ -39,7 +40,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
-    from ropekit.functional import apply_rope, cos_sin
+    from ropekit.functional import apply_rope, apply_rope_qk, cos_sin
     from ropekit.hf_format import from_hf_config
     from ropekit.module import RotaryEmbedding
     from ropekit.scaling import Frequencies, frequencies, get_scaling, inv_freq, list_scalings, make_scaling
@@ -51,6 +52,7 @@ _LAZY = {
         for name in ("Frequencies", "frequencies", "get_scaling", "inv_freq", "list_scalings", "make_scaling")
     },
     "apply_rope": "ropekit.functional",
+    "apply_rope_qk": "ropekit.functional",
     "cos_sin": "ropekit.functional",
     "RotaryEmbedding": "ropekit.module",
     "from_hf_config": "ropekit.hf_format",

@@ -8,7 +8,7 @@ from torch import nn
 
 from ropekit._validate import require_int
 from ropekit.config import RopeConfig
-from ropekit.functional import _check_positions, apply_rope, cos_sin
+from ropekit.functional import _check_positions, apply_rope_qk, cos_sin
 from ropekit.scaling.registry import Frequencies, frequencies
 
 
@@ -25,21 +25,30 @@ class RotaryEmbedding(nn.Module):
     above L0. Keys already in a KV cache keep their old rotation; set ``fixed_seq_len`` on the scaling config
     to avoid that.
 
+    The cache holds at most ``cache_limit`` positions (default 2**17: 2 × 64 MiB for 128 rotating pairs);
+    tables for positions beyond it are computed directly for each call (exact at any int64 position, see
+    :func:`ropekit.cos_sin`), so a far position never builds a table for every smaller one.
+
     Args:
         config: the rotary config.
         max_positions: optional hard limit; positions at or beyond it raise ``ValueError``.
+        cache_limit: most positions kept in the cos/sin cache (>= 1).
 
     Shapes:
         q: ``(batch, seq, q_heads, head_dim)``, k: ``(batch, seq, kv_heads, head_dim)`` (``seq_dim=1``), or
         heads before seq with ``seq_dim=2``. positions: ``(seq,)`` or ``(batch, seq)``.
     """
 
-    def __init__(self, config: RopeConfig, *, max_positions: int | None = None) -> None:
+    #: default bound on the cached positions
+    CACHE_LIMIT = 1 << 17
+
+    def __init__(self, config: RopeConfig, *, max_positions: int | None = None, cache_limit: int = CACHE_LIMIT) -> None:
         super().__init__()
         if not isinstance(config, RopeConfig):
             raise TypeError(f"config must be a RopeConfig, got {type(config).__name__}")
         self.config = config
         self.max_positions = None if max_positions is None else require_int("max_positions", max_positions, minimum=1)
+        self.cache_limit = require_int("cache_limit", cache_limit, minimum=1)
         self._dynamic = config.scaling is not None and config.scaling.depends_on_seq_len
         self._freq_seq_len: int | None = None
         self._freqs = frequencies(config)
@@ -77,7 +86,7 @@ class RotaryEmbedding(nn.Module):
     def _ensure_cache(self, needed: int, device: torch.device) -> None:
         if self._cos is not None and self._cos.shape[0] >= needed and self._cos.device == device:
             return
-        size = max(256, 1 << (needed - 1).bit_length())
+        size = min(max(256, 1 << (needed - 1).bit_length()), self.cache_limit)
         if self.max_positions is not None:
             size = min(size, self.max_positions)
         positions = torch.arange(size, device=device)
@@ -101,20 +110,20 @@ class RotaryEmbedding(nn.Module):
         Returns:
             ``(cos, sin)`` of shape ``positions.shape + (rotary_dim // 2,)``.
         """
-        _check_positions(positions)
+        positions, largest = _check_positions(positions)
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-        if positions.numel() == 0:
+        if largest is None:  # empty or meta positions
             empty = torch.empty(*positions.shape, self.rotary_dim // 2, device=device or positions.device, dtype=dtype)
             return empty, empty.clone()
-        largest = int(positions.max())
         if self.max_positions is not None and largest >= self.max_positions:
             raise ValueError(f"position {largest} is beyond max_positions={self.max_positions} of this RotaryEmbedding")
         if self._dynamic:
             self._update_for_length(largest + 1)
         device = device or positions.device
-        if dtype == torch.float64:
-            return cos_sin(positions.to(device), self._freqs, dtype=torch.float64)
+        if dtype == torch.float64 or largest >= self.cache_limit:
+            # Beyond the bounded cache: exact tables for just these positions (never a table of all smaller ones).
+            return cos_sin(positions.to(device), self._freqs, dtype=dtype)
         self._ensure_cache(largest + 1, device)
         index = positions.to(device)
         return self._cos[index], self._sin[index]
@@ -147,7 +156,13 @@ class RotaryEmbedding(nn.Module):
             positions = torch.arange(offset, offset + q.shape[seq_dim], device=q.device)
         elif offset != 0:
             raise ValueError(f"pass either positions or offset, not both (got offset={offset!r})")
+        head_dim = self.config.head_dim
+        for name, t in (("q", q), ("k", k)):
+            if t.dim() != 4 or t.shape[-1] != head_dim:
+                raise ValueError(
+                    f"{name} must be 4-D with head_dim {head_dim} (this RotaryEmbedding's config) as its last dim, "
+                    f"got shape {tuple(t.shape)}"
+                )
         table_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
         cos, sin = self.cos_sin(positions, device=q.device, dtype=table_dtype)
-        kwargs = {"interleaved": self.config.interleaved, "seq_dim": seq_dim}
-        return apply_rope(q, cos, sin, **kwargs), apply_rope(k, cos, sin, **kwargs)
+        return apply_rope_qk(q, k, cos, sin, interleaved=self.config.interleaved, seq_dim=seq_dim)

@@ -14,8 +14,10 @@ import warnings
 import pytest
 import torch
 
-from ropekit.functional import _rotate, apply_rope, cos_sin, rope_reference
-from ropekit.kernels import _cpu, eager_rope_into
+from ropekit.functional import apply_rope, cos_sin
+from ropekit.kernels import _cpu
+from ropekit.kernels.reference import rope_reference
+from ropekit.kernels.reference import rotate as _rotate
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 
@@ -60,11 +62,8 @@ def assert_same_bits(actual: torch.Tensor, expected: torch.Tensor) -> None:
 
 
 def eager(x, cos, sin, *, interleaved=False, seq_dim=1, conjugate=False):
-    rotary_dim = 2 * cos.shape[-1]
     target = torch.empty_like(x)
-    return eager_rope_into(
-        x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate
-    )
+    return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate, out=target)
 
 
 CASES = list(

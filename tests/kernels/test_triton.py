@@ -17,7 +17,7 @@ import torch
 
 import ropekit.kernels
 from ropekit.functional import apply_rope, cos_sin
-from ropekit.kernels import eager_rope_into
+from ropekit.kernels.reference import rope_reference
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 TOL = {
@@ -57,10 +57,7 @@ def make_inputs(*, device, dtype, seq_dim, rotary_dim, table_batch, batch=2, seq
 
 def eager(x, cos, sin, *, interleaved, seq_dim, conjugate=False):
     out = torch.empty_like(x)
-    r = 2 * cos.shape[-1]
-    return eager_rope_into(
-        x, cos, sin, out, rotary_dim=r, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate
-    )
+    return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate, out=out)
 
 
 CASES = list(

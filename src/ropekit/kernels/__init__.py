@@ -8,7 +8,12 @@ itself, in place) and picks the backend from the tensors, never from a flag:
 * anything else, inputs a kernel declines (a last dim with stride != 1, an output that partly overlaps the
   input, an integer or complex dtype), a missing compiler or Triton, and code being traced by
   ``torch.compile`` (inductor fuses the eager ops itself; an opaque extension call would break the graph):
-  :func:`eager_rope_into`, the readable definition and the test oracle.
+  :func:`ropekit.kernels.reference.rope_reference`, the readable definition and the test oracle.
+
+Mutation is tracked as torch tracks its own in-place ops: a kernel that writes into ``target`` bumps its autograd
+version counter (so a backward that saved it raises "modified by an inplace operation" instead of returning a
+wrong gradient), and an inference tensor outside inference mode goes to the eager path, which raises torch's own
+error.
 
 Every backend forms each product ``x·cos``, ``x·sin`` in fp32 (fp64 for fp64 input), adds them, and rounds once
 to ``x.dtype``; pass-through dims past ``rotary_dim`` are copied bit for bit. The CPU kernel is bit-identical
@@ -26,35 +31,12 @@ from collections.abc import Callable
 import torch
 
 from ropekit.kernels import _cpu
+from ropekit.kernels.reference import rope_reference
 
-__all__ = ["apply_rope_into", "backend_for", "eager_rope_into"]
+__all__ = ["apply_rope_into", "backend_for", "rope_reference"]
 
 _UNSET = object()
 _triton_loaded: object = _UNSET
-
-
-def eager_rope_into(
-    x: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    target: torch.Tensor,
-    *,
-    rotary_dim: int,
-    interleaved: bool,
-    seq_dim: int,
-    conjugate: bool = False,
-) -> torch.Tensor:
-    """Pure-torch rotation of ``x`` into ``target``: the reference every fast path must match.
-
-    ``conjugate=True`` rotates by −θ (the backward of RoPE: R(θ)ᵀ = R(−θ)).
-    """
-    from ropekit.functional import _rotate  # functional imports this module; import back lazily
-
-    rotated = _rotate(x, cos, -sin if conjugate else sin, rotary_dim, interleaved, seq_dim)
-    if target is not x:
-        target[..., rotary_dim:] = x[..., rotary_dim:]
-    target[..., :rotary_dim] = rotated
-    return target
 
 
 def _triton_kernel() -> Callable[..., bool] | None:
@@ -113,10 +95,10 @@ def apply_rope_into(
     Returns:
         ``target``.
     """
-    if not torch.compiler.is_compiling():
+    if not torch.compiler.is_compiling() and not (target.is_inference() and not torch.is_inference_mode_enabled()):
         kernel = _triton_kernel() if x.is_cuda else _cpu.load()
         if kernel is not None and kernel(x, cos, sin, target, rotary_dim, interleaved, seq_dim, conjugate):  # type: ignore[operator]
+            # The extension wrote behind the dispatcher's back: record the mutation as torch's in-place ops do.
+            torch.autograd.graph.increment_version(target)
             return target
-    return eager_rope_into(
-        x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate
-    )
+    return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate, out=target)
