@@ -1,0 +1,183 @@
+"""``ropekit extend``: copy a model with a new RoPE in a config.json that transformers loads natively."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ropekit.cli.common import fail, json_option, option_errors, parse_length, print_json
+
+MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
+SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
+FACTOR = typer.Option(None, "--factor", help="Scaling factor s >= 1 (default: target length / original length).")
+ORIGINAL = typer.Option(None, "--original-length", help="Pre-training length, e.g. 8k (default: from the config).")
+BASE = typer.Option(None, "--base", help="Change the RoPE base to B (Men et al.'s recipe); instead of --scaling.")
+PLAN = typer.Option(False, "--plan", help="Take the method from `ropekit plan` for --target-length (says which).")
+TARGET = typer.Option(None, "--target-length", help="New context length, e.g. 32k (default: original × factor).")
+RAMP = typer.Option(None, "--ramp", help="YaRN ramp: transformers (default) or paper (written as longrope).")
+BETA_FAST = typer.Option(None, "--beta-fast", help="YaRN beta_fast (default 32).")
+BETA_SLOW = typer.Option(None, "--beta-slow", help="YaRN beta_slow (default 1).")
+FIXED = typer.Option(None, "--fixed-seq-len", help="Freeze dynamic NTK / LongRoPE at this length, e.g. 32k.")
+FACTORS = typer.Option(None, "--factors", help="JSON file with per-pair factors (a list) for --scaling longrope.")
+LAYER_TYPES = typer.Option(None, "--layer-types", help="Per-layer-type models: comma-separated types to scale.")
+OUT = typer.Option(..., "--out", "-o", help="The new model folder.")
+FORCE = typer.Option(False, "--force", help="Overwrite --out if it exists.")
+
+_NAMES = {
+    "target_length": "--target-length",
+    "original_length": "--original-length",
+    "factor": "--factor",
+    "beta_fast": "--beta-fast",
+    "beta_slow": "--beta-slow",
+    "fixed_seq_len": "--fixed-seq-len",
+    "layer_types": "--layer-types",
+    "ramp": "--ramp",
+    "base": "--base",
+}
+
+
+def resolve_scaling(
+    *,
+    model: Path,
+    scaling: str | None,
+    factor: float | None,
+    original_length: str | None,
+    base: float | None,
+    plan: bool,
+    target_length: str | None,
+    training: bool,
+    layer_types: str | None = None,
+    extra: dict[str, Any] | None = None,
+    factors: Path | None = None,
+) -> tuple[Any, int, int | None, tuple[str, ...] | None, str | None]:
+    """``(scaling, original length, target length or None, layer types, note)`` from the shared options.
+
+    Exits with a one-line error for contradictory or missing options, before any weights load.
+    """
+    from ropekit.finetune.export import layer_types_of, load_config, model_rope, original_length_of
+
+    chosen = sum(bool(x) for x in (scaling, base is not None, plan))
+    if chosen != 1:
+        raise fail("give exactly one of --scaling NAME, --base B or --plan (with --target-length)")
+    types = tuple(t.strip() for t in layer_types.split(",") if t.strip()) if layer_types else None
+    try:
+        config = load_config(model)
+    except FileNotFoundError as error:
+        raise fail(str(error)) from None
+    with option_errors(**_NAMES):
+        nested = layer_types_of(config)
+        first = (
+            (types[0] if types else ("full_attention" if "full_attention" in nested else nested[0])) if nested else None
+        )
+        rope = model_rope(config, first)
+        original = (
+            parse_length(original_length, "--original-length") if original_length else original_length_of(config, rope)
+        )
+    target = parse_length(target_length, "--target-length") if target_length else None
+    if plan:
+        if target is None:
+            raise fail("--plan needs --target-length (the length to plan for)")
+        from ropekit.finetune.choose import plan_scaling
+
+        with option_errors(target_length="--target-length", train_length="--original-length"):
+            spec, note = plan_scaling(rope, original, target, training=training)
+        return spec, original, target, types, note
+    if base is not None:
+        from ropekit.scaling import BaseChange
+
+        with option_errors(base="--base"):
+            return BaseChange(base=base), original, target, types, None
+    if scaling in ("none", "default"):
+        return None, original, target, types, None
+    from ropekit.cli.common import build_scaling
+
+    params = {k: v for k, v in (extra or {}).items() if v is not None}
+    if factors is not None:
+        try:
+            values = json.loads(Path(factors).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise fail(f"--factors {str(factors)!r}: cannot read a JSON list ({error})") from None
+        if not isinstance(values, list):
+            raise fail(f"--factors {str(factors)!r} must hold a JSON list of per-pair factors")
+        params.update(short_factor=tuple(values), long_factor=tuple(values))
+    if factor is None and target is not None:
+        factor = target / original
+    with option_errors(**_NAMES):
+        spec = build_scaling(scaling, factor, original, **params)
+    return spec, original, target, types, None
+
+
+def extend_command(
+    model: Path = MODEL,
+    scaling: str | None = SCALING,
+    factor: float | None = FACTOR,
+    original_length: str | None = ORIGINAL,
+    base: float | None = BASE,
+    plan: bool = PLAN,
+    target_length: str | None = TARGET,
+    ramp: str | None = RAMP,
+    beta_fast: float | None = BETA_FAST,
+    beta_slow: float | None = BETA_SLOW,
+    fixed_seq_len: str | None = FIXED,
+    factors: Path | None = FACTORS,
+    layer_types: str | None = LAYER_TYPES,
+    out: Path = OUT,
+    force: bool = FORCE,
+    json_output: bool = json_option("Print what was written as JSON."),
+) -> None:
+    """Copy a model with a new RoPE (a method, a base change or the planner's choice) that loads natively.
+
+    The new config.json makes transformers.AutoModelForCausalLM.from_pretrained(OUT) give, without ropekit, the
+    logits of ropekit's patched model: methods transformers names are written as themselves, base changes as
+    `default` with the new rope_theta, any other static per-pair scaling as `longrope` with explicit factors.
+    """
+    from ropekit.finetune.export import check_out_dir, extend
+
+    try:
+        check_out_dir(out, force=force)
+    except FileExistsError as error:
+        raise fail(str(error)) from None
+    extra = {
+        "ramp": ramp,
+        "beta_fast": beta_fast,
+        "beta_slow": beta_slow,
+        "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
+    }
+    spec, original, target, types, note = resolve_scaling(
+        model=model,
+        scaling=scaling,
+        factor=factor,
+        original_length=original_length,
+        base=base,
+        plan=plan,
+        target_length=target_length,
+        training=False,
+        layer_types=layer_types,
+        extra=extra,
+        factors=factors,
+    )
+    if target is not None and target <= original:
+        raise fail(f"--target-length must be above the original length {original:,}, got {target:,}")
+    try:
+        with option_errors(**_NAMES):
+            result = extend(model, spec, out, target_length=target, layer_types=types, force=force)
+    except (FileNotFoundError, FileExistsError, OSError) as error:
+        raise fail(str(error)) from None
+    summary = {
+        "out": str(result.out),
+        "plan": note,
+        "rope_parameters": result.config["rope_parameters"],
+        "max_position_embeddings": result.config["max_position_embeddings"],
+        "how": result.notes,
+    }
+    if json_output:
+        print_json(summary)
+        return
+    if note:
+        typer.echo(note)
+    typer.echo(f"wrote {result.out} (max_position_embeddings {result.config['max_position_embeddings']:,})")
+    for line in result.notes:
+        typer.echo(f"  rope: {line}")

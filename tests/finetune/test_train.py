@@ -1,0 +1,189 @@
+"""`finetune`: the loss it optimises, that it learns, resumes exactly, merges LoRA exactly and exports natively."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+
+from ropekit.finetune.run import finetune
+from ropekit.finetune.train import ChunkedCausalLM, FinetuneSettings, StopTraining, lora_model
+from ropekit.scaling import YarnScaling
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+ORIGINAL = 64  # conftest.ORIGINAL
+YARN = YarnScaling(factor=2.0, original_max_position_embeddings=ORIGINAL)
+PAPER_YARN = YarnScaling(factor=2.0, original_max_position_embeddings=ORIGINAL, beta_fast=8.0, ramp="paper")
+
+
+def _settings(**changes) -> FinetuneSettings:
+    base = dict(target_length=128, steps=6, lr=3e-3, batch_size=2, checkpoint_every=0, seed=0)
+    base.update(changes)
+    return FinetuneSettings(**base)
+
+
+def _losses(out) -> dict[int, float]:
+    with (out / "finetune" / "loss.csv").open() as handle:
+        return {int(r["step"]): float(r["loss"]) for r in csv.DictReader(handle) if int(r["step"]) > 0}
+
+
+def _run(llama_dir, text_file, out, settings, **options):
+    options.setdefault("evaluate", False)
+    return finetune(llama_dir, options.pop("scaling", YARN), text_file, out, settings, progress=False, **options)
+
+
+def test_chunked_loss_equals_transformers_loss(llama_dir):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
+    ids = torch.randint(0, 257, (2, 50), generator=torch.Generator().manual_seed(0))
+    ours = ChunkedCausalLM(model, chunk=7)(ids)
+    ours.backward()
+    ours_grad = model.lm_head.weight.grad.clone()
+    model.zero_grad()
+    theirs = model(input_ids=ids, labels=ids).loss
+    theirs.backward()
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=0)
+    torch.testing.assert_close(ours_grad, model.lm_head.weight.grad, rtol=1e-5, atol=1e-8)
+
+
+def test_twenty_steps_lower_the_heldout_loss(llama_dir, text_file, tmp_path):
+    report = _run(llama_dir, text_file, tmp_path / "out", _settings(steps=20))
+    assert report.train.heldout_after < 0.8 * report.train.heldout_before
+    assert (tmp_path / "out" / "finetune" / "loss.png").stat().st_size > 0
+    assert sorted(_losses(tmp_path / "out")) == list(range(1, 21))
+
+
+def test_output_loads_natively_with_the_trained_patched_models_logits(llama_dir, text_file, tmp_path):
+    """The exported folder (YaRN with the paper ramp, written as longrope) equals ropekit's patched model holding
+    the trained weights."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from ropekit.integrations.hf import apply_scaling
+
+    out = tmp_path / "out"
+    _run(llama_dir, text_file, out, _settings(steps=3), scaling=PAPER_YARN)
+    assert json.loads((out / "config.json").read_text())["rope_parameters"]["rope_type"] == "longrope"
+    native = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    patched = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
+    patched.load_state_dict(load_file(out / "model.safetensors"))
+    patched = apply_scaling(patched, PAPER_YARN).eval()
+    source = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
+    assert not torch.equal(
+        source.model.layers[0].self_attn.q_proj.weight, native.model.layers[0].self_attn.q_proj.weight
+    )
+    ids = torch.arange(200)[None] * 5 % 257
+    with torch.no_grad():
+        ours, theirs = patched(input_ids=ids).logits, native(input_ids=ids).logits
+    assert float((ours - theirs).abs().max() / theirs.abs().max()) <= 1e-5
+
+
+def test_resume_continues_the_same_loss_curve(llama_dir, text_file, tmp_path):
+    whole = _run(llama_dir, text_file, tmp_path / "whole", _settings())
+    assert not whole.train.interrupted
+
+    def stop_at_three(record):
+        if record.step == 3:
+            raise StopTraining
+
+    first = _run(llama_dir, text_file, tmp_path / "split", _settings(), on_step=stop_at_three)
+    assert first.train.interrupted and first.train.steps_done == 3
+    assert not (tmp_path / "split" / "config.json").exists()  # no model written for an unfinished run
+    with pytest.raises(FileExistsError, match="--resume"):
+        _run(llama_dir, text_file, tmp_path / "split", _settings())
+    with pytest.raises(ValueError, match=r"settings\.lr"):
+        _run(llama_dir, text_file, tmp_path / "split", _settings(lr=1e-3), resume=True)
+    second = _run(llama_dir, text_file, tmp_path / "split", _settings(), resume=True)
+    assert second.train.steps_done == 6
+    expected, got = _losses(tmp_path / "whole"), _losses(tmp_path / "split")
+    assert sorted(got) == sorted(expected) == list(range(1, 7))
+    for step in expected:
+        assert got[step] == pytest.approx(expected[step], rel=1e-5), step
+    a = (tmp_path / "whole" / "model.safetensors").read_bytes()
+    from safetensors.torch import load_file
+
+    whole_weights, split_weights = (
+        load_file(tmp_path / "whole" / "model.safetensors"),
+        load_file(tmp_path / "split" / "model.safetensors"),
+    )
+    assert a and whole_weights.keys() == split_weights.keys()
+    for key in whole_weights:
+        torch.testing.assert_close(split_weights[key], whole_weights[key], rtol=1e-4, atol=1e-6)
+
+
+def test_lora_merges_exactly(llama_dir):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
+    peft_model = lora_model(model, _settings(lora_rank=4))
+    trainable = {name for name, p in peft_model.named_parameters() if p.requires_grad}
+    assert any("lora_A" in name for name in trainable)
+    assert any("embed_tokens" in name for name in trainable) and any("norm" in name for name in trainable)
+    assert not any(name.endswith("q_proj.base_layer.weight") for name in trainable)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in peft_model.named_parameters():
+            if "lora_B" in name:  # B starts at zero; make the adapters do something
+                parameter.normal_(0, 0.5)
+    ids = torch.arange(100)[None] * 3 % 257
+    with torch.no_grad():
+        unmerged = peft_model(input_ids=ids).logits
+        merged_model = peft_model.merge_and_unload()
+        merged = merged_model(input_ids=ids).logits
+    assert type(merged_model).__name__ == "LlamaForCausalLM"
+    assert float((merged - unmerged).abs().max() / unmerged.abs().max()) <= 1e-5
+
+
+def test_lora_finetune_exports_a_plain_model(llama_dir, text_file, tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "out"
+    report = _run(llama_dir, text_file, out, _settings(steps=3, lora_rank=4))
+    weights = load_file(out / "model.safetensors")
+    source = load_file(llama_dir / "model.safetensors")
+    assert weights.keys() == source.keys()  # merged: no lora_A/lora_B/base_layer keys
+    assert not torch.equal(
+        weights["model.layers.0.self_attn.q_proj.weight"], source["model.layers.0.self_attn.q_proj.weight"]
+    )
+    assert report.train.heldout_after < report.train.heldout_before
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"target_length": 64}, ValueError, "above the model's original length 64"),
+        ({"target_length": 100_000}, ValueError, "needs at least"),
+    ],
+)
+def test_bad_input_fails_before_training(llama_dir, text_file, tmp_path, change, error, match):
+    with pytest.raises(error, match=match):
+        _run(llama_dir, text_file, tmp_path / "out", _settings(**change))
+    assert not (tmp_path / "out").exists()
+
+
+def test_existing_out_and_non_rope_model_are_refused(llama_dir, text_file, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    with pytest.raises(FileExistsError, match="--force"):
+        _run(llama_dir, text_file, out, _settings())
+    assert (out / "mine.txt").read_text() == "keep"
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_positions": 1024}))
+    with pytest.raises(ValueError, match="not a RoPE model"):
+        _run(gpt2, text_file, tmp_path / "out2", _settings())
+
+
+def test_learning_rate_schedule():
+    settings = _settings(steps=100, warmup_steps=10, min_lr_ratio=0.1)
+    assert settings.learning_rate(0) == pytest.approx(0.1)
+    assert settings.learning_rate(9) == pytest.approx(1.0)
+    assert settings.learning_rate(10) == pytest.approx(1.0)
+    assert settings.learning_rate(55) == pytest.approx(0.1 + 0.9 * 0.5)
+    assert settings.learning_rate(100) == pytest.approx(0.1)
