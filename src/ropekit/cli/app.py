@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bound": ("bound_cmd", "bound_command"),
     "inspect": ("inspect_cmd", "inspect_command"),
     "plan": ("plan_cmd", "plan_command"),
+    "extend": ("extend_cmd", "extend_command"),
+    "finetune": ("finetune_cmd", "finetune_command"),
     "plot": ("plot_cmd", "plot_command"),
 }
 #: command groups (sub-apps): name -> (module, Typer object name)
