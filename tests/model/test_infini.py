@@ -222,3 +222,29 @@ def test_checkpoint_round_trip_keeps_gates(tmp_path, seed):
     ids = torch.randint(0, 256, (1, 30))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids), model(ids), rtol=0, atol=0)
+
+
+def test_evaluation_harness_scores_an_infini_checkpoint_and_skips_scalings(tmp_path, seed):
+    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.sweep import SweepSettings, evaluation_text, run_sweep
+    from ropekit.model import save
+
+    model = TinyLM(TinyConfig(**SMALL, position="infini", segment_length=16, memory_update="delta")).eval()
+    save(model, tmp_path / "ckpt")
+    evaluated = load_eval_model(tmp_path / "ckpt")
+    settings = SweepSettings(
+        methods=("none", "yarn"), multiples=(2,), passkey_multiples=(2,), depths=(0.5,), trials=2, max_tokens=256
+    )
+    result = run_sweep(evaluated, settings)
+    assert [s["method"] for s in result.skipped] == ["yarn"]
+    assert result.context["model"]["gates"] == model.gate_values()
+    (point,) = result.perplexity
+    ids, _ = evaluation_text(evaluated)
+    total = 0.0
+    with torch.no_grad():
+        for w in range(2):  # 256 scored tokens = two non-overlapping windows of 128
+            window = ids[w * 128 : w * 128 + 129]
+            total += F.cross_entropy(model(window[None, :-1])[0], window[1:], reduction="sum").item()
+    assert point["tokens"] == 256
+    assert point["perplexity"] == pytest.approx(math.exp(total / 256), rel=1e-5)
+    assert len(result.passkey) == 1 and result.passkey[0]["trials"] == 2

@@ -253,17 +253,22 @@ class TinyLM(nn.Module):
 
         Args:
             ids: ``(batch, seq)`` token ids.
-            positions: ``(seq,)`` or ``(batch, seq)`` integer positions; default ``0 … seq-1``.
+            positions: ``(seq,)`` or ``(batch, seq)`` integer positions; default ``0 … seq-1`` (must be ``None``
+                with ``position="infini"``, whose positions restart every segment).
 
         Returns:
             ``(batch, seq, vocab_size)`` float32 logits.
         """
+        return F.linear(self.hidden_states(ids, positions), self.embed.weight)  # tied embeddings: (b, s, vocab)
+
+    def hidden_states(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """The body up to and including the final norm: ``(batch, seq)`` ids → ``(batch, seq, d_model)``."""
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
         if self.config.position == "infini":
             if positions is not None:
                 raise ValueError("positions must be None with position='infini' (they restart every segment)")
-            return self.forward_segments(ids)[0]
+            return self.segment_states(ids)[0]
         if positions is None:
             positions = torch.arange(ids.shape[1], device=ids.device)
         if positions.numel() and int(positions.max()) >= self.config.max_positions:
@@ -275,8 +280,7 @@ class TinyLM(nn.Module):
             x = x + sinusoidal_table(positions.reshape(-1, ids.shape[1])[0], self.config.d_model).to(x.device)
         for block in self.blocks:
             x = block(x, positions)
-        return F.linear(self.norm(x), self.embed.weight)  # tied embeddings: (b, s, vocab)
-
+        return self.norm(x)
 
     def forward_segments(
         self, ids: torch.Tensor, memory: list[Memory] | None = None
@@ -294,6 +298,13 @@ class TinyLM(nn.Module):
         Returns:
             ``(batch, seq, vocab_size)`` logits and the per-layer memories after the last segment.
         """
+        hidden, memory = self.segment_states(ids, memory)
+        return F.linear(hidden, self.embed.weight), memory  # (b, seq, vocab)
+
+    def segment_states(
+        self, ids: torch.Tensor, memory: list[Memory] | None = None
+    ) -> tuple[torch.Tensor, list[Memory]]:
+        """:meth:`forward_segments` without the output head: final-norm states ``(batch, seq, d_model)``."""
         if self.config.position != "infini":
             raise ValueError(f"forward_segments needs position='infini', this model uses {self.config.position!r}")
         if ids.dim() != 2:
@@ -302,15 +313,15 @@ class TinyLM(nn.Module):
             raise ValueError(f"memory must hold one Memory per layer ({len(self.blocks)}), got {len(memory)}")
         memory = list(memory) if memory is not None else [None] * len(self.blocks)
         step = self.config.segment_length
-        logits = []
+        states = []
         for start in range(0, ids.shape[1], step):
             x = self.embed(ids[:, start : start + step])  # (b, segment, d_model)
             for index, block in enumerate(self.blocks):
                 x, memory[index] = block.segment(x, memory[index])
-            logits.append(F.linear(self.norm(x), self.embed.weight))  # (b, segment, vocab)
-        if not logits:
-            return self.embed.weight.new_zeros(ids.shape[0], 0, self.config.vocab_size), memory
-        return torch.cat(logits, dim=1), memory
+            states.append(self.norm(x))  # (b, segment, d_model)
+        if not states:
+            return self.embed.weight.new_zeros(ids.shape[0], 0, self.config.d_model), memory
+        return torch.cat(states, dim=1), memory
 
     def gate_values(self) -> list[list[float]]:
         """Infini-attention models: ``sigmoid(β)`` per layer and query head (the share each head takes from memory)."""
