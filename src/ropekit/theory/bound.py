@@ -71,6 +71,19 @@ class _Sums:
         self.unit = 8 * (head_dim // 2) * _EPS  # tolerance(m) = unit·(m+1)
         self.scans = 0
         self.steps = 0
+        pairs = head_dim // 2
+        # groups of consecutive pairs for the grouped bounds: pair 0 (θ_0 = 1 at every base) alone, the fast pairs
+        # in small groups (they are bounded by −size when they sweep whole periods), the slow half in larger ones
+        edges = {0, 1, pairs, *range(1, pairs // 2, max(1, pairs // 16)), *range(pairs // 2, pairs, max(1, pairs // 8))}
+        self.edges = np.array(sorted(edges))
+        self.sizes = np.diff(self.edges).astype(np.float64)  # (G,)
+        self._columns = [
+            np.r_[low:high, pairs + low : pairs + high] for low, high in zip(self.edges[:-1], self.edges[1:], strict=True)
+        ]
+        #: m per coarse cell of :meth:`certify` (a cell shares one Lipschitz bound in m and u)
+        self.cell = int(min(32, max(4, 2 ** math.floor(math.log2(math.sqrt(context_length) / 8 + 1)))))
+        self._corners: dict[float, np.ndarray] = {}
+        self.step = 1e-3  # the certified sweeps' current step in u (adapted as they go)
 
     def theta(self, u: float) -> np.ndarray:
         return np.exp(-self.x * u)
@@ -107,6 +120,82 @@ class _Sums:
             yield start, (rows @ cols).T.reshape(-1)[: length - start]  # (J·K,): m = start + j·K + k
             start += count * block
             columns = min(2 * columns, max(1, (1 << 20) // block))
+
+    def group_block(self, u: float, starts: np.ndarray, width: int, stride: float = 1.0) -> np.ndarray:
+        """Group sums G_g(m) = Σ_{i in group g} cos(m·θ_i(u)) for m = starts_j + k·stride, k < width.
+
+        One matrix product per group (the block identity of :meth:`chunks`). Returns shape ``(G, J, width)``.
+        """
+        theta = self.theta(u)
+        offsets = np.multiply.outer(np.arange(width, dtype=np.float64) * stride, theta)  # (K, d/2)
+        phases = np.multiply.outer(np.asarray(starts, dtype=np.float64), theta)  # (J, d/2)
+        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d)
+        cols = np.concatenate([np.cos(phases), np.sin(phases)], axis=1)  # (J, d)
+        out = np.empty((len(self._columns), phases.shape[0], width))
+        for g, index in enumerate(self._columns):
+            out[g] = cols[:, index] @ rows[:, index].T  # (J, K): cos(m0θ)cos(kθ) − sin(m0θ)sin(kθ)
+        return out
+
+    def corners(self, u: float) -> np.ndarray:
+        """G_g(j·cell, u) for j = 0 … ceil((L−1)/cell), shape ``(G, J+1)`` (the last three bases are cached)."""
+        if u not in self._corners:
+            count = -(-max(self.length - 1, 1) // self.cell) + 1
+            width = 1 << max(0, math.ceil(math.log2(math.sqrt(count))))
+            starts = np.arange(-(-count // width), dtype=np.float64) * (width * self.cell)
+            values = self.group_block(u, starts, width, float(self.cell)).reshape(len(self.sizes), -1)[:, :count]
+            if len(self._corners) >= 3:
+                self._corners.pop(next(iter(self._corners)))
+            self._corners[u] = values
+        else:  # most recently used last
+            self._corners[u] = self._corners.pop(u)
+        return self._corners[u]
+
+    def certify(self, low: float, high: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """The m < L that grouped Lipschitz bounds cannot prove >= 0 on all of [low, high], with their values.
+
+        Per group g of pairs, |∂G_g/∂m| <= s_g = Σ_g θ_i(low) and |∂G_g/∂u| <= m·c_g, c_g = Σ_g x_i θ_i(low), on
+        [low, ∞) (θ_i falls with u); and G_g >= −size_g. A coarse cell [j·K, (j+1)·K] × [low, high] gets the
+        average of its four corners minus (s_g·K + m_max·c_g·(high − low))/2 per group, floored at −size_g; the m
+        of cells whose sum is below 0 get the same bound one by one (the tent between G_g(m, low) and
+        G_g(m, high) minus m·c_g·(high − low)/2). The rest are certified; every integer m < L is in some cell.
+
+        Returns:
+            (the m left over, sorted; B_m(low) and B_m(high) for them; the fraction of cells left over).
+        """
+        self.scans += 1
+        width = high - low
+        theta = self.theta(low)
+        sizes = self.sizes[:, None]
+        slopes = np.add.reduceat(theta, self.edges[:-1])[:, None]  # (G, 1): s_g
+        scales = np.add.reduceat(self.x * theta, self.edges[:-1])[:, None]  # (G, 1): c_g
+        a, b = self.corners(low), self.corners(high)  # (G, J+1)
+        cell = self.cell
+        top = np.arange(1, a.shape[1], dtype=np.float64) * cell  # (J,): the largest m of each cell
+        average = (a[:, :-1] + a[:, 1:] + b[:, :-1] + b[:, 1:]) / 4
+        bound = np.maximum(average - (slopes * cell + scales * top * width) / 2, -sizes).sum(axis=0)  # (J,)
+        open_cells = np.flatnonzero(bound < 0)
+        fraction = open_cells.size / bound.size
+        if not open_cells.size:
+            empty = np.zeros(0)
+            return empty.astype(np.int64), empty, empty, 0.0
+        starts = open_cells.astype(np.float64) * cell
+        fine_a = self.group_block(low, starts, cell).reshape(len(self.sizes), -1)  # (G, J'·K)
+        fine_b = self.group_block(high, starts, cell).reshape(len(self.sizes), -1)
+        m = (open_cells[:, None] * cell + np.arange(cell)).reshape(-1)  # (J'·K,)
+        tent = (fine_a + fine_b) / 2 - scales * (m * (width / 2))
+        left = np.flatnonzero((np.maximum(tent, -sizes).sum(axis=0) < 0) & (m < self.length))
+        return m[left], fine_a[:, left].sum(axis=0), fine_b[:, left].sum(axis=0), fraction
+
+    def pair_bound(self, m: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """Σ_i min over u in [low, high] of cos(m·θ_i(u)), exactly per pair: a lower bound of B_m on the interval.
+
+        The phase of pair i runs over [m·θ_i(high), m·θ_i(low)]; cos reaches −1 there iff an odd multiple of π
+        lies inside, else its minimum is at an end. Shapes: ``m``, ``low``, ``high`` ``(K,)``; returns ``(K,)``.
+        """
+        top = m[:, None] * np.exp(-np.outer(low, self.x))  # (K, d/2)
+        bottom = m[:, None] * np.exp(-np.outer(high, self.x))
+        odd = np.ceil((bottom - np.pi) / (2 * np.pi)) * (2 * np.pi) + np.pi <= top  # an odd multiple of π inside
+        return np.where(odd, -1.0, np.minimum(np.cos(top), np.cos(bottom))).sum(axis=1)
 
     def scan(self, u: float) -> np.ndarray:
         """B_m(u) for every m in [0, L), shape ``(L,)``."""
@@ -291,62 +380,56 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
     return stop
 
 
-def _tent_step(values: np.ndarray, slack: np.ndarray, lipschitz: np.ndarray, residual: int, u: float) -> float:
-    """A step h in u that leaves about ``residual`` m whose tents do not close (B_m(u) + tol < Λ_m·h/2).
-
-    ``lipschitz`` is Λ_m for every m (shape ``(L,)``). The step is at least 1e-13·max(u, 1), so a sweep always moves.
-    """
-    with np.errstate(divide="ignore"):
-        ratio = np.maximum(values + slack / 2, 0) / lipschitz
-    k = min(residual, values.size - 1)
-    return max(2 * float(np.partition(ratio, k)[k]), 1e-13 * max(u, 1.0))
+#: the certified sweeps aim each step at about this fraction of coarse cells (and m) left to the exact search.
+_OPEN_CELLS = 0.01
+_OPEN_M = 400
 
 
-def _sweep_feasible(sums: _Sums, u: float, stop: float, residual: int) -> tuple[float, int] | None:
-    """From a feasible u, certify feasibility forward, one full scan per step.
+def _next_step(step: float, fraction: float, left: int, u: float) -> float:
+    """Grow the sweep step when the last one left few m over, shrink it when it left many (never below 1e-13·u)."""
+    if fraction > 4 * _OPEN_CELLS or left > 4 * _OPEN_M:
+        step /= 2
+    elif fraction < _OPEN_CELLS and left < _OPEN_M:
+        step *= 1.5
+    return max(step, 1e-13 * max(u, 1.0))
+
+
+def _sweep_feasible(sums: _Sums, u: float, stop: float) -> tuple[float, int] | None:
+    """From a feasible u, certify feasibility forward, one :meth:`_Sums.certify` step at a time.
 
     Returns:
         (the first u where some B_m falls to −tolerance(m), that m), or ``None`` when all of [u, stop] is feasible.
     """
-    m_all = np.arange(sums.length, dtype=np.float64)
-    slack = 2 * sums.tol(m_all)  # B_m >= −tolerance(m) at both ends
-    values = sums.scan(u)
     while u < stop:
-        scale = sums.slope_scale(u)  # Λ_m = m·scale bounds |dB_m/du| on [u, ∞)
-        ahead = min(u + _tent_step(values, slack, m_all * scale, residual, u), stop)
-        ahead_values = sums.scan(ahead)
-        loose = np.flatnonzero(values + ahead_values + slack < m_all * scale * (ahead - u))
-        if loose.size:
-            crossing = _first_crossing(sums, loose, u, ahead, values[loose], ahead_values[loose])
+        ahead = min(u + sums.step, stop)
+        m, low_values, high_values, fraction = sums.certify(u, ahead)
+        if m.size:
+            crossing = _first_crossing(sums, m, u, ahead, low_values, high_values)
             if crossing is not None:
                 return crossing
-        u, values = ahead, ahead_values
+        sums.step = _next_step(sums.step, fraction, m.size, ahead)
+        u = ahead
     return None
 
 
-def _highest_infeasible_step(sums: _Sums, stop: float, residual: int) -> tuple[float, float]:
-    """Sweep full scans down from ``stop`` (feasible, as is everything above it) to the first step [low, high]
-    that holds an infeasible base; every base in [high, stop] is certified feasible on the way (tent bound).
+def _highest_infeasible_step(sums: _Sums, stop: float) -> tuple[float, float]:
+    """Sweep certified steps down from ``stop`` (feasible, as is everything above it) to the first step
+    [low, high] that holds an infeasible base; every base in [high, stop] is certified feasible on the way.
 
-    The Lipschitz constant Λ_m = m·c(low) is taken at the step's lower end (c falls with u), so it holds on all
-    of [low, high]. Returns (low, high).
+    Returns (low, high).
     """
-    m_all = np.arange(sums.length, dtype=np.float64)
-    slack = 2 * sums.tol(m_all)
-    high, values = stop, sums.scan(stop)
-    step = 1e-3
+    high = stop
     while True:
-        # Λ_m at the previous step's length below ``high``: a guess; the tent check below uses the true one
-        step = _tent_step(values, slack, m_all * sums.slope_scale(high - step), residual, high)
-        low = max(high - step, _U_START)
-        low_values = sums.scan(low)
-        negative = sums.confirmed_negative(sums.candidates(m_all.astype(np.int64), low_values), low)
-        if negative.size or low <= _U_START:
+        low = max(high - sums.step, _U_START)
+        m, low_values, high_values, fraction = sums.certify(low, high)
+        if m.size and (
+            np.any(low_values < -sums.tol(m)) or _first_crossing(sums, m, low, high, low_values, high_values)
+        ):
             return low, high
-        loose = np.flatnonzero(values + low_values + slack < m_all * sums.slope_scale(low) * (high - low))
-        if loose.size and _first_crossing(sums, loose, low, high, low_values[loose], values[loose]) is not None:
+        if low <= _U_START:
             return low, high
-        high, values = low, low_values
+        sums.step = _next_step(sums.step, fraction, m.size, low)
+        high = low
 
 
 def robust_base_only(context_length: int, head_dim: int, *, residual: int | None = None) -> float:
@@ -369,12 +452,13 @@ def robust_base_only(context_length: int, head_dim: int, *, residual: int | None
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return 1.0
-    residual = max(32, context_length // 1000) if residual is None else require_int("residual", residual, minimum=1)
-    low, high = _highest_infeasible_step(sums, math.log(crude_feasible_base(context_length, head_dim)), residual)
+    if residual is not None:
+        require_int("residual", residual, minimum=1)
+    low, high = _highest_infeasible_step(sums, math.log(crude_feasible_base(context_length, head_dim)))
     # somewhere in [low, high] a base is infeasible; everything above high is feasible: walk [low, high] forward
     u = _walk_infeasible(sums, low, high)
     while u < high:
-        end = _sweep_feasible(sums, u, high, residual)
+        end = _sweep_feasible(sums, u, high)
         if end is None:
             break
         crossing, witness = end
@@ -399,7 +483,7 @@ def _first_crossing(
     for _ in range(64):
         tol = sums.tol(m)
         scale = m * (sums.x * np.exp(-np.outer(a, sums.x))).sum(axis=1)  # Λ_m on [a, ∞)
-        closed = va + vb + 2 * tol >= scale * (b - a)
+        closed = (va + vb + 2 * tol >= scale * (b - a)) | (sums.pair_bound(m, a, b) >= -tol)
         negative = vb < -tol  # va >= −tol always holds for intervals still in play
         if negative.any():
             earliest = min(earliest, float(b[negative].min()))
@@ -508,7 +592,8 @@ def base_bound(
         require_float("search_limit", search_limit, above=1.0)
     limit = crude if search_limit is None else min(search_limit, crude)
     stop = math.log(limit)
-    residual = max(32, context_length // 1000) if residual is None else require_int("residual", residual, minimum=1)
+    if residual is not None:
+        require_int("residual", residual, minimum=1)
     sums = _Sums(head_dim, context_length)
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return BaseBound(context_length, head_dim, 1.0, 1.0, [], math.inf, True, 0)
@@ -518,7 +603,7 @@ def base_bound(
     islands: list[tuple[float, float]] = []
     low = smallest
     while True:
-        end = _sweep_feasible(sums, low, stop, residual)
+        end = _sweep_feasible(sums, low, stop)
         if end is None:
             break
         high, witness = end
