@@ -135,6 +135,15 @@ class InfiniAttention(nn.Module):
         Returns:
             ``(batch, seq, d_model)`` and the updated :class:`Memory`.
         """
+        local, from_memory, memory = self.parts(x, memory)
+        g = torch.sigmoid(self.gate)[None, :, None, None]  # (1, h, 1, 1)
+        mixed = g * from_memory + (1 - g) * local  # (b, h, s, hd)
+        batch, seq, _ = x.shape
+        return self.o_proj(mixed.transpose(1, 2).reshape(batch, seq, -1)), memory  # (b, s, d_model)
+
+    def parts(self, x: torch.Tensor, memory: Memory | None = None) -> tuple[torch.Tensor, torch.Tensor, Memory]:
+        """The two things the gate mixes, before mixing: ``A_local`` and ``A_mem`` ``(batch, heads, seq, hd)``,
+        and the memory after the segment (for diagnostics: how large each head's memory read is)."""
         batch, seq, _ = x.shape
         cfg = self.config
         if seq > cfg.segment_length:
@@ -153,10 +162,7 @@ class InfiniAttention(nn.Module):
             q.transpose(1, 2), k.transpose(1, 2), v, is_causal=True, enable_gqa=True
         )  # (b, h, s, hd)
         from_memory = retrieve(sigma_q, memory)  # (b, h, s, hd)
-        g = torch.sigmoid(self.gate)[None, :, None, None]  # (1, h, 1, 1)
-        mixed = g * from_memory + (1 - g) * local  # (b, h, s, hd)
-        out = self.o_proj(mixed.transpose(1, 2).reshape(batch, seq, -1))  # (b, s, d_model)
-        return out, update(sigma_k, v, memory, cfg.memory_update)
+        return local, from_memory, update(sigma_k, v, memory, cfg.memory_update)
 
     def forward(self, x: torch.Tensor, memory: Memory | None = None) -> tuple[torch.Tensor, Memory]:
         """Any length, segment by segment: ``(batch, seq, d_model)`` → same shape, and the final memory."""
