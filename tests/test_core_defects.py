@@ -361,3 +361,25 @@ def test_apply_rope_qk_names_the_tensor_in_errors():
         apply_rope_qk(q, torch.randn(1, 3, 2, D), cos, sin)
     with pytest.raises(ValueError, match=r"q and k must have the same batch size, got 1 and 2"):
         apply_rope_qk(q, torch.randn(2, 4, 2, D), cos, sin)
+
+
+def test_apply_rope_qk_takes_the_one_call_entry(cpu_kernel, monkeypatch):
+    """One call into C++ for q and k together (decode's hot path), and the same bits as the reference."""
+    entry = _cpu.load_qk()
+    calls = []
+
+    def counting(*args):
+        result = entry(*args)
+        calls.append(result[0])
+        return result
+
+    monkeypatch.setattr(_cpu, "_loaded_qk", counting)
+    cos, sin = cos_sin(torch.arange(7, 15).unsqueeze(1), inv_freq(D, 10000.0))  # per-row positions, decode
+    q, k = torch.randn(8, 1, 4, D).bfloat16(), torch.randn(8, 1, 2, D).bfloat16()
+    q_ref, k_ref = rope_reference(q, cos, sin), rope_reference(k, cos, sin)
+    q_rot, k_rot = apply_rope_qk(q, k, cos, sin, inplace=True)
+    assert calls == [True]
+    assert torch.equal(q_rot, q_ref) and torch.equal(k_rot, k_ref)
+    with pytest.raises(ValueError, match="cos/sin cover 8 positions but x has 3"):
+        apply_rope_qk(torch.randn(8, 3, 4, D), k, cos, sin)  # declined by the entry, message from Python
+    assert calls == [True, False]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_float, require_int
-from ropekit.kernels import apply_rope_into
+from ropekit.kernels import apply_rope_into, fast_qk
 from ropekit.kernels.reference import rope_reference
 from ropekit.scaling.registry import Frequencies
 
@@ -355,6 +355,22 @@ class _ApplyRope(torch.autograd.Function):
         return grad_x, grad_cos, grad_sin, None, None, None
 
 
+def _plain_call(x: object, cos: object, sin: object, interleaved: object, seq_dim: object, inplace: object) -> bool:
+    """True when the C++ entry may take the whole call (plain tensors and flags of the right types).
+
+    The entry re-checks every shape, device and autograd rule and declines anything unusual, so all error
+    messages come from the Python checks below it; this keeps a decode step to one cheap call.
+    """
+    return (
+        type(x) is torch.Tensor
+        and type(cos) is torch.Tensor
+        and type(sin) is torch.Tensor
+        and type(seq_dim) is int
+        and (interleaved is True or interleaved is False)
+        and (inplace is True or inplace is False)
+    )
+
+
 def _rope_one(
     x: torch.Tensor,
     cos: torch.Tensor,
@@ -408,6 +424,16 @@ def apply_rope(
     ``cos``/``sin`` when they require grad (then ``x`` is saved). In-place writes bump ``x``'s version counter,
     so autograd detects them as it does torch's own in-place ops.
     """
+    if (
+        rotary_dim is None
+        and (out is None or type(out) is torch.Tensor)
+        and _plain_call(x, cos, sin, interleaved, seq_dim, inplace)
+    ):
+        fast = fast_qk()
+        if fast is not None:
+            done, result, _ = fast(x, None, cos, sin, interleaved, seq_dim, inplace, out)
+            if done:
+                return result
     interleaved = _require_flag("interleaved", interleaved)
     inplace = _require_flag("inplace", inplace)
     rotary_dim = _check_apply(x, cos, sin, rotary_dim, seq_dim)
@@ -449,6 +475,12 @@ def apply_rope_qk(
 
     Precision and autograd: as :func:`apply_rope`.
     """
+    if rotary_dim is None and type(k) is torch.Tensor and _plain_call(q, cos, sin, interleaved, seq_dim, inplace):
+        fast = fast_qk()
+        if fast is not None:
+            done, q_out, k_out = fast(q, k, cos, sin, interleaved, seq_dim, inplace, None)
+            if done:
+                return q_out, k_out
     interleaved = _require_flag("interleaved", interleaved)
     inplace = _require_flag("inplace", inplace)
     seq_dim = _check_seq_dim(seq_dim)

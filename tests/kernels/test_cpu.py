@@ -194,10 +194,19 @@ def test_apply_rope_paths_use_kernel_and_match(seed, kernel, monkeypatch, dtype,
     calls = []
 
     def counting(*args):
-        calls.append(args[-1])
+        calls.append(args[-1])  # conjugate
         return kernel(*args)
 
+    kernel_qk = _cpu.load_qk()
+
+    def counting_qk(*args):
+        result = kernel_qk(*args)
+        if result[0]:
+            calls.append(False)  # the one-call entry only rotates forward
+        return result
+
     monkeypatch.setattr(_cpu, "_loaded", counting)
+    monkeypatch.setattr(_cpu, "_loaded_qk", counting_qk)
     x, cos, sin = make_inputs(dtype=dtype, seq_dim=seq_dim, rotary_dim=16, table_batch=2)
     ref = rope_reference(x, cos, sin, seq_dim=seq_dim)
     assert torch.equal(apply_rope(x, cos, sin, seq_dim=seq_dim), ref)

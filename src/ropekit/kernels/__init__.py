@@ -33,7 +33,7 @@ import torch
 from ropekit.kernels import _cpu
 from ropekit.kernels.reference import rope_reference
 
-__all__ = ["apply_rope_into", "backend_for", "rope_reference"]
+__all__ = ["apply_rope_into", "backend_for", "fast_qk", "rope_reference"]
 
 _UNSET = object()
 _triton_loaded: object = _UNSET
@@ -102,3 +102,15 @@ def apply_rope_into(
             torch.autograd.graph.increment_version(target)
             return target
     return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate, out=target)
+
+
+def fast_qk() -> Callable[..., tuple] | None:
+    """The C++ entry that validates and rotates q and k in one call (CPU), or None where it does not apply.
+
+    It declines (returns ``(False, None, None)``) whatever is not the common case: CUDA or other devices,
+    autograd, odd strides or overlaps, inference tensors outside inference mode, and every shape error, so the
+    Python path gives the error messages. Not used while ``torch.compile`` traces.
+    """
+    if torch.compiler.is_compiling():
+        return None
+    return _cpu.load_qk()

@@ -43,6 +43,7 @@ from ropekit.kernels._cpu_source import CPP_SOURCE
 MODULE_NAME = "_ropekit_cpu"
 _UNSET = object()
 _loaded: object = _UNSET  # the rope_into function, or None once loading failed or is disabled
+_loaded_qk: object = None  # the rope_qk function (validate + rotate q and k in one call), once loaded
 _background: subprocess.Popen | None = None  # the build this process started, if any
 _next_check = 0.0  # monotonic time of the next look for a background build's result
 _POLL_S = 0.5
@@ -240,7 +241,7 @@ def load(*, wait: bool = False) -> Callable[..., bool] | None:
     Args:
         wait: compile in the foreground (with a message) instead of returning None while a build runs.
     """
-    global _loaded, _next_check
+    global _loaded, _loaded_qk, _next_check
     if _loaded is not _UNSET:
         return _loaded  # type: ignore[return-value]
     mode = os.environ.get("ROPEKIT_CPU_KERNEL", "auto")
@@ -266,13 +267,21 @@ def load(*, wait: bool = False) -> Callable[..., bool] | None:
                 elif _background.poll() not in (None, 0):
                     raise RuntimeError(f"the background build exited with {_background.returncode}")
                 return None
-        _loaded = _import(target).rope_into
+        module = _import(target)
+        _loaded, _loaded_qk = module.rope_into, module.rope_qk
     except Exception as exc:  # any failure degrades to the eager path, never breaks apply_rope
         _unavailable(exc)
     return _loaded  # type: ignore[return-value]
 
 
+def load_qk() -> Callable[..., tuple] | None:
+    """The compiled ``rope_qk`` (validate and rotate q and k in one call), or None when :func:`load` gives None."""
+    if _loaded is _UNSET or _loaded is None:
+        load()
+    return _loaded_qk  # type: ignore[return-value]
+
+
 def reset() -> None:
     """Forget the loaded kernel and any background build, so the next :func:`load` starts over (for tests)."""
-    global _loaded, _background, _next_check
-    _loaded, _background, _next_check = _UNSET, None, 0.0
+    global _loaded, _loaded_qk, _background, _next_check
+    _loaded, _loaded_qk, _background, _next_check = _UNSET, None, None, 0.0

@@ -20,6 +20,10 @@ CPP_SOURCE = r"""
 // ropekit CPU RoPE kernel: one read and one write of x; math in float (double for double input).
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/core/InferenceMode.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
@@ -27,6 +31,8 @@ CPP_SOURCE = r"""
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <tuple>
 
 namespace {
 
@@ -175,11 +181,11 @@ bool distinct_elements(const at::Tensor& t) {
   return true;
 }
 
-// Returns false (and touches nothing) when the inputs need the eager path: an unsupported dtype or device,
-// a last dim that is not contiguous, an output that shares memory with the input (other than exactly, in
-// place) or with a table, or an output with repeated elements. Shapes were validated by apply_rope.
-bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& sin_in, const at::Tensor& out,
-               int64_t rotary_dim, bool interleaved, int64_t seq_dim, bool conjugate) {
+// True when the kernel can write the rotation of x into out (may be x): a supported dtype and device, a last dim
+// that is contiguous, an output that shares no memory with the input (other than exactly, in place) or with a
+// table, and no repeated elements in the output. Anything else goes to the eager path, which touches nothing here.
+bool accepts(const at::Tensor& x, const at::Tensor& out, const at::Tensor& cos, const at::Tensor& sin,
+             int64_t seq_dim) {
   const auto dtype = x.scalar_type();
   if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf && dtype != at::kDouble) return false;
   if (!x.device().is_cpu() || !out.device().is_cpu() || out.scalar_type() != dtype) return false;
@@ -188,21 +194,95 @@ bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& 
   if (x.stride(3) != 1 || out.stride(3) != 1 || !x.has_storage() || !out.has_storage()) return false;
   if (!distinct_elements(out)) return false;
   if (aliases(x, out) && (x.const_data_ptr() != out.const_data_ptr() || x.strides() != out.strides())) return false;
-  const auto compute = dtype == at::kDouble ? at::kDouble : at::kFloat;
-  // Tables in the compute dtype, as eager's .to(compute) rounds them; no dispatcher call when they already are.
-  const at::Tensor cos = (cos_in.scalar_type() == compute ? cos_in : cos_in.to(compute)).contiguous();
-  const at::Tensor sin = (sin_in.scalar_type() == compute ? sin_in : sin_in.to(compute)).contiguous();
   if (cos.sizes() != sin.sizes() || (cos.dim() != 2 && cos.dim() != 3)) return false;
   if (aliases(out, cos) || aliases(out, sin)) return false;
+  return true;
+}
+
+// Tables in the compute dtype, as eager's .to(compute) rounds them; no dispatcher call when they already are.
+at::Tensor as_compute(const at::Tensor& table, at::ScalarType dtype) {
+  const auto compute = dtype == at::kDouble ? at::kDouble : at::kFloat;
+  return (table.scalar_type() == compute ? table : table.to(compute)).contiguous();
+}
+
+void run(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& out,
+         int64_t rotary_dim, bool interleaved, int64_t seq_dim, bool conjugate) {
+  if (x.numel() == 0) return;
   const int64_t half = rotary_dim / 2;
   const bool d1 = seq_dim == 1;
-  switch (dtype) {
+  switch (x.scalar_type()) {
     case at::kFloat: rope_dispatch<float, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
     case at::kDouble: rope_dispatch<double, double>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
     case at::kBFloat16: rope_dispatch<BF16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
     default: rope_dispatch<F16, float>(x, cos, sin, out, half, interleaved, d1, conjugate); break;
   }
+}
+
+// Returns false (and touches nothing) when the inputs need the eager path. Shapes were validated by apply_rope.
+bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& sin_in, const at::Tensor& out,
+               int64_t rotary_dim, bool interleaved, int64_t seq_dim, bool conjugate) {
+  if (!accepts(x, out, cos_in, sin_in, seq_dim)) return false;
+  run(x, as_compute(cos_in, x.scalar_type()), as_compute(sin_in, x.scalar_type()), out, rotary_dim, interleaved,
+      seq_dim, conjugate);
   return true;
+}
+
+// x is a 4-D tensor the fast path may rotate with these tables: every shape rule of apply_rope holds.
+bool fits(const at::Tensor& x, const at::Tensor& cos, int64_t seq_dim, int64_t rotary_dim) {
+  if (x.dim() != 4 || x.size(3) < rotary_dim || x.size(seq_dim) != cos.size(cos.dim() - 2)) return false;
+  return cos.dim() == 2 || cos.size(0) == 1 || cos.size(0) == x.size(0);
+}
+
+bool writable(const at::Tensor& x) {
+  return !x.is_inference() || c10::InferenceMode::is_enabled();
+}
+
+// The whole of apply_rope / apply_rope_qk for the common case, in one call: validates (declining rather than
+// raising: the Python path then gives the error message), allocates or writes in place, rotates q and k, and
+// bumps the version counter of what it wrote. Returns (done, q_out, k_out); k may be undefined (None).
+std::tuple<bool, at::Tensor, at::Tensor> rope_qk(const at::Tensor& q, const std::optional<at::Tensor>& k_opt,
+                                                 const at::Tensor& cos, const at::Tensor& sin, bool interleaved,
+                                                 int64_t seq_dim, bool inplace,
+                                                 const std::optional<at::Tensor>& out_opt) {
+  const std::tuple<bool, at::Tensor, at::Tensor> declined{false, at::Tensor(), at::Tensor()};
+  const bool has_k = k_opt.has_value() && k_opt->defined();
+  const at::Tensor k = has_k ? *k_opt : at::Tensor();
+  if (seq_dim != 1 && seq_dim != 2) return declined;
+  if (!cos.defined() || !sin.defined() || !cos.is_floating_point() || !sin.is_floating_point()) return declined;
+  if (cos.dim() != 2 && cos.dim() != 3) return declined;
+  if (cos.sizes() != sin.sizes() || !cos.device().is_cpu() || !sin.device().is_cpu()) return declined;
+  const int64_t rotary_dim = 2 * cos.size(cos.dim() - 1);
+  if (rotary_dim < 2 || !fits(q, cos, seq_dim, rotary_dim)) return declined;
+  if (has_k && (!fits(k, cos, seq_dim, rotary_dim) || k.size(0) != q.size(0))) return declined;
+  if (at::GradMode::is_enabled() &&
+      (q.requires_grad() || cos.requires_grad() || sin.requires_grad() || (has_k && k.requires_grad())))
+    return declined;  // autograd goes through the Python autograd.Function
+  at::Tensor q_out = q, k_out = k;
+  const bool has_out = out_opt.has_value() && out_opt->defined();
+  if (has_out) {  // apply_rope(x, ..., out=): q is x, no k
+    if (inplace || has_k || !writable(*out_opt) || out_opt->requires_grad()) return declined;
+    q_out = *out_opt;
+  } else if (inplace) {
+    if (!writable(q) || (has_k && !writable(k))) return declined;
+    if (has_k && aliases(q, k)) return declined;
+  } else {
+    q_out = at::empty_like(q);
+    if (has_k) k_out = at::empty_like(k);
+  }
+  if (!accepts(q, q_out, cos, sin, seq_dim) || (has_k && !accepts(k, k_out, cos, sin, seq_dim))) return declined;
+  const at::Tensor c = as_compute(cos, q.scalar_type()), s = as_compute(sin, q.scalar_type());
+  run(q, c, s, q_out, rotary_dim, interleaved, seq_dim, false);
+  if (has_k) {
+    const bool same = k.scalar_type() == q.scalar_type() ||
+                      (k.scalar_type() != at::kDouble && q.scalar_type() != at::kDouble);
+    run(k, same ? c : as_compute(cos, k.scalar_type()), same ? s : as_compute(sin, k.scalar_type()), k_out,
+        rotary_dim, interleaved, seq_dim, false);
+  }
+  if (inplace || has_out) {  // record the mutation as torch's own in-place ops do
+    q_out.unsafeGetTensorImpl()->bump_version();
+    if (has_k) k.unsafeGetTensorImpl()->bump_version();
+  }
+  return {true, q_out, k_out};
 }
 
 }  // namespace
@@ -210,5 +290,7 @@ bool rope_into(const at::Tensor& x, const at::Tensor& cos_in, const at::Tensor& 
 PYBIND11_MODULE(_ropekit_cpu, m) {
   m.def("rope_into", &rope_into, pybind11::call_guard<pybind11::gil_scoped_release>(),
         "Rotate x into out (may be x); False if the eager path must handle these inputs.");
+  m.def("rope_qk", &rope_qk, pybind11::call_guard<pybind11::gil_scoped_release>(),
+        "Validate and rotate q (and k, or None; or into out) in one call; (False, None, None) if Python must run.");
 }
 """
