@@ -193,7 +193,9 @@ class TinyEvalModel(HeadScoring):
         return F.linear(hidden, self.model.embed.weight).float()  # tied embeddings: (..., vocab)
 
     def encode(self, text: bytes) -> torch.Tensor:
-        return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(torch.int64)
+        from ropekit.model.tokenizer import byte_ids
+
+        return torch.from_numpy(byte_ids(text))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -354,7 +356,9 @@ class HFEvalModel(HeadScoring):
             return torch.tensor(ids, dtype=torch.int64)
         if self.vocab_size < 256:
             raise ValueError(f"{self.name!r} has no tokenizer and a vocabulary of {self.vocab_size} < 256 bytes")
-        return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(torch.int64)
+        from ropekit.model.tokenizer import byte_ids
+
+        return torch.from_numpy(byte_ids(text))
 
     def describe(self) -> dict[str, Any]:
         description = {

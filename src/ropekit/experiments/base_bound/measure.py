@@ -1,8 +1,11 @@
 """What the base-bound experiment measures per model, with the library's own evaluation code.
 
-Held-out perplexity at the context (:func:`ropekit.eval.perplexity.token_losses` per window), passkey retrieval
-binned by needle distance (:func:`ropekit.eval.passkey.episode_batch_correct`, Wilson intervals from
-:class:`~ropekit.eval.passkey.PasskeyCell`) and B_m(base) over the same distances.
+Held-out perplexity at the context (per-window losses from :func:`ropekit.eval.perplexity.losses_function`),
+passkey retrieval binned by needle distance (:func:`ropekit.eval.passkey.episode_batch_correct`, Wilson intervals
+from :class:`~ropekit.eval.passkey.PasskeyCell`) and B_m(base) over the same distances. ``model`` is an
+:class:`~ropekit.eval.models.EvalModel` (chunked scoring, as :func:`~ropekit.experiments.base_bound.run_experiment`
+uses) or any ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits callable such as a
+:class:`~ropekit.model.tiny.TinyLM`.
 """
 
 from __future__ import annotations
@@ -14,10 +17,9 @@ import numpy as np
 import torch
 
 from ropekit.eval.passkey import PasskeyCell, episode_batch_correct
-from ropekit.eval.perplexity import token_losses
+from ropekit.eval.perplexity import losses_function
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tasks import passkey_episode
-from ropekit.model.tiny import TinyLM
 from ropekit.model.tokenizer import byte_ids
 from ropekit.theory.bound import tolerance
 from ropekit.theory.decay import similarity_margin
@@ -27,17 +29,18 @@ RETRIEVAL_BATCH = 16
 
 
 @torch.no_grad()
-def heldout_perplexity(model: TinyLM, context: int, windows: int) -> dict[str, float]:
+def heldout_perplexity(model: Any, context: int, windows: int) -> dict[str, float]:
     """Perplexity at ``context`` over non-overlapping held-out windows, with a 95% interval across windows."""
     data = torch.from_numpy(byte_ids(heldout_bytes()))
     count = min(windows, (len(data) - 1) // context)
-    losses = [float(token_losses(model, data[w * context : w * context + context + 1]).mean()) for w in range(count)]
+    window_losses = losses_function(model)  # ids (context + 1,) -> (context,) float64
+    losses = [float(window_losses(data[w * context : w * context + context + 1]).mean()) for w in range(count)]
     mean, se = float(np.mean(losses)), float(np.std(losses, ddof=1) / math.sqrt(len(losses)))
     return {"perplexity": math.exp(mean), "low": math.exp(mean - 1.96 * se), "high": math.exp(mean + 1.96 * se)}
 
 
 @torch.no_grad()
-def retrieval_by_distance(model: TinyLM, settings: Any, seed: int = 12345) -> list[dict[str, Any]]:
+def retrieval_by_distance(model: Any, settings: Any, seed: int = 12345) -> list[dict[str, Any]]:
     """Passkey accuracy binned by needle distance; episodes drawn with uniformly random depth (fixed seed).
 
     ``settings`` is an :class:`~ropekit.experiments.base_bound.settings.ExperimentSettings` (``context``,

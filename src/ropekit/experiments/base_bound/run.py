@@ -27,7 +27,7 @@ def run_experiment(
     Writes ``out/models/<label>/`` (checkpoints), ``out/results.json``, ``out/index.html`` and
     ``out/retrieval_vs_distance.png``; returns the payload of ``results.json``.
     """
-    from ropekit.model.checkpoint import load
+    from ropekit.eval.models import TinyEvalModel
     from ropekit.model.train import TrainConfig, train
 
     out.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,7 @@ def run_experiment(
         summary = train(
             model_config(settings, plan["base"]), train_settings, directory, progress=progress, init=settings.init
         )
-        model = load(directory)
+        model = TinyEvalModel(directory)  # scored in chunks by eval.perplexity and eval.passkey
         retrieval = retrieval_by_distance(model, settings)
         row = {
             **plan,
