@@ -17,7 +17,6 @@ For head dim d, base b, training length T and target length L (numpy only; frequ
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +25,8 @@ import numpy as np
 
 from ropekit._validate import require_float, require_int
 from ropekit.config import RopeConfig
-from ropekit.scaling import LinearScaling, Llama3Scaling, NTKScaling, YarnScaling, frequencies, ntk_base
-from ropekit.scaling.registry import ScalingConfig, inv_freq
-from ropekit.scaling.yarn import correction_pair
+from ropekit.scaling import frequencies
+from ropekit.scaling.registry import SCALINGS, PairGroups, ScalingConfig, inv_freq
 from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base, tolerance
 from ropekit.theory.wavelengths import critical_dimension, extrapolation_limit, periodic_pairs
 
@@ -46,9 +44,10 @@ class MethodPlan:
     """One training-free method at the target length.
 
     Attributes:
-        name: the ``rope_type`` of the method (``linear``, ``ntk``, ``yarn``, ``llama3``).
+        name: the ``rope_type`` of the method (``linear``, ``ntk``, ``yarn``, ``llama3``: every registered method
+            with a ``plan_order``).
         parameters: the method's config fields in Hugging Face naming, plus derived values (NTK's base, YaRN's
-            correction dims, Llama 3's band edges).
+            correction dims, Llama 3's band edges: the method's ``plan_summary``).
         ratio: scaled / plain ``inv_freq`` per pair, shape ``(d/2,)``: 1 = kept, 1/s = interpolated.
         kept: pairs whose frequency is unchanged.
         interpolated: pairs whose frequency is divided by exactly s.
@@ -139,9 +138,9 @@ class Plan:
     def lines(self) -> list[str]:
         """The plan in plain words: the verdict, the safe base, each method, and why."""
         verdict = (
-            f"Base {self.base:g} clears the base bound for {self.target_length:,} tokens: B_m >= 0 for every m."
+            f"Base {self.base:.15g} clears the base bound for {self.target_length:,} tokens: B_m >= 0 for every m."
             if self.clears_bound
-            else f"Base {self.base:g} is below the base bound for {self.target_length:,} tokens: B_m first goes "
+            else f"Base {self.base:.15g} is below the base bound for {self.target_length:,} tokens: B_m first goes "
             f"negative at m = {self.first_negative:,}."
         )
         safe = f"Smallest feasible base for {self.target_length:,} tokens: {self.smallest_base:.4g}"
@@ -258,7 +257,8 @@ def plan(
     periodic = 2 * int(periodic_pairs(wavelengths, train_length).sum())
     critical = critical_dimension(dim, base, train_length)
     limit = extrapolation_limit(dim, base, train_length)
-    methods = tuple(_method(rope, spec, target_length) for spec in _specs(factor, train_length))
+    specs = _specs(factor, train_length)
+    methods = tuple(_method(rope, spec, factor, target_length) for spec in specs)
 
     why = [
         f"{periodic} of {dim} rotary dims complete a full period within the {train_length:,} training tokens; the "
@@ -274,20 +274,14 @@ def plan(
         "(Men et al., arXiv 2405.14591, Theorem 1); where it is negative, attention cannot on average favour "
         "the similar token, so a base is feasible for L when B_m >= 0 for every m < L.",
         (
-            f"Base {base:g} was already feasible for the training length {train_length:,}."
+            f"Base {base:.15g} was already feasible for the training length {train_length:,}."
             if first_negative is None or first_negative >= train_length
-            else f"Base {base:g} is not feasible even for the training length {train_length:,} "
+            else f"Base {base:.15g} is not feasible even for the training length {train_length:,} "
             f"(B_m < 0 from m = {first_negative:,}): the model was trained below the bound."
         ),
         "B is not monotone in b: the feasible bases form islands, so 'smallest feasible' is not 'every larger base'; "
         "check a chosen base with max_context_length(base, head_dim).",
-        "Linear interpolation divides every frequency by s: positions map back into the trained range, but "
-        "neighbouring tokens become s times closer in angle.",
-        "NTK-aware scaling raises the base so the slowest pair is divided by exactly s and the fastest is kept.",
-        "YaRN keeps the pairs that rotate more than beta_fast times within the training length, interpolates the "
-        "ones that rotate fewer than beta_slow times, ramps between, and scales attention by A = 0.1·ln s + 1.",
-        "Llama 3 keeps wavelengths shorter than T/high_freq_factor, divides those longer than T/low_freq_factor by s, "
-        "and blends between.",
+        *[spec.plan_why for spec in specs if spec.plan_why],
     ]
     return Plan(
         head_dim=head_dim,
@@ -312,47 +306,25 @@ def plan(
 
 
 def _specs(factor: float, train_length: int) -> list[ScalingConfig]:
-    """The training-free methods at factor s, with the original length T and the published defaults."""
-    return [
-        LinearScaling(factor=factor),
-        NTKScaling(factor=factor),
-        YarnScaling(factor=factor, original_max_position_embeddings=train_length),
-        Llama3Scaling(factor=factor, original_max_position_embeddings=train_length),
-    ]
+    """The training-free methods at factor s (every registered method with a ``plan_order``, in that order), built
+    from s and the original length T with their published defaults."""
+    planned = sorted(
+        (method.config_class for method in SCALINGS.values() if method.config_class.plan_order is not None),
+        key=lambda config_class: config_class.plan_order,
+    )
+    return [config_class.from_options(factor=factor, original_length=train_length) for config_class in planned]
 
 
-def _method(rope: RopeConfig, spec: ScalingConfig, target_length: int) -> MethodPlan:
+def _method(rope: RopeConfig, spec: ScalingConfig, factor: float, target_length: int) -> MethodPlan:
     """Frequencies of one method from the registry, grouped into kept / interpolated / blended pairs."""
     plain = inv_freq(rope.dim, rope.base)
     freqs = frequencies(rope.replace(scaling=spec))
     ratio = freqs.inv_freq / plain  # (d/2,)
-    factor = spec.factor
     kept = np.isclose(ratio, 1.0, rtol=1e-12, atol=0.0)
     interpolated = np.isclose(ratio, 1.0 / factor, rtol=1e-12, atol=0.0) & ~kept
     blended = ~kept & ~interpolated
-    parameters: dict[str, float | int] = spec.hf_params()
-    if isinstance(spec, NTKScaling):
-        new_base = ntk_base(rope.base, factor, rope.dim)
-        parameters["base"] = new_base
-        summary = f"base {rope.base:g} -> {new_base:,.0f} (b·s^(d/(d−2)))"
-    elif isinstance(spec, YarnScaling):
-        length = spec.original_max_position_embeddings
-        parameters["corr_low"] = correction_pair(spec.beta_fast, rope.dim, rope.base, length)
-        parameters["corr_high"] = correction_pair(spec.beta_slow, rope.dim, rope.base, length)
-        summary = (
-            f"beta_fast {spec.beta_fast:g}, beta_slow {spec.beta_slow:g}: pairs {_ranges(kept)} left alone, "
-            f"{_ranges(blended)} ramped, {_ranges(interpolated)} interpolated; attention factor "
-            f"{freqs.attention_factor:.4g}"
-        )
-    elif isinstance(spec, Llama3Scaling):
-        short_band, long_band = spec.bands()
-        parameters["short_wavelength"], parameters["long_wavelength"] = short_band, long_band
-        summary = (
-            f"wavelengths < {short_band:,.0f} kept (pairs {_ranges(kept)}), > {long_band:,.0f} divided by s "
-            f"(pairs {_ranges(interpolated)}), smoothed between (pairs {_ranges(blended)})"
-        )
-    else:
-        summary = f"every frequency divided by {factor:g}"
+    derived, summary = spec.plan_summary(rope, freqs, PairGroups(kept, interpolated, blended))
+    parameters: dict[str, float | int] = {**spec.hf_params(), **derived}
     first = _first_negative(freqs.inv_freq, target_length)
     summary += (
         f"; B_m >= 0 for every m < {target_length:,}"
@@ -397,18 +369,3 @@ def _round_feasible_base(smallest: float, dim: int, length: int, robust: float |
         if max_context_length(candidate, dim, limit=length) is None:
             return candidate
     return robust if robust is not None else smallest
-
-
-def _ranges(mask: np.ndarray) -> str:
-    """'0–17, 40' for the true positions of ``mask``; '–' when there are none."""
-    index = np.flatnonzero(mask)
-    if not index.size:
-        return "none"
-    parts, start = [], int(index[0])
-    for previous, current in itertools.pairwise(index.tolist()):
-        if current != previous + 1:
-            parts.append(f"{start}" if start == previous else f"{start}–{previous}")
-            start = int(current)
-    last = int(index[-1])
-    parts.append(f"{start}" if start == last else f"{start}–{last}")
-    return ", ".join(parts)
