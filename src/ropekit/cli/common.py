@@ -240,33 +240,81 @@ def version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_scaling(name: str, factor: float | None, original_length: int | None, **extra: Any):
-    """A scaling config from CLI options (``none``/``default`` give ``None``)."""
-    from ropekit.scaling import get_scaling, make_scaling
+#: the CLI option that fills each user-facing field of a scaling method; other fields are ``--param NAME=VALUE``.
+SCALING_OPTIONS = {"factor": "--factor", "original_max_position_embeddings": "--original-length", "base": "--base"}
+
+
+def scaling_choices() -> list[str]:
+    """What ``--scaling`` accepts: ``none`` (plain RoPE) and every registered method."""
+    from ropekit.scaling import list_scalings
+
+    return ["none", *list_scalings()]
+
+
+def parse_params(items: list[str] | tuple[str, ...] | None, option: str = "--param") -> dict[str, Any]:
+    """``["beta_fast=16", "short_factor=1,1.5", "ramp=paper"]`` -> ``{"beta_fast": 16, "short_factor": (1.0, 1.5),
+    "ramp": "paper"}``: numbers, comma-separated number lists, ``true``/``false``, else the text."""
+    params: dict[str, Any] = {}
+    for item in items or ():
+        name, sep, text = str(item).partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier() or not text.strip():
+            raise fail(f"{option} must look like NAME=VALUE (e.g. beta_fast=16 or short_factor=1,1.5), got {item!r}")
+        if name in params:
+            raise fail(f"{option} {name} is given twice")
+        text = text.strip()
+        if "," in text:
+            params[name] = parse_list(text, f"{option} {name}")
+        elif text.lower() in ("true", "false"):
+            params[name] = text.lower() == "true"
+        elif re.fullmatch(r"[+-]?\d+", text):
+            params[name] = int(text)
+        else:
+            try:
+                params[name] = float(text)
+            except ValueError:
+                params[name] = text
+    return params
+
+
+def build_scaling(
+    name: str,
+    factor: float | None,
+    original_length: int | None,
+    *,
+    base: float | None = None,
+    params: dict[str, Any] | None = None,
+    **extra: Any,
+):
+    """A scaling config from CLI options (``none``/``default`` give ``None``), built by the method's own
+    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options`.
+
+    Args:
+        name: the ``--scaling`` value.
+        factor, original_length, base: ``--factor``, ``--original-length`` and ``--base`` (each method uses the
+            ones it has a field for; ``--base`` is the new base of ``--scaling base``).
+        params: further fields from ``--param NAME=VALUE`` (:func:`parse_params`).
+    """
+    from ropekit.scaling import get_scaling
+    from ropekit.scaling.registry import MissingParameters
 
     if name in ("none", "default"):
+        if params:
+            raise fail(f"--param {', '.join(params)} needs --scaling (plain RoPE has no parameters)")
         return None
-    method = get_scaling(name)
-    params: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    fields = method.config_class.__dataclass_fields__
-    if "factor" in fields and factor is not None:
-        params["factor"] = factor
-    if "original_max_position_embeddings" in fields and original_length is not None:
-        params["original_max_position_embeddings"] = original_length
-    import dataclasses
-
-    missing = [
-        f.name
-        for f in dataclasses.fields(method.config_class)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in params
-    ]
-    if missing:
-        options = ", ".join(
-            "--" + ("original-length" if n == "original_max_position_embeddings" else n.replace("_", "-"))
-            for n in missing
-        )
-        raise fail(f"--scaling {name} needs {options} (required fields of {method.config_class.__name__}: {missing})")
     try:
-        return make_scaling(method.name, **params)
+        method = get_scaling(name)
+    except (TypeError, ValueError):
+        raise fail(f"--scaling: unknown rope_type {name!r}; one of {', '.join(scaling_choices())}") from None
+    values = {**extra, **(params or {})}
+    config_class = method.config_class
+    try:
+        return config_class.from_options(factor=factor, original_length=original_length, base=base, **values)
+    except MissingParameters as error:
+        options = ", ".join(SCALING_OPTIONS.get(field, f"--param {field}=...") for field in error.missing)
+        raise fail(
+            f"--scaling {name} needs {options} (required fields of {config_class.__name__}: {error.missing})"
+        ) from error
     except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
+        names = {**SCALING_OPTIONS, **{field: f"--param {field}" for field in values}}
+        raise fail(name_option(str(error), names)) from error
