@@ -383,3 +383,12 @@ def test_apply_rope_qk_takes_the_one_call_entry(cpu_kernel, monkeypatch):
     with pytest.raises(ValueError, match=r"cos/sin cover 1 positions but x has 3 .*\(x is q here\)"):
         apply_rope_qk(torch.randn(8, 3, 4, D), k, cos, sin)  # declined by the entry, message from Python
     assert calls == [True, False]
+
+
+def test_frequencies_and_get_scaling_refuse_wrong_types():
+    import ropekit
+
+    with pytest.raises(TypeError, match="rope must be a RopeConfig, got NoneType"):
+        ropekit.frequencies(None)
+    with pytest.raises(TypeError, match=r"name must be a rope_type string such as 'yarn', got \['yarn'\] \(list\)"):
+        ropekit.get_scaling(["yarn"])

@@ -303,6 +303,8 @@ def list_scalings() -> list[str]:
 
 def get_scaling(name: str) -> ScalingMethod:
     """Look up a method by ``rope_type`` name or alias; unknown names raise listing the known ones."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a rope_type string such as 'yarn', got {name!r} ({type(name).__name__})")
     key = ALIASES.get(name, name)
     if key not in SCALINGS:
         known = ", ".join(list(SCALINGS) + [f"{a} (= {t})" for a, t in ALIASES.items()])
@@ -345,6 +347,8 @@ def frequencies(rope: RopeConfig, seq_len: int | None = None) -> Frequencies:
         seq_len: current sequence length, used by length-dependent methods (dynamic, longrope) in their
             transformers-compatible mode; ignored by the others.
     """
+    if type(rope).__name__ != "RopeConfig" or not hasattr(rope, "scaling"):  # no import of config: no cycle
+        raise TypeError(f"rope must be a RopeConfig, got {type(rope).__name__}")
     if seq_len is not None:
         require_int("seq_len", seq_len, minimum=1)
     if rope.scaling is None:
