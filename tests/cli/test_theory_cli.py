@@ -179,7 +179,7 @@ def test_plot_writes_png_and_svg(tmp_path, args, suffix):
         (["plan", "--base", "1", "--train-length", "1k", "--target-length", "2k"], "base must be > 1"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "must be even"),
         (["plot", "nonsense", "-o", "x.png"], "kind must be one of"),
-        (["plot", "scaling", "-o", "x.jpg"], "--output must end in .png or .svg"),
+        (["plot", "scaling", "-o", "x.jpg"], "--out must end in .png or .svg"),
         (["inspect", "--train-length", "4k", "--scaling", "yarn"], "--scaling yarn needs --factor"),
     ],
 )

@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from ropekit.cli.common import fail, parse_length, print_json
+from ropekit.cli.common import check_range, json_option, option_errors, parse_length, print_json, resolve_alias
 
 #: by default the robust bound and the islands are computed up to this context length (about a minute at 64k on
 #: 2 cores; the islands cost most and grow roughly quadratically). Above it ``--robust`` computes (B) alone by the
@@ -14,18 +14,23 @@ from ropekit.cli.common import fail, parse_length, print_json
 ROBUST_AUTO_LIMIT = 65536
 #: islands shown in the table (JSON has all of them).
 SHOWN_ISLANDS = 5
+#: the largest context length: (A) alone takes about 30 s at 1M on one core and grows faster than linearly
+MAX_CONTEXT = 1 << 20
+#: the largest rotary dim (the cost grows with d: about 35 s for d = 1024 at 64k)
+MAX_ROTARY_DIM = 1024
 
 
 def bound_command(
-    context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024)."),
-    head_dim: int = typer.Option(128, help="Rotary dimension d (even)."),
+    context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024; at most 1M)."),
+    rotary_dim: int = typer.Option(128, "--rotary-dim", help="Rotary dimension d (even, at most 1024)."),
+    head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
         help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,}, with the islands; "
         "above that, --robust computes it alone, which takes minutes).",
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    json_output: bool = json_option("Print JSON instead of a table."),
 ) -> None:
     """Smallest feasible base (A), robust base (B) and feasible islands for a context length (arXiv 2405.14591).
 
@@ -37,10 +42,12 @@ def bound_command(
     from ropekit.theory.bound import base_bound, robust_base_only, smallest_feasible_base
     from ropekit.theory.published import PAPER_BOUND, PUBLISHED_HEAD_DIM, SU_BOUND, face_value_check
 
-    length = parse_length(context)
+    length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
+    head_dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
+    check_range(dim_option, head_dim, minimum=2, maximum=MAX_ROTARY_DIM)
     with_robust = robust if robust is not None else length <= ROBUST_AUTO_LIMIT
     start = time.perf_counter()
-    try:
+    with option_errors(head_dim=dim_option, rotary_dim=dim_option, context_length="--context", length="--context"):
         if with_robust and length <= ROBUST_AUTO_LIMIT:
             bound = base_bound(length, head_dim)
             smallest, robust_base, islands = bound.smallest_base, bound.robust_base, bound.islands
@@ -51,8 +58,6 @@ def bound_command(
         else:
             smallest = smallest_feasible_base(length, head_dim)
             robust_base = islands = certified = None
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
     seconds = time.perf_counter() - start
     published = None
     if head_dim == PUBLISHED_HEAD_DIM and length in PAPER_BOUND:
@@ -69,6 +74,7 @@ def bound_command(
             {
                 "context_length": length,
                 "head_dim": head_dim,
+                "rotary_dim": head_dim,
                 "smallest_base": smallest,
                 "robust_base": robust_base,
                 "islands": None if islands is None else [list(pair) for pair in islands],

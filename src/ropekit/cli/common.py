@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-_LENGTH = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([kKmM]?)\s*$")
+_LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2}
 #: the largest length any command accepts (2^30 tokens = 1024M); beyond it nothing here is meaningful or finishes.
 MAX_LENGTH = 1 << 30
@@ -316,5 +316,7 @@ def build_scaling(
             f"--scaling {name} needs {options} (required fields of {config_class.__name__}: {error.missing})"
         ) from error
     except (TypeError, ValueError) as error:
+        if str(error).startswith("unknown parameter"):
+            raise fail(f"--param: {error}") from error
         names = {**SCALING_OPTIONS, **{field: f"--param {field}" for field in values}}
         raise fail(name_option(str(error), names)) from error

@@ -4,7 +4,28 @@ from __future__ import annotations
 
 import typer
 
-from ropekit.cli.common import build_scaling, fail, parse_length, print_json
+from ropekit.cli.common import (
+    MAX_FACTOR,
+    MAX_HEAD_DIM,
+    build_scaling,
+    check_range,
+    fail,
+    json_option,
+    option_errors,
+    parse_length,
+    parse_params,
+    print_json,
+)
+
+#: library argument -> the option that sets it (errors name the option)
+OPTIONS = {
+    "head_dim": "--head-dim",
+    "rotary_dim": "--rotary-dim",
+    "base": "--base",
+    "factor": "--factor",
+    "original_max_position_embeddings": "--original-length",
+    "seq_len": "--seq-len",
+}
 
 
 def frequencies_command(
@@ -15,7 +36,12 @@ def frequencies_command(
     factor: float | None = typer.Option(None, help="Scaling factor s."),
     original_length: str | None = typer.Option(None, help="Original (training) length L0, e.g. 4k."),
     seq_len: str | None = typer.Option(None, help="Current sequence length (dynamic, longrope)."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    param: list[str] = typer.Option(
+        [], "--param", help="Another field of the scaling method, repeatable: NAME=VALUE, e.g. short_factor=1,1.5."
+    ),
+    json_output: bool = json_option(
+        "Print JSON instead of a table (infinite wavelengths, of pairs that do not rotate, as null)."
+    ),
 ) -> None:
     """Per-pair inv_freq and wavelength, in float64, for a config and scaling method."""
     from rich.console import Console
@@ -24,12 +50,25 @@ def frequencies_command(
     from ropekit.config import RopeConfig
     from ropekit.scaling import frequencies
 
-    original = parse_length(original_length) if original_length else None
-    try:
-        rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim, scaling=build_scaling(scaling, factor, original))
-        freqs = frequencies(rope, seq_len=parse_length(seq_len) if seq_len else None)
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
+    check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
+    original = parse_length(original_length, "--original-length") if original_length is not None else None
+    current = parse_length(seq_len, "--seq-len") if seq_len is not None else None
+    if scaling in ("none", "default"):
+        given = [
+            name for name, value in (("--factor", factor), ("--original-length", original_length)) if value is not None
+        ]
+        if given:
+            raise fail(f"{' and '.join(given)} need(s) --scaling (e.g. --scaling linear); plain RoPE has no factor")
+    with option_errors(**OPTIONS):
+        rope = RopeConfig(
+            head_dim,
+            base=base,
+            rotary_dim=rotary_dim,
+            scaling=build_scaling(scaling, factor, original, base=base, params=parse_params(param)),
+        )
+        freqs = frequencies(rope, seq_len=current)
     if json_output:
         print_json(
             {

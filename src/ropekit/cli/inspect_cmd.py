@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from ropekit.cli.common import build_scaling, fail, parse_length, print_json
+from ropekit.cli.common import (
+    MAX_FACTOR,
+    MAX_HEAD_DIM,
+    build_scaling,
+    check_range,
+    fail,
+    json_option,
+    option_errors,
+    parse_length,
+    print_json,
+)
 
 #: methods compared when ``--factor`` is given without ``--scaling``.
 COMPARED = ("linear", "ntk", "yarn", "llama3")
@@ -22,7 +32,7 @@ def inspect_command(
     ),
     factor: float | None = typer.Option(None, help="Scaling factor s."),
     original_length: str | None = typer.Option(None, help="Original length L0 of the scaling (default: T)."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    json_output: bool = json_option("Print JSON instead of tables."),
 ) -> None:
     """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios."""
     from rich.console import Console
@@ -32,10 +42,22 @@ def inspect_command(
     from ropekit.theory.bound import max_context_length
     from ropekit.theory.wavelengths import wavelength_report
 
-    train = parse_length(train_length)
-    original = parse_length(original_length) if original_length else train
+    check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
+    train = parse_length(train_length, "--train-length")
+    original = parse_length(original_length, "--original-length") if original_length is not None else train
     names = list(scaling) or (list(COMPARED) if factor is not None else [])
-    try:
+    if original_length is not None and not names:
+        raise fail("--original-length applies to a scaling method; give --scaling or --factor (without, it is unused)")
+    if "proportional" in names and rotary_dim is not None and rotary_dim != head_dim:
+        raise fail(
+            "--scaling proportional spreads its frequencies over the whole head (--head-dim / 2 pairs), so its pairs "
+            "do not line up with --rotary-dim's; inspect it with --rotary-dim equal to --head-dim, or use frequencies"
+        )
+    options = {"head_dim": "--head-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
+    options |= {"train_length": "--train-length", "original_max_position_embeddings": "--original-length"}
+    with option_errors(**options):
         rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
         plain = wavelength_report(rope, train)
         methods = {}
@@ -44,8 +66,6 @@ def inspect_command(
             scaled = rope.replace(scaling=spec)
             methods[scaled.rope_type] = wavelength_report(scaled, train)
         supported = max_context_length(rope.base, rope.dim, limit=BOUND_SCAN_LIMIT)
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
     periodic = plain.wavelengths <= train
     if json_output:
         print_json(

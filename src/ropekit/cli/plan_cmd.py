@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from ropekit.cli.common import fail, parse_length, print_json
+from ropekit.cli.common import MAX_HEAD_DIM, check_range, json_option, option_errors, parse_length, print_json
+
+#: the largest target: the plan computes the exact bound (A) at the target, about 30 s at 1M on one core
+MAX_TARGET = 1 << 20
 
 
 def plan_command(
@@ -16,7 +19,7 @@ def plan_command(
     robust: bool | None = typer.Option(
         None, "--robust/--no-robust", help="Compute the robust bound (default: only when the target <= 16k)."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of text and a table."),
+    json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:
     """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why)."""
     from rich.console import Console
@@ -24,17 +27,14 @@ def plan_command(
 
     from ropekit.theory.plan import plan
 
-    try:
-        result = plan(
-            head_dim,
-            base,
-            parse_length(train_length),
-            parse_length(target_length),
-            rotary_dim=rotary_dim,
-            robust=robust,
-        )
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
+    check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
+    train = parse_length(train_length, "--train-length", maximum=MAX_TARGET)
+    target = parse_length(target_length, "--target-length", maximum=MAX_TARGET)
+    options = {"head_dim": "--head-dim", "rotary_dim": "--rotary-dim", "base": "--base"}
+    options |= {"train_length": "--train-length", "target_length": "--target-length"}
+    with option_errors(**options):
+        result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
     if json_output:
         print_json(result.to_dict())
         return

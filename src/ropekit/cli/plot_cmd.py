@@ -2,47 +2,96 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, parse_length, print_json
+from ropekit.cli.common import (
+    MAX_FACTOR,
+    check_output_file,
+    check_range,
+    fail,
+    json_option,
+    option_errors,
+    parse_length,
+    print_json,
+    resolve_alias,
+)
 
 KINDS = ("decay", "bound", "wavelengths", "scaling")
 SUFFIXES = (".png", ".svg")
+#: the bound figure starts at this context length (plots.bound_figure's min_context)
+BOUND_MIN_CONTEXT = 1024
+#: the largest lengths computed: the bound figure's sum over powers of two up to 1M takes about a minute per
+#: power above 512k; the robust bound (with its islands) is exact up to 64k in about a minute
+MAX_CONTEXT = 1 << 20
+MAX_ROBUST = 1 << 16
+MAX_ROTARY_DIM = 1024
+
+
+@contextmanager
+def _writing(path: Path, option: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise fail(f"{option} {str(path)!r} cannot be written: {error.strerror or error}") from error
 
 
 def plot_command(
     kind: str = typer.Argument(..., help=f"Which figure: {', '.join(KINDS)}."),
-    output: Path = typer.Option(..., "-o", "--output", help="Output file; .png or .svg picks the format."),
-    head_dim: int = typer.Option(128, help="Rotary dimension d."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Output file; .png or .svg picks the format."),
+    output: Path | None = typer.Option(None, "--output", hidden=True, help="Old name of --out."),
+    rotary_dim: int = typer.Option(128, "--rotary-dim", help="Rotary dimension d (even)."),
+    head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     base: float = typer.Option(10000.0, help="RoPE base b (decay, wavelengths, scaling)."),
     train_length: str = typer.Option("4k", help="Training length T = L0 (wavelengths, scaling)."),
     factor: float = typer.Option(4.0, help="Scaling factor s (wavelengths, scaling)."),
-    max_distance: str = typer.Option("64k", help="Largest distance m (decay)."),
-    max_context: str = typer.Option("64k", help="Largest context length computed (bound; 64k takes ~30 s)."),
-    robust_up_to: str = typer.Option("4k", help="Compute the robust bound up to this length (bound)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the written file as JSON."),
+    max_distance: str = typer.Option("64k", help="Largest distance m (decay; at most 1M)."),
+    max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M; 64k takes ~30 s)."),
+    robust_up_to: str = typer.Option("4k", help="Compute the robust bound up to this length (bound; at most 64k)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite the file if it exists."),
+    json_output: bool = json_option("Print the written file as JSON."),
 ) -> None:
     """Write a figure: B_m and RoFormer's decay bound, the base bound against L, wavelengths, or scaling ratios."""
     if kind not in KINDS:
         raise fail(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if output.suffix.lower() not in SUFFIXES:
-        raise fail(f"--output must end in {' or '.join(SUFFIXES)}, got {output.name!r}")
+    if out is not None and output is not None:
+        raise fail("--out and --output are one option (the latter is the old name); give one")
+    path, path_option = (out, "--out") if output is None else (output, "--output")
+    if path is None:
+        raise fail("--out (-o) is required: the file to write, ending in .png or .svg")
+    dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
+    check_range(dim_option, dim, minimum=2, maximum=MAX_ROTARY_DIM)
+    check_range("--base", base, above=1.0)
+    check_range("--factor", factor, minimum=1.0, maximum=MAX_FACTOR)
+    lengths = {}
+    if kind == "decay":
+        lengths["max_distance"] = parse_length(max_distance, "--max-distance", maximum=MAX_CONTEXT)
+    elif kind == "bound":
+        lengths["max_context"] = parse_length(
+            max_context, "--max-context", minimum=BOUND_MIN_CONTEXT, maximum=MAX_CONTEXT
+        )
+        lengths["robust_up_to"] = parse_length(robust_up_to, "--robust-up-to", maximum=MAX_ROBUST)
+    else:
+        lengths["train_length"] = parse_length(train_length, "--train-length")
+    check_output_file(path, path_option, suffixes=SUFFIXES, force=force)
     from ropekit import plots
 
-    try:
+    names = {"head_dim": dim_option, "rotary_dim": dim_option, "base": "--base", "factor": "--factor"}
+    names |= {name: "--" + name.replace("_", "-") for name in lengths}
+    names |= {"original_max_position_embeddings": "--train-length", "original_length": "--train-length"}
+    with option_errors(**names), _writing(path, path_option):
         if kind == "decay":
-            plots.decay_figure(output, head_dim, base, parse_length(max_distance))
+            plots.decay_figure(path, dim, base, lengths["max_distance"])
         elif kind == "bound":
-            plots.bound_figure(output, head_dim, parse_length(max_context), parse_length(robust_up_to))
+            plots.bound_figure(path, dim, lengths["max_context"], lengths["robust_up_to"])
         elif kind == "wavelengths":
-            plots.wavelengths_figure(output, head_dim, base, parse_length(train_length), factor)
+            plots.wavelengths_figure(path, dim, base, lengths["train_length"], factor)
         else:
-            plots.scaling_figure(output, head_dim, base, parse_length(train_length), factor)
-    except (TypeError, ValueError) as error:
-        raise fail(str(error)) from error
+            plots.scaling_figure(path, dim, base, lengths["train_length"], factor)
     if json_output:
-        print_json({"kind": kind, "path": str(output), "bytes": output.stat().st_size})
+        print_json({"kind": kind, "path": str(path), "bytes": path.stat().st_size})
         return
-    typer.echo(f"wrote {output}")
+    typer.echo(f"wrote {path}")
