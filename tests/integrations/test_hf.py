@@ -425,3 +425,94 @@ def test_other_runtime_errors_pass_through(yarn_dir: Path, monkeypatch) -> None:
     monkeypatch.setattr(model.model.base_model, "forward", forward)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         model.logits(ids_of(8))
+
+
+# ---- one RoPE per layer type (Gemma 3) ---------------------------------------------------------------------------
+
+GEMMA3_BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
+
+
+def gemma3(full: dict | None = None, sliding: dict | None = None):
+    """A small random Gemma 3 (layers: sliding, full) whose rope_parameters are keyed by layer type."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    rope = {
+        "full_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["full_attention"]} | (full or {}),
+        "sliding_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["sliding_attention"]}
+        | (sliding or {}),
+    }
+    config = Gemma3TextConfig(
+        **sizes(head_dim=HEAD_DIM),
+        max_position_embeddings=128,
+        sliding_window=32,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters=rope,
+    )
+    torch.manual_seed(0)
+    return Gemma3ForCausalLM(config).eval()
+
+
+GEMMA3_CASES = [
+    pytest.param({"rope_type": "linear", "factor": 4.0}, None, LinearScaling(factor=4.0), id="linear-full"),
+    pytest.param(
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
+        None,
+        YarnScaling(factor=4.0, original_max_position_embeddings=32),
+        id="yarn-full",
+    ),
+    pytest.param(
+        None,
+        {"rope_type": "linear", "factor": 2.0},
+        LinearScaling(factor=2.0),
+        id="linear-sliding",
+    ),
+]
+
+
+@pytest.mark.parametrize(("full", "sliding", "scaling"), GEMMA3_CASES)
+def test_per_layer_type_scaling_equals_transformers(full, sliding, scaling) -> None:
+    """transformers applies a Gemma 3 config's scaling to the layer types that carry it, each at its own base."""
+    reference_model = gemma3(full, sliding)
+    ids = ids_of(100)
+    reference = logits(reference_model, ids)
+    model = gemma3()
+    model.load_state_dict(reference_model.state_dict())
+    plain = logits(model, ids)
+    types = ("full_attention",) if full else ("sliding_attention",)
+    apply_scaling(model, scaling, layer_types=None if full else types)
+    assert model.ropekit_scaled_layer_types == list(types)
+    assert max_diff(logits(model, ids), reference) < ATOL
+    assert max_diff(plain, reference) > MATTERS
+
+
+def test_per_layer_type_rope_is_read_per_type_and_unscaled_types_keep_their_own() -> None:
+    from ropekit.integrations.hf import layer_types_of, rope_of
+
+    model = gemma3()
+    assert layer_types_of(model) == ["full_attention", "sliding_attention"]
+    assert rope_of(model) == RopeConfig(HEAD_DIM, base=1e6)  # default: the full-attention layers
+    assert rope_of(model, "sliding_attention") == RopeConfig(HEAD_DIM, base=1e4)
+    ids = ids_of(60)
+    reference = logits(model, ids)
+    apply_scaling(model, None)  # plain RoPE on full layers, own RoPE on sliding ones: the model itself
+    assert max_diff(logits(model, ids), reference) < ATOL
+
+
+def test_layer_types_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"layer_types must name some of \['full_attention', 'sliding_attention'\]"):
+        apply_scaling(gemma3(), LinearScaling(factor=2.0), layer_types=("global",))
+    with pytest.raises(ValueError, match="one RoPE for all layers"):
+        apply_scaling(llama({"rope_type": "default", "rope_theta": BASE}), None, layer_types=("full_attention",))
+
+
+def test_eval_model_reports_the_scaled_layer_types(tmp_path: Path) -> None:
+    from ropekit.eval.models import HFEvalModel
+
+    gemma3().save_pretrained(tmp_path)
+    model = HFEvalModel(tmp_path)
+    assert model.rope == RopeConfig(HEAD_DIM, base=1e6)
+    model.set_scaling(LinearScaling(factor=2.0))
+    description = model.describe()
+    assert description["layer_types"] == ["full_attention", "sliding_attention"]
+    assert description["scaled_layer_types"] == ["full_attention"]
+    assert description["dtype"] == "float32" and description["attention"] == "sdpa"

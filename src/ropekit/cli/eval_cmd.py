@@ -55,6 +55,14 @@ DEVICE_MAP = typer.Option(
     None, help="transformers device_map, e.g. 'auto' (needs accelerate), for big transformers models only."
 )
 FORCE = typer.Option(False, "--force", help="Overwrite results already in --out.")
+DTYPE = typer.Option(
+    "auto", help="auto (the checkpoint's own; float32 for the bundled model), bfloat16, float16, float32."
+)
+TEXT = typer.Option(
+    None,
+    help="Evaluation text: a UTF-8 file, a .jsonl file (a 'text' field per line) or a folder of them; documents are "
+    "joined with the tokenizer's end-of-sequence token [default: the shipped held-out text].",
+)
 #: files ``--out`` receives from an eval (refused without ``--force`` when present)
 RESULT_FILES = ("results.json", "perplexity.csv", "passkey.csv")
 #: SweepSettings fields that only one kind of evaluation uses (left out of the other's recorded settings)
@@ -132,14 +140,19 @@ def build_settings(
         )
 
 
-def load_model(model: str, device_map: str | None):
-    """The evaluation model, with clear errors for missing paths and unsupported architectures."""
-    from ropekit.eval.models import load_eval_model
+def load_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None):
+    """The evaluation model, with clear errors for missing paths and unsupported architectures.
 
+    ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.
+    """
+    from ropekit.eval.models import DTYPES, load_eval_model
+
+    if dtype not in DTYPES:
+        raise fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if device_map is not None and model == "tiny":
         raise fail("--device-map applies to transformers models; the bundled 'tiny' model runs on the CPU")
     try:
-        loaded = load_eval_model(model, device_map=device_map) if device_map else load_eval_model(model)
+        loaded = load_eval_model(model, device_map=device_map, dtype=dtype, before_weights=before_weights)
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
         raise fail(f"--model {model!r}: {error}") from error
     if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
@@ -147,14 +160,14 @@ def load_model(model: str, device_map: str | None):
     return loaded
 
 
-def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: dict[str, str]) -> None:
+def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: dict[str, str], text=None) -> None:
     """Before the sweep: every length fits the evaluation text, and at least one method can run on ``model``."""
     from ropekit.eval.methods import factor_for, scaling_for
     from ropekit.eval.sweep import evaluation_text
 
     train_length = model.train_length
     if perplexity:
-        tokens = len(evaluation_text(model)[0])
+        tokens = len(evaluation_text(model, text)[0])
         for multiple in settings.multiples:
             length = int(multiple * train_length)
             if length < 2:
@@ -188,26 +201,32 @@ def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: d
         raise fail(f"--methods: none of the methods can run on this model ({reasons})")
 
 
-def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: Path | None = None):
+def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: Path | None = None, text=None):
     """run_sweep per method under a rich progress bar (on stderr, so ``--json`` on stdout stays valid JSON).
 
     A failure part-way writes the methods already measured to ``out`` (when given) before the error.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ropekit.eval.sweep import SweepResult, count_steps, run_sweep
+    from ropekit.eval.sweep import SweepResult, cost_lines, evaluation_text, forward_tokens, run_sweep
 
-    columns = [
+    console = Console(stderr=True)
+    text_tokens = len(evaluation_text(model, text)[0])
+    for line in cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey):
+        console.print(line, highlight=False)
+    columns = [  # progress in forward tokens, so the ETA weighs a 32k window 4x an 8k one (and more for attention)
         TextColumn("[bold]eval"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} {task.description}"),
+        TextColumn("{task.percentage:>3.0f}% {task.description}"),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
     ]
     merged: SweepResult | None = None
-    with Progress(*columns, transient=False, console=Console(stderr=True)) as bar:
-        total = count_steps(settings, model.train_length, perplexity=perplexity, passkey=passkey)
-        task = bar.add_task("", total=total)
+    with Progress(*columns, transient=False, console=console) as bar:
+        cost = forward_tokens(settings, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
+        task = bar.add_task("", total=max(1, sum(cost.values())))
         for method in settings.methods:
             try:
                 part = run_sweep(
@@ -215,7 +234,9 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: 
                     dataclasses.replace(settings, methods=(method,)),
                     perplexity=perplexity,
                     passkey=passkey,
-                    on_step=lambda label: bar.update(task, advance=1, description=label),
+                    text=text,
+                    on_step=lambda label: bar.update(task, description=label),
+                    on_tokens=lambda tokens: bar.update(task, advance=tokens),
                 )
             except (ValueError, MemoryError, RuntimeError) as error:
                 kept = ""
@@ -275,6 +296,17 @@ def print_tables(result) -> None:
         console.print(f"skipped {row['method']}: {row['reason']}", highlight=False)
 
 
+def read_sweep_text(text: Path | None, settings, *, perplexity: bool, passkey: bool):
+    """``--text`` read and checked (missing, empty, binary) before any model loads; its length is checked against
+    the lengths asked for once the tokenizer is known, before a transformers model's weights load."""
+    from ropekit.eval.sweep import SweepText
+
+    try:
+        return SweepText(text, settings, perplexity=perplexity, passkey=passkey)
+    except (OSError, ValueError) as error:
+        raise fail(f"--text: {error}") from error
+
+
 def _evaluate(
     *,
     model: str,
@@ -286,15 +318,19 @@ def _evaluate(
     perplexity: bool,
     passkey: bool,
     names: dict[str, str],
+    dtype: str = "auto",
+    text: Path | None = None,
 ) -> None:
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
         refuse_overwrite(out, RESULT_FILES, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
-    eval_model = load_model(model, device_map)
-    check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names)
+    sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
+    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
+    tokens = sweep_text.tokenized(eval_model)
+    check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
     if out is not None:
         prepare_output_dir(out, "--out")
-    result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey, out=out)
+    result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey, out=out, text=tokens)
     if out is not None:
         try:
             result.write(out)
@@ -319,6 +355,8 @@ def perplexity_command(
     force: bool = FORCE,
     json_output: bool = json_option("Print JSON (rows carry inside/beyond-training-length perplexity)."),
     device_map: str | None = DEVICE_MAP,
+    dtype: str = DTYPE,
+    text: Path | None = TEXT,
 ) -> None:
     """Perplexity against length per method: over all scored tokens and over those beyond the training length."""
     settings = build_settings(
@@ -333,6 +371,8 @@ def perplexity_command(
         device_map=device_map,
         perplexity=True,
         passkey=False,
+        dtype=dtype,
+        text=text,
         names={"multiples": "--multiples"},
     )
 
@@ -350,6 +390,8 @@ def passkey_command(
     force: bool = FORCE,
     json_output: bool = json_option("Print JSON."),
     device_map: str | None = DEVICE_MAP,
+    dtype: str = DTYPE,
+    text: Path | None = TEXT,
 ) -> None:
     """Passkey retrieval accuracy over lengths × needle depths per method."""
     settings = build_settings(
@@ -370,5 +412,7 @@ def passkey_command(
         device_map=device_map,
         perplexity=False,
         passkey=True,
+        dtype=dtype,
+        text=text,
         names={"passkey_multiples": "--multiples"},
     )

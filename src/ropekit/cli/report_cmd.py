@@ -9,14 +9,17 @@ import typer
 from ropekit.cli.common import fail, json_option, prepare_output_dir, print_json, refuse_overwrite, resolve_alias
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
+    DTYPE,
     FACTOR,
     METHODS,
     MODEL,
     RESULT_FILES,
+    TEXT,
     build_settings,
     check_runnable,
     load_model,
     print_tables,
+    read_sweep_text,
     run_with_progress,
 )
 
@@ -42,6 +45,8 @@ def report_command(
     max_tokens: int = typer.Option(16384, help="Tokens scored per (method, length)."),
     seed: int = typer.Option(0, help="Seed of the passkey episodes."),
     device_map: str | None = DEVICE_MAP,
+    dtype: str = DTYPE,
+    text: Path | None = TEXT,
     force: bool = typer.Option(False, "--force", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:
@@ -73,12 +78,19 @@ def report_command(
     )
     refuse_overwrite(out, REPORT_FILES, "--out", force=force)  # fail before the sweep, not after minutes of it
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)
-    eval_model = load_model(model, device_map)
+    sweep_text = read_sweep_text(text, settings, perplexity=True, passkey=True)
+    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
+    tokens = sweep_text.tokenized(eval_model)
     check_runnable(
-        eval_model, settings, perplexity=True, passkey=True, names={**names, "passkey_multiples": "--passkey-multiples"}
+        eval_model,
+        settings,
+        perplexity=True,
+        passkey=True,
+        names={**names, "passkey_multiples": "--passkey-multiples"},
+        text=tokens,
     )
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
-    result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out)
+    result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens)
     try:
         index = write_report(eval_model, settings, result, out, time.perf_counter() - started)
     except OSError as error:  # e.g. a folder we may not write to

@@ -7,7 +7,6 @@ hash, ropekit version) so two runs can be compared field by field.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,10 +18,10 @@ import torch
 
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
-from ropekit.eval.models import EvalModel
+from ropekit.eval.models import LOGITS_CHUNK_BYTES, EvalModel
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import MODES, perplexity_at
-from ropekit.model.corpus import heldout_bytes
+from ropekit.eval.text import TokenizedText, read_text, shipped_text, tokenize
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +102,7 @@ class SweepResult:
         run = {
             "model": model.get("name"),
             "model_kind": model.get("kind"),
+            "eval_text": self.context.get("eval_text"),
             "eval_text_sha256": self.context.get("eval_text_sha256"),
             "ropekit_version": self.context.get("ropekit_version"),
         }
@@ -119,10 +119,45 @@ class SweepResult:
                 writer.writerows(flat)
 
 
-def evaluation_text(model: EvalModel) -> tuple[torch.Tensor, str]:
-    """The shipped held-out text as the model's ids, and its sha256."""
-    text = heldout_bytes()
-    return model.encode(text), hashlib.sha256(text).hexdigest()
+def evaluation_text(model: EvalModel, text: TokenizedText | None = None) -> tuple[torch.Tensor, str]:
+    """The evaluation text as the model's ids (default: the shipped held-out text), and its sha256."""
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    return tokens.ids, tokens.sha256
+
+
+def needed_tokens(settings: SweepSettings, train_length: int, *, perplexity: bool = True, passkey: bool = True) -> int:
+    """Tokens the evaluation text must hold for the longest length asked for (one window and its target)."""
+    lengths = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
+    return max(lengths, default=0) + 1
+
+
+def perplexity_windows(length: int, text_tokens: int, settings: SweepSettings) -> int:
+    """How many windows :func:`ropekit.eval.perplexity.perplexity_at` runs at ``length`` on ``text_tokens`` tokens."""
+    if text_tokens < length + 1:
+        return 0
+    step = length if settings.mode == "nonoverlap" else min(settings.stride, length)
+    available = (text_tokens - length - 1) // step + 1
+    scored_first = length
+    scored_next = step if settings.mode == "sliding" else length
+    if settings.max_tokens <= scored_first:
+        return 1
+    return min(available, 1 + -(-(settings.max_tokens - scored_first) // scored_next))
+
+
+def forward_tokens(
+    settings: SweepSettings, train_length: int, text_tokens: int, *, perplexity: bool = True, passkey: bool = True
+) -> dict[int, int]:
+    """Tokens the model body runs over, per length (all methods together): the cost of a sweep up front."""
+    cost: dict[int, int] = {}
+    methods = len(settings.methods)
+    for length in settings.lengths(train_length, perplexity=perplexity, passkey=passkey):
+        tokens = 0
+        if perplexity and length in {int(m * train_length) for m in settings.multiples}:
+            tokens += perplexity_windows(length, text_tokens, settings) * length
+        if passkey and length in {int(m * train_length) for m in settings.passkey_multiples}:
+            tokens += len(settings.depths) * settings.trials * (length - 1)
+        cost[length] = tokens * methods
+    return cost
 
 
 def run_sweep(
@@ -131,20 +166,27 @@ def run_sweep(
     *,
     perplexity: bool = True,
     passkey: bool = True,
+    text: TokenizedText | None = None,
     on_step: Callable[[str], None] | None = None,
+    on_tokens: Callable[[int], None] | None = None,
 ) -> SweepResult:
     """Evaluate every method of ``settings`` on ``model``.
 
     Args:
+        text: the evaluation text (default: the shipped held-out text); its source, sha256 and token count are
+            recorded in the context and in every row.
         on_step: called with a short label after each (method, length) unit of work, for progress bars.
+        on_tokens: called with the forward tokens of each finished unit (see :func:`forward_tokens`), for an ETA.
     """
     from ropekit import __version__
 
-    ids, digest = evaluation_text(model)
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    ids, digest = tokens.ids, tokens.sha256
     train_length = model.train_length
     context = {
         "ropekit_version": __version__,
         "model": model.describe(),
+        "eval_text": tokens.source,
         "eval_text_sha256": digest,
         "eval_text_tokens": len(ids),
         "settings": settings.to_dict(),
@@ -165,11 +207,21 @@ def run_sweep(
                 model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
-                for _ in needed[index:]:  # keep a progress bar's total exact
+                cost = forward_tokens(settings, train_length, len(ids), perplexity=perplexity, passkey=passkey)
+                for skipped_length in needed[index:]:  # keep a progress bar's total exact
+                    if on_tokens is not None:
+                        on_tokens(cost[skipped_length] // len(settings.methods))
                     if on_step is not None:
                         on_step(f"{method} skipped")
                 break
-            run = {"method": method, "factor": factor, "scaling": describe_scaling(scaling)}
+            run = {
+                "method": method,
+                "factor": factor,
+                "scaling": describe_scaling(scaling),
+                "eval_text_sha256": digest,
+                "eval_text_tokens": len(ids),
+            }
+            unit = 0
             if perplexity and length in lengths:
                 point = perplexity_at(
                     model,
@@ -181,6 +233,7 @@ def run_sweep(
                     max_tokens=settings.max_tokens,
                 )
                 result.perplexity.append({**run, "mode": settings.mode, **point.to_dict()})
+                unit += perplexity_windows(length, len(ids), settings) * length
             if passkey and length in passkey_lengths:
                 cells = passkey_grid(
                     model,
@@ -192,6 +245,9 @@ def run_sweep(
                     encode=encode,
                 )
                 result.passkey.extend({**run, **cell.to_dict()} for cell in cells)
+                unit += len(settings.depths) * settings.trials * (length - 1)
+            if on_tokens is not None:
+                on_tokens(unit)
             if on_step is not None:
                 on_step(f"{method} @ {length}")
         model.set_scaling(model.native_scaling)
@@ -213,3 +269,103 @@ def best_by_length(rows: list[dict[str, Any]], key: str = "perplexity") -> dict[
         if row["length"] not in best or value < best[row["length"]][1]:
             best[row["length"]] = (row["method"], value)
     return best
+
+
+class SweepText:
+    """The evaluation text of a sweep: read (and checked) before any model loads, tokenized before its weights do.
+
+    ``check`` is meant as ``load_eval_model(..., before_weights=text.check)``: it tokenizes the text with the
+    model's tokenizer and refuses a text too short for the longest length asked for, before a transformers
+    model's weights load.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`ropekit.eval.text.read_text` (missing, empty, binary files).
+    """
+
+    def __init__(self, path: str | Path | None, settings: SweepSettings, *, perplexity: bool, passkey: bool) -> None:
+        self.path = path
+        self.text = read_text(path) if path is not None else shipped_text()
+        self.settings = settings
+        self.perplexity, self.passkey = perplexity, passkey
+        self.tokens: TokenizedText | None = None
+
+    def check(self, model: EvalModel) -> None:
+        """Tokenize for ``model``; a user's text must cover the longest length asked for.
+
+        Raises:
+            ValueError: the text has too few tokens (names the source, the count and what would fit).
+        """
+        train = model.train_length
+        needed = needed_tokens(self.settings, train, perplexity=self.perplexity, passkey=self.passkey)
+        if self.path is not None and self.text.nbytes + len(self.text.documents) * len(model.separator) < needed:
+            raise ValueError(  # every token covers at least one byte: too short without tokenizing
+                f"text {self.text.source!r} has {self.text.nbytes:,} bytes, fewer than the {needed:,} tokens the "
+                f"longest length asked for needs (training length {train})"
+            )
+        self.tokens = tokenize(self.text, model.encode, model.separator)
+        if self.path is not None and self.tokens.tokens < needed:
+            raise ValueError(
+                f"text {self.text.source!r} has {self.tokens.tokens:,} tokens; the longest length asked for needs "
+                f"{needed:,} (training length {train}; the largest multiple that fits is "
+                f"{(self.tokens.tokens - 1) // train})"
+            )
+
+    def tokenized(self, model: EvalModel) -> TokenizedText:
+        """The text as ``model``'s token ids (tokenized now if ``check`` has not run)."""
+        if self.tokens is None:
+            self.tokens = tokenize(self.text, model.encode, model.separator)
+        return self.tokens
+
+
+def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int | None:
+    """Bytes a forward pass over ``(batch, length)`` tokens needs (weights, one layer's activations, the residual
+    stream and one chunk of logits); ``None`` when the model's shape is not known. An estimate for a warning, not a
+    guarantee: attention that falls back to materialising ``(seq × seq)`` scores needs more."""
+    describe = model.describe()
+    config = getattr(getattr(model, "model", None), "config", None)
+    hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
+    ffn = getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
+    if not hidden or not ffn or not describe.get("parameters"):
+        return None
+    width = {"float32": 4, "bfloat16": 2, "float16": 2}.get(describe.get("dtype", "float32"), 4)
+    weights = describe["parameters"] * width
+    per_token = (4 * hidden + 3 * ffn + 3 * hidden) * width  # residual, norms, q/k/v/o, MLP up/gate/act
+    logits = 3 * LOGITS_CHUNK_BYTES
+    return weights + batch * length * per_token + logits
+
+
+def available_memory(model: EvalModel) -> int | None:
+    """Free bytes where the model runs: CUDA's free memory, or the OS's ``MemAvailable`` (Linux); ``None`` if unknown."""
+    parameters = getattr(model, "model", None)
+    device = next(parameters.parameters()).device if parameters is not None else torch.device("cpu")
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def cost_lines(
+    model: EvalModel, settings: SweepSettings, text_tokens: int, *, perplexity: bool = True, passkey: bool = True
+) -> list[str]:
+    """What a sweep will cost, said before it starts: forward tokens per length, and a warning where the longest
+    length is predicted not to fit in memory."""
+    cost = forward_tokens(settings, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
+    total = sum(cost.values())
+    per_length = ", ".join(f"{length:,}: {tokens:,}" for length, tokens in sorted(cost.items()))
+    lines = [f"forward tokens: {total:,} over {len(settings.methods)} method(s) (per length: {per_length})"]
+    if cost:
+        longest = max(cost)
+        needed, free = peak_memory_estimate(model, longest), available_memory(model)
+        if needed is not None and free is not None and needed > free:
+            lines.append(
+                f"warning: length {longest:,} needs about {needed / 2**30:.1f} GiB, but only {free / 2**30:.1f} GiB "
+                "is free: it will probably run out of memory (ask for shorter lengths, a smaller --dtype, or "
+                "--device-map auto)"
+            )
+    return lines
