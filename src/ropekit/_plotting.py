@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["pyplot", "save_figure"]
+__all__ = ["label_axes", "pyplot", "save_figure"]
 
 
 def pyplot() -> Any:
@@ -29,3 +29,18 @@ def save_figure(fig: Any, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
     return path
+
+
+def label_axes(
+    ax: Any, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None, *, legend: bool = True
+) -> None:
+    """The house style of a line chart: labels, a light grid on major and minor ticks, a small legend."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=8)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ropekit._plotting import pyplot, save_figure
+from ropekit._plotting import label_axes, pyplot, save_figure
 from ropekit.config import RopeConfig
 from ropekit.scaling import LinearScaling, Llama3Scaling, NTKScaling, YarnScaling, frequencies, inv_freq
 from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base
@@ -52,16 +52,10 @@ def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_dis
     if first is not None:
         top.axvline(first, color="C3", linestyle="--", label=f"first B_m < 0: m = {first:,}")
     top.set_xscale("log")
-    top.set_ylabel("B_m(b) = Σ cos(m·θ_i)")
-    top.set_title(f"Long-term decay, d = {head_dim}, b = {base:g}")
-    top.grid(True, which="both", alpha=0.3)
-    top.legend(fontsize=8)
+    label_axes(top, None, "B_m(b) = Σ cos(m·θ_i)", f"Long-term decay, d = {head_dim}, b = {base:g}")
     bottom.plot(sparse, upper, color="C1", label="RoFormer bound (1/(d/2))·Σ_j |S_j|")
     bottom.set_xscale("log")
-    bottom.set_xlabel("relative distance m (tokens)")
-    bottom.set_ylabel("relative upper bound")
-    bottom.grid(True, which="both", alpha=0.3)
-    bottom.legend(fontsize=8)
+    label_axes(bottom, "relative distance m (tokens)", "relative upper bound")
     return save_figure(fig, path)
 
 
@@ -100,11 +94,7 @@ def bound_figure(
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("context length L (tokens)")
-    ax.set_ylabel("base b")
-    ax.set_title(f"Base of RoPE bounds context length, d = {head_dim}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    label_axes(ax, "context length L (tokens)", "base b", f"Base of RoPE bounds context length, d = {head_dim}")
     return save_figure(fig, path)
 
 
@@ -127,11 +117,7 @@ def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, pat
         ax.plot(np.arange(len(values)), values, marker=".", label=label)
     ax.axhline(train_length, color="grey", linestyle=":", label=f"training length {train_length}")
     ax.set_yscale("log")
-    ax.set_xlabel("pair index i")
-    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
-    ax.set_title("RoPE wavelengths per pair")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    label_axes(ax, "pair index i", "wavelength 2π/θ_i (tokens)", "RoPE wavelengths per pair")
     return save_figure(fig, path)
 
 
@@ -153,9 +139,6 @@ def scaling_figure(
     ticks = np.geomspace(1 / factor, 1, 5) if factor > 1 else np.array([1.0])
     ax.set_yticks(ticks, [f"{tick:.3g}" for tick in ticks])
     ax.set_yticks([], minor=True)
-    ax.set_xlabel("plain wavelength 2π/θ_i (tokens)")
-    ax.set_ylabel("scaled θ_i / plain θ_i")
-    ax.set_title(f"Frequency ratio per pair, s = {factor:g}, d = {head_dim}, b = {base:g}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    title = f"Frequency ratio per pair, s = {factor:g}, d = {head_dim}, b = {base:g}"
+    label_axes(ax, "plain wavelength 2π/θ_i (tokens)", "scaled θ_i / plain θ_i", title)
     return save_figure(fig, path)

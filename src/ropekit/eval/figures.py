@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ropekit._plotting import pyplot, save_figure
+from ropekit._plotting import label_axes, pyplot, save_figure
 from ropekit.plots import wavelength_figure
 
 __all__ = ["passkey_figure", "perplexity_figure", "save_figure", "wavelength_figure"]
@@ -34,11 +34,7 @@ def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.axvline(train_length, color="grey", linestyle=":", linewidth=1)
-        ax.set_xlabel("context length (tokens)")
-        ax.set_ylabel("perplexity")
-        ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+        label_axes(ax, "context length (tokens)", "perplexity", title, legend=ax is axes[0])
     return save_figure(fig, path)
 
 
