@@ -11,6 +11,7 @@ import pytest
 
 from ropekit import RopeConfig, from_hf_config
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.hf_format import to_hf_dict
 from ropekit.scaling import Frequencies, LinearScaling, LongRopeScaling, YarnScaling, frequencies, inv_freq
 
 
@@ -127,11 +128,11 @@ def test_never_an_assertion_error_for_odd_values():
 
 def test_to_hf_dict_and_back():
     config = RopeConfig(128, base=500000.0, rotary_dim=64)
-    params = config.to_hf_dict()
+    params = to_hf_dict(config)
     assert params == {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5}
     assert from_hf_config({"head_dim": 128, "rope_parameters": params, "max_position_embeddings": 4096}) == config
     yarn = RopeConfig(64, scaling=YarnScaling(factor=4.0, original_max_position_embeddings=2048))
-    assert yarn.to_hf_dict()["rope_type"] == "yarn" and yarn.to_hf_dict()["factor"] == 4.0
+    assert to_hf_dict(yarn)["rope_type"] == "yarn" and to_hf_dict(yarn)["factor"] == 4.0
 
 
 # ---------------------------------------------------------------- ropekit._validate

@@ -24,6 +24,8 @@ class RopeConfig:
             (GPT-NeoX, Hugging Face ``rotate_half``).
         scaling: a context-extension method from :mod:`ropekit.scaling`, or ``None`` for plain RoPE.
 
+    transformers dicts: :func:`ropekit.hf_format.to_hf_dict` and :func:`ropekit.from_hf_config`.
+
     Example:
         >>> RopeConfig(128, base=500000.0).dim
         128
@@ -74,14 +76,3 @@ class RopeConfig:
     def replace(self, **changes: Any) -> RopeConfig:
         """Return a copy with ``changes`` applied (and validated)."""
         return dataclasses.replace(self, **changes)
-
-    def to_hf_dict(self) -> dict[str, Any]:
-        """Return a transformers 5.x ``rope_parameters`` dict describing this config.
-
-        Same as :func:`ropekit.hf_format.to_hf_dict` (see there): methods that transformers lacks are written as
-        the equivalent ``default`` config where one exists; ropekit-only options (``fixed_seq_len``, the paper's
-        YaRN ramp) raise ``ValueError``; ``interleaved`` is not written.
-        """
-        from ropekit.hf_format import to_hf_dict  # hf_format imports this module: a call-time import, no cycle
-
-        return to_hf_dict(self)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ropekit import RopeConfig, frequencies, from_hf_config
+from ropekit.hf_format import to_hf_dict
 from ropekit.scaling import (
     BaseChange,
     DynamicScaling,
@@ -115,7 +116,7 @@ def model_dict(rope: RopeConfig, rope_parameters: dict[str, Any]) -> dict[str, A
 @ROUND_TRIP
 @given(rope=hf_expressible())
 def test_round_trip(rope: RopeConfig) -> None:
-    exported = rope.to_hf_dict()
+    exported = to_hf_dict(rope)
     assert exported["rope_type"] == rope.rope_type
     assert from_hf_config(model_dict(rope, exported)) == rope
 
@@ -157,7 +158,7 @@ def accepted_by_transformers(config: dict[str, Any], records: list[str]) -> Any:
 def test_transformers_accepts_to_hf_dict_without_warnings(rope: RopeConfig, transformers_warnings: list[str]) -> None:
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    config = model_dict(rope, rope.to_hf_dict())
+    config = model_dict(rope, to_hf_dict(rope))
     proportional_factor = isinstance(rope.scaling, ProportionalScaling) and rope.scaling.factor != 1
     hf = accepted_by_transformers(config, transformers_warnings)
     if proportional_factor:  # transformers quirk: it reads `factor` but its validation does not list it
@@ -186,7 +187,7 @@ def test_partial_rotary_factor_survives_transformers_truncation(
     for proportional in (False, True):
         scaling = ProportionalScaling() if proportional else None
         rope = RopeConfig(head_dim, rotary_dim=rotary_dim, scaling=scaling)
-        exported = rope.to_hf_dict()
+        exported = to_hf_dict(rope)
         partial = exported["partial_rotary_factor"]
         hf = accepted_by_transformers(model_dict(rope, exported), transformers_warnings)
         assert transformers_warnings == []
@@ -205,7 +206,7 @@ def test_partial_rotary_factor_survives_transformers_truncation(
 )
 def test_methods_transformers_lacks_export_as_an_equivalent_default(scaling: ScalingConfig, rope_type: str) -> None:
     rope = RopeConfig(128, rotary_dim=64, scaling=scaling)
-    exported = rope.to_hf_dict()
+    exported = to_hf_dict(rope)
     assert exported["rope_type"] == rope_type
     back = from_hf_config(model_dict(rope, exported))
     assert back.scaling is None
@@ -224,12 +225,12 @@ def test_methods_transformers_lacks_export_as_an_equivalent_default(scaling: Sca
 )
 def test_ropekit_only_options_refuse_to_export(scaling: ScalingConfig) -> None:
     with pytest.raises(ValueError, match="ropekit-only option"):
-        RopeConfig(128, scaling=scaling).to_hf_dict()
+        to_hf_dict(RopeConfig(128, scaling=scaling))
 
 
 def test_to_hf_dict_writes_plain_floats() -> None:
     rope = RopeConfig(128, scaling=YarnScaling(factor=4, original_max_position_embeddings=4096, attention_factor=1))
-    exported = rope.to_hf_dict()
+    exported = to_hf_dict(rope)
     assert type(exported["factor"]) is float and type(exported["attention_factor"]) is float
     assert type(exported["original_max_position_embeddings"]) is int
 

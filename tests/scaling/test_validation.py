@@ -18,6 +18,7 @@ import torch
 
 import ropekit
 from ropekit import RopeConfig, RotaryEmbedding, frequencies, from_hf_config
+from ropekit.hf_format import to_hf_dict
 from ropekit.scaling import (
     SCALINGS,
     BaseChange,
@@ -296,4 +297,4 @@ def test_adding_a_method_is_one_dataclass_and_one_decorator(toy_method: None) ->
     module = RotaryEmbedding(rope)
     cos, _ = module.cos_sin(torch.arange(3))
     torch.testing.assert_close(cos[2, 1].double(), torch.cos(torch.tensor(2 * 100.0 ** (-2 / 64), dtype=torch.float64)))
-    assert ropekit.RopeConfig(64, scaling=PowerBase()).to_hf_dict()["rope_type"] == "toy-power"
+    assert to_hf_dict(ropekit.RopeConfig(64, scaling=PowerBase()))["rope_type"] == "toy-power"
