@@ -86,3 +86,46 @@ def test_corpus_root_can_be_pointed_elsewhere(tmp_path, monkeypatch):
     monkeypatch.setenv("ROPEKIT_CORPUS_ROOT", str(tmp_path))
     assert stdlib_root() == tmp_path
     assert [f.relpath for f in select_files()] == [f.relpath for f in select_files(tmp_path)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("steps", 0, ValueError),
+        ("steps", -1, ValueError),
+        ("steps", 2.5, TypeError),
+        ("batch_size", 0, ValueError),
+        ("lr", 0.0, ValueError),
+        ("lr", -1.0, ValueError),
+        ("lr", float("inf"), ValueError),
+        ("lr", float("nan"), ValueError),
+        ("min_lr_fraction", 1.5, ValueError),
+        ("warmup", -1, ValueError),
+        ("weight_decay", -0.1, ValueError),
+        ("task_fraction", 2.0, ValueError),
+        ("task_fraction", float("nan"), ValueError),
+        ("seed", -1, ValueError),
+        ("minutes", 0.0, ValueError),
+        ("minutes", -1.0, ValueError),
+        ("minutes", float("nan"), ValueError),
+        ("checkpoint_every", 0, ValueError),
+        ("device", 3, TypeError),
+        ("device", "", TypeError),
+    ],
+)
+def test_train_config_is_validated(field, value, error):
+    """Issue 12 §4 / 18 item 2: a bad setting is an error naming the field, before any training."""
+    with pytest.raises(error, match=field):
+        TrainConfig(**{field: value})
+
+
+def test_train_config_stores_plain_numbers():
+    settings = TrainConfig(steps=np.int64(5), lr=np.float32(0.5), minutes=2)
+    assert type(settings.steps) is int and type(settings.lr) is float and type(settings.minutes) is float
+    assert (settings.steps, settings.lr, settings.minutes) == (5, 0.5, 2.0)
+
+
+def test_a_bad_device_leaves_no_output_folder(tmp_path):
+    with pytest.raises(ValueError, match="device"):
+        train(SMALL, TrainConfig(steps=1, device="abacus"), tmp_path / "run", corpus=CORPUS, progress=False)
+    assert not (tmp_path / "run").exists()

@@ -40,7 +40,7 @@ def parse_length(text: str | int, option: str = "length", *, minimum: int = 1, m
     else:
         match = _LENGTH.match(str(text))
         if not match:
-            raise fail(f"{option} must be a length such as 4096, 128k or 1M (k = 1024), got {str(text)!r}")
+            raise fail(f"{option}: length must look like 4096, 128k or 1M (k = 1024), got {str(text)!r}")
         exact = Decimal(match.group(1)) * _UNITS[match.group(2).lower()]
         if exact != exact.to_integral_value():
             raise fail(f"{option} must be a whole number of tokens, got {str(text)!r} (= {exact} tokens)")

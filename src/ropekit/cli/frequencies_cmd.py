@@ -61,7 +61,8 @@ def frequencies_command(
         ]
         if given:
             raise fail(f"{' and '.join(given)} need(s) --scaling (e.g. --scaling linear); plain RoPE has no factor")
-    with option_errors(**OPTIONS):
+    rotary_option = "--rotary-dim" if rotary_dim is not None else "--head-dim"  # rotary_dim defaults to head_dim
+    with option_errors(**(OPTIONS | {"rotary_dim": rotary_option})):
         rope = RopeConfig(
             head_dim,
             base=base,

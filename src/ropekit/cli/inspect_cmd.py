@@ -55,7 +55,12 @@ def inspect_command(
             "--scaling proportional spreads its frequencies over the whole head (--head-dim / 2 pairs), so its pairs "
             "do not line up with --rotary-dim's; inspect it with --rotary-dim equal to --head-dim, or use frequencies"
         )
-    options = {"head_dim": "--head-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
+    options = {
+        "head_dim": "--head-dim",
+        "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",
+        "base": "--base",
+        "factor": "--factor",
+    }
     options |= {"train_length": "--train-length", "original_max_position_embeddings": "--original-length"}
     with option_errors(**options):
         rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)

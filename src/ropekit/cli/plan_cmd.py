@@ -30,8 +30,13 @@ def plan_command(
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
     train = parse_length(train_length, "--train-length", maximum=MAX_TARGET)
-    target = parse_length(target_length, "--target-length", maximum=MAX_TARGET)
-    options = {"head_dim": "--head-dim", "rotary_dim": "--rotary-dim", "base": "--base"}
+    # below 3 tokens every base > 1 is feasible: there is no bound to plan against
+    target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_TARGET)
+    options = {
+        "head_dim": "--head-dim",
+        "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",
+        "base": "--base",
+    }
     options |= {"train_length": "--train-length", "target_length": "--target-length"}
     with option_errors(**options):
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
