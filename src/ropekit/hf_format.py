@@ -123,6 +123,9 @@ def _shared_value(key: str, params: dict[str, Any], source: str, top: dict[str, 
         return key, params[key]
     if top_keys:
         return top_keys[0], top[top_keys[0]]
+    if key == "rope_theta" and any(name in top for name in _TOP_LEVEL[key]):  # a null base is an error, not 10000
+        name = next(name for name in _TOP_LEVEL[key] if name in top)
+        return name, top[name]
     return key, _DEFAULTS[key]
 
 
