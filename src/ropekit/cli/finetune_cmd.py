@@ -90,7 +90,7 @@ def finetune_command(
 
     console = Console(stderr=True)
     target = parse_length(target_length, "--target-length", minimum=2)
-    spec, original, _, types, note = resolve_scaling(
+    spec, _original, _, types, note = resolve_scaling(
         model=model,
         scaling=scaling,
         factor=factor,
@@ -147,7 +147,7 @@ def finetune_command(
         raise fail(str(error)) from None
     from accelerate import PartialState
 
-    if not PartialState().is_main_process:
+    if not PartialState().is_main_process:  # the state finetune() made
         return
     if report.train.interrupted:
         console.print(

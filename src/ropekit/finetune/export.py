@@ -298,24 +298,39 @@ def load_config(model: str | Path) -> dict[str, Any]:
             raise FileNotFoundError(f"--model {str(path)!r}: no such GGUF file")
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True).to_dict()
+        config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True).to_dict()
+        return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"--model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)")
     return json.loads((path / "config.json").read_text())
 
 
-def load_model(model: str | Path, *, dtype: Any = None):
-    """``(model, tokenizer or None)`` from a transformers folder or a ``.gguf`` file (dequantised), offline."""
+def load_model(model: str | Path, *, dtype: Any = None, attention: str | None = None):
+    """``(model, tokenizer or None)`` from a transformers folder or a ``.gguf`` file, offline, in ``dtype``
+    (default float32).
+
+    A GGUF model is dequantised by transformers, which then marks it quantized (not trainable with ``.float()``, not
+    savable); its weights are moved into a plain model built from the same config, which is both.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(model)
     options: dict[str, Any] = {"local_files_only": True, "dtype": dtype or torch.float32}
+    if attention is not None:
+        options["attn_implementation"] = attention
     if path.suffix == ".gguf":
         folder, extra = path.parent, {"gguf_file": path.name}
     else:
         folder, extra = path, {}
     loaded = AutoModelForCausalLM.from_pretrained(folder, **options, **extra)
+    if extra:
+        plain = AutoModelForCausalLM.from_config(
+            loaded.config, dtype=options["dtype"], attn_implementation=attention or "sdpa"
+        )
+        plain.load_state_dict(loaded.state_dict())
+        plain.tie_weights()
+        loaded = plain.eval()
     tokenizer = None
     if extra or any((path / n).is_file() for n in ("tokenizer.json", "tokenizer.model", "vocab.json")):
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **extra)

@@ -27,7 +27,7 @@ from ropekit.finetune.export import (
     original_length_of,
     save_extended,
 )
-from ropekit.finetune.train import WORK_DIR, FinetuneSettings, StepRecord, TrainResult, train
+from ropekit.finetune.train import WORK_DIR, FinetuneSettings, StepRecord, TrainResult, make_accelerator, train
 from ropekit.scaling.registry import ScalingConfig
 
 
@@ -53,6 +53,7 @@ class FinetuneReport:
             "heldout_loss_before": self.train.heldout_before,
             "heldout_loss_after": self.train.heldout_after,
             "tokens_per_second": self.train.tokens_per_second,
+            "processes": self.train.processes,
             "before_after": self.rows,
         }
 
@@ -66,16 +67,10 @@ def _tokenizer(model: Path):
 
 
 def _load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
-    from transformers import AutoModelForCausalLM
-
+    from ropekit.finetune.export import load_model
     from ropekit.integrations.hf import apply_scaling
 
-    options: dict[str, Any] = {"local_files_only": True, "dtype": torch.float32, "attn_implementation": "sdpa"}
-    if model.suffix == ".gguf":
-        loaded = AutoModelForCausalLM.from_pretrained(model.parent, gguf_file=model.name, **options)
-    else:
-        loaded = AutoModelForCausalLM.from_pretrained(model, **options)
-    loaded.float()  # GGUF dequantisation may leave another dtype
+    loaded, _ = load_model(model, dtype=torch.float32, attention="sdpa")
     if layer_types is not None:
         return apply_scaling(loaded, scaling, layer_types=layer_types)
     return apply_scaling(loaded, scaling)
@@ -118,8 +113,6 @@ def finetune(
         FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
         FileNotFoundError: no model or no text.
     """
-    from accelerate import PartialState
-
     source, out = Path(model), Path(out)
     target = settings.target_length
     config = load_config(source)
@@ -145,6 +138,9 @@ def finetune(
         check_out_dir(out, force=force)
         if out.exists() and out.resolve() == source.resolve():
             raise ValueError(f"--out {str(out)!r} is the source model; choose a new folder")
+    state = make_accelerator(settings)
+    if not state.is_main_process:
+        log = lambda message: None  # noqa: E731 - one process speaks
     documents = read_documents(text)
     tokenizer = _tokenizer(source)
     packed = pack(tokenize_documents(tokenizer, documents), target)
@@ -155,7 +151,6 @@ def finetune(
         f"{len(packed.heldout):,} held out; RoPE: {'; '.join(notes)}"
     )
 
-    state = PartialState()
     if state.is_main_process and not resume:
         if out.exists():
             shutil.rmtree(out) if out.is_dir() else out.unlink()
@@ -173,6 +168,7 @@ def finetune(
         on_step=on_step,
         progress=progress,
         title=f"fine-tune {original:,} → {target:,}",
+        accelerator=state,
     )
     report = FinetuneReport(out, original, target, notes, result)
     if result.interrupted:

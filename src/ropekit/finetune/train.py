@@ -210,6 +210,7 @@ class TrainResult:
     heldout_after: float | None = None
     model: nn.Module | None = None  # the trained (LoRA-merged) transformers model, main process only
     tokens_per_second: float = 0.0
+    processes: int = 1
 
 
 def _mixed_precision(name: str) -> str | None:
@@ -220,6 +221,16 @@ def _mixed_precision(name: str) -> str | None:
     if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return "bf16"
     return None if os.environ.get("ACCELERATE_MIXED_PRECISION") else "no"
+
+
+def make_accelerator(settings: FinetuneSettings):
+    """The run's Accelerator. Create it before any other accelerate state: a bare ``PartialState()`` made first
+    ignores ``ACCELERATE_USE_CPU`` and leaves each launched CPU worker a single process of its own."""
+    from accelerate import Accelerator
+
+    return Accelerator(
+        gradient_accumulation_steps=settings.grad_accum, mixed_precision=_mixed_precision(settings.mixed_precision)
+    )
 
 
 def write_loss_log(path: Path, log: list[StepRecord]) -> None:
@@ -278,6 +289,7 @@ def train(
     on_step: Callable[[StepRecord], None] | None = None,
     progress: bool = True,
     title: str = "fine-tune",
+    accelerator=None,
 ) -> TrainResult:
     """Train ``build_model()`` (a transformers causal LM with its new RoPE) on ``windows``; checkpoints in ``work_dir``.
 
@@ -293,16 +305,14 @@ def train(
         resume: continue from ``work_dir/checkpoint``.
         on_step: called on the main process after each optimizer step.
         progress: show a progress bar (main process).
+        accelerator: the run's :class:`accelerate.Accelerator` (default: :func:`make_accelerator`).
 
     Returns:
         A :class:`TrainResult`; ``model`` (main process) is the trained transformers model, LoRA merged.
     """
-    from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    accelerator = Accelerator(
-        gradient_accumulation_steps=settings.grad_accum, mixed_precision=_mixed_precision(settings.mixed_precision)
-    )
+    accelerator = make_accelerator(settings) if accelerator is None else accelerator
     set_seed(settings.seed)
     model = build_model()
     if settings.gradient_checkpointing:
@@ -340,7 +350,7 @@ def train(
         wrapper.train()
         return sum(losses) / len(losses)
 
-    result = TrainResult(start, False, log)
+    result = TrainResult(start, False, log, processes=accelerator.num_processes)
     result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
     if not resume:
         result.heldout_before = heldout_loss()

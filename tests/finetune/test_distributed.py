@@ -1,0 +1,71 @@
+"""Two CPU processes under `accelerate launch` (gloo) give the one-process first-step loss for the same global batch.
+
+accelerate 1.15 quirk: ``accelerate launch --cpu --num_processes 2`` starts ONE process (its CPU launcher needs
+mpirun for more); ``--multi_gpu --num_processes 2`` with ``ACCELERATE_USE_CPU=true`` starts two torchrun workers
+that run as MULTI_CPU with the gloo backend. The test checks that two processes really ran.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("accelerate")
+pytest.importorskip("transformers")
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _first_step_loss(out: Path) -> float:
+    with (out / "finetune" / "loss.csv").open() as handle:
+        return next(float(r["loss"]) for r in csv.DictReader(handle) if r["step"] == "1")
+
+
+def _finetune_args(model: Path, text: Path, out: Path, batch_size: int) -> list[str]:
+    return [
+        "finetune", "--model", str(model), "--scaling", "yarn", "--factor", "2", "--target-length", "128",
+        "--text", str(text), "--steps", "1", "--batch-size", str(batch_size), "--lr", "1e-3",
+        "--checkpoint-every", "0", "--no-evaluate", "--out", str(out),
+    ]  # fmt: skip
+
+
+def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+    launch += ["--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
+    two = subprocess.run(
+        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "two", 1)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = subprocess.run(
+        [sys.executable, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "one", 2)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert json.loads((tmp_path / "two" / "finetune" / "report.json").read_text())["processes"] == 2
+    assert json.loads((tmp_path / "one" / "finetune" / "report.json").read_text())["processes"] == 1
+    assert _first_step_loss(tmp_path / "two") == pytest.approx(_first_step_loss(tmp_path / "one"), rel=1e-6)
+
+
+def test_shipped_accelerate_configs_parse():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    ddp = load_config_from_file(str(CONFIGS / "ddp.yaml"))
+    fsdp = load_config_from_file(str(CONFIGS / "fsdp.yaml"))
+    assert ddp.distributed_type.value == "MULTI_GPU"
+    assert fsdp.distributed_type.value == "FSDP"
+    assert fsdp.fsdp_config["fsdp_use_orig_params"] is True  # LoRA needs per-parameter requires_grad
