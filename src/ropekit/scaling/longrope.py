@@ -124,7 +124,7 @@ class LongRopeScaling(ScalingConfig):
                 raise MissingParameters(
                     cls.rope_type,
                     ["short_factor", "long_factor"],
-                    "searched per-pair factors, one per rotating pair; only a model that ships them has them",
+                    "searched short/long factors, one per rotating pair; only a model that ships them has them",
                 )
             return native if factor is None else dataclasses.replace(native, factor=factor)
         return super().from_options(factor=factor, original_length=original_length, base=base, **params)
