@@ -1,8 +1,19 @@
 """Context-extension methods, one file each, registered by their Hugging Face ``rope_type`` name.
 
-Importing this package registers every built-in method. Add one with a frozen
-:class:`~ropekit.scaling.registry.ScalingConfig` subclass and a function decorated with
-:func:`~ropekit.scaling.registry.register_scaling`.
+Importing this package imports every module in it, which registers every built-in method. Adding a method is one
+new file here and nothing else: a frozen :class:`~ropekit.scaling.registry.ScalingConfig` subclass and its
+frequency function decorated with :func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
+package reaches a method only through the registry and its config class's hooks, so the new method is at once in
+the CLI (``--scaling NAME``, with ``--factor``, ``--original-length``, ``--base`` and ``--param``), in
+transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans:
+
+* ``from_options(factor=, original_length=, base=, native=, **params)``: the one constructor from user-facing
+  options (the default fills the fields of those names and names the missing ones);
+* ``from_hf``/``to_hf``/``hf_required``/``hf_rotary_dim``/``hf_model_keys``: its transformers keys, with each
+  transformers quirk documented once, in the method's own docstring;
+* ``depends_on_seq_len`` and ``recompute_length``: how its frequencies follow the sequence length;
+* ``plan_order``, ``plan_why`` and ``plan_summary``: whether and how it appears in :func:`ropekit.theory.plan.plan`;
+* ``describe``: its JSON description in evaluation results.
 """
 
 from ropekit.scaling.base_change import BaseChange
@@ -16,6 +27,7 @@ from ropekit.scaling.proportional import ProportionalScaling
 from ropekit.scaling.registry import (
     SCALINGS,
     Frequencies,
+    MissingParameters,
     ScalingConfig,
     ScalingMethod,
     frequencies,
@@ -27,6 +39,19 @@ from ropekit.scaling.registry import (
 )
 from ropekit.scaling.yarn import YarnScaling
 
+
+def _import_every_method() -> None:
+    """Import the modules not imported above, so that a new method file registers itself."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+_import_every_method()
+
 __all__ = [
     "SCALINGS",
     "BaseChange",
@@ -36,6 +61,7 @@ __all__ = [
     "LinearScaling",
     "Llama3Scaling",
     "LongRopeScaling",
+    "MissingParameters",
     "NTKScaling",
     "ProportionalScaling",
     "ScalingConfig",
