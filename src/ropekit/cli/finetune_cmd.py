@@ -90,7 +90,7 @@ def finetune_command(
 
     console = Console(stderr=True)
     target = parse_length(target_length, "--target-length", minimum=2)
-    spec, _original, _, types, note = resolve_scaling(
+    spec, original, _, types, note = resolve_scaling(
         model=model,
         scaling=scaling,
         factor=factor,
@@ -136,6 +136,7 @@ def finetune_command(
                 out,
                 settings,
                 layer_types=types,
+                original_length=original,
                 resume=resume,
                 force=force,
                 evaluate=evaluate,

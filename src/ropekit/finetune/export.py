@@ -44,6 +44,8 @@ from ropekit.scaling.registry import ScalingConfig, frequencies, inv_freq
 
 #: rope types transformers computes itself; the flag says whether ropekit's config of that type is static.
 NATIVE_TYPES = ("linear", "yarn", "llama3", "proportional", "dynamic", "longrope")
+#: methods that are a base change by definition; ``to_hf_dict`` writes them as ``default`` with the exact new base
+_BASE_CHANGES = ("ntk", "base")
 #: relative tolerance for recognising a pure base change in float64 frequencies.
 _BASE_CHANGE_RTOL = 1e-12
 
@@ -118,6 +120,9 @@ def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
             original = scaling.original_max_position_embeddings
             return NativeRope(params, original, f"dynamic (native; max_position_embeddings = {original}, its L)")
         return NativeRope(params, None, f"{name} (native)")
+    if scaling.rope_type in _BASE_CHANGES:  # the new base is known exactly; no need to recover it from θ'_1
+        params = _hf_dict(rope)
+        return NativeRope(params, None, f"default with rope_theta = {params['rope_theta']:.9g} ({scaling.rope_type})")
     freqs = frequencies(rope)
     ours = np.asarray(freqs.inv_freq, dtype=np.float64)
     if not np.all(np.isfinite(ours)) or np.any(ours <= 0):

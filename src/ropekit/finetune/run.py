@@ -94,6 +94,7 @@ def finetune(
     settings: FinetuneSettings,
     *,
     layer_types: Sequence[str] | None = None,
+    original_length: int | None = None,
     resume: bool = False,
     force: bool = False,
     evaluate: bool = True,
@@ -106,6 +107,7 @@ def finetune(
     """Fine-tune ``model`` with ``scaling`` at ``settings.target_length`` on ``text``; write ``out`` like ``extend``.
 
     Call it on every process (``accelerate launch``); only the main process writes and evaluates.
+    ``original_length``: the pre-training length (default: from the config), the table's shorter length.
 
     Raises:
         ValueError: not a RoPE model, a target not above the original length, a method transformers cannot
@@ -117,7 +119,7 @@ def finetune(
     target = settings.target_length
     config = load_config(source)
     rope = model_rope(config, _first_type(config, layer_types))
-    original = original_length_of(config, rope)
+    original = original_length or original_length_of(config, rope)
     if target <= original:
         raise ValueError(
             f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
