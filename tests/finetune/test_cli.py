@@ -39,11 +39,8 @@ def test_extend_base_and_paper_ramp(llama_dir, tmp_path):
     result = runner.invoke(app, ["extend", "--model", str(llama_dir), "--base", "500000", "-o", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     assert _config(tmp_path / "b")["rope_parameters"] == {"rope_type": "default", "rope_theta": 500000.0}
-    result = runner.invoke(
-        app,
-        ["extend", "--model", str(llama_dir), "--scaling", "yarn", "--factor", "2", "--ramp", "paper"]
-        + ["-o", str(tmp_path / "p"), "--json"],
-    )
+    args = ["extend", "--model", str(llama_dir), "--scaling", "yarn", "--factor", "2", "--ramp", "paper"]
+    result = runner.invoke(app, [*args, "-o", str(tmp_path / "p"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["rope_parameters"]["rope_type"] == "longrope"
 
