@@ -225,3 +225,28 @@ def test_describe_summarises_per_pair_lists() -> None:
     assert described["rope_type"] == "longrope" and described["short_factor"] == "<4 values>"
     assert json.loads(json.dumps(described)) == described
     assert frequencies(RopeConfig(8, scaling=spec)).inv_freq.shape == (4,)
+
+
+def test_cli_param_gives_a_field_beside_the_model_options() -> None:
+    """``inspect --scaling base --param base=50000``: scaled/plain ratio (10000/50000)^(2i/d) per pair."""
+    args = [
+        "inspect",
+        "--head-dim",
+        "8",
+        "--train-length",
+        "1k",
+        "--scaling",
+        "base",
+        "--param",
+        "base=50000",
+        "--json",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ratio = json.loads(result.output)["methods"]["base"]["ratio"]
+    np.testing.assert_allclose(ratio, [(1e4 / 5e4) ** (i / 4) for i in range(4)], rtol=1e-14)
+    result = runner.invoke(
+        app, ["frequencies", "--scaling", "linear", "--factor", "4", "--param", "factor=2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(json.loads(result.output)["inv_freq"], inv_freq(128, 1e4) / 2, rtol=1e-15)

@@ -307,6 +307,10 @@ def build_scaling(
     except (TypeError, ValueError):
         raise fail(f"--scaling: unknown rope_type {name!r}; one of {', '.join(scaling_choices())}") from None
     values = {**extra, **(params or {})}
+    # a field given as --param wins over the option of the same meaning (e.g. --param base=5e5 beside --base)
+    factor = values.pop("factor", factor)
+    original_length = values.pop("original_max_position_embeddings", original_length)
+    base = values.pop("base", base)
     config_class = method.config_class
     try:
         return config_class.from_options(factor=factor, original_length=original_length, base=base, **values)

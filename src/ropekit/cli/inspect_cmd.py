@@ -13,6 +13,7 @@ from ropekit.cli.common import (
     json_option,
     option_errors,
     parse_length,
+    parse_params,
     print_json,
 )
 
@@ -32,6 +33,9 @@ def inspect_command(
     ),
     factor: float | None = typer.Option(None, help="Scaling factor s."),
     original_length: str | None = typer.Option(None, help="Original length L0 of the scaling (default: T)."),
+    param: list[str] = typer.Option(
+        [], "--param", help="Another field of the scaling method(s), repeatable: NAME=VALUE, e.g. base=50000."
+    ),
     json_output: bool = json_option("Print JSON instead of tables."),
 ) -> None:
     """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios."""
@@ -67,7 +71,7 @@ def inspect_command(
         plain = wavelength_report(rope, train)
         methods = {}
         for name in names:
-            spec = build_scaling(name, factor, original)
+            spec = build_scaling(name, factor, original, base=base, params=parse_params(param))
             scaled = rope.replace(scaling=spec)
             methods[scaled.rope_type] = wavelength_report(scaled, train)
         supported = max_context_length(rope.base, rope.dim, limit=BOUND_SCAN_LIMIT)
