@@ -110,7 +110,7 @@ def test_finetune_bad_input_fails_before_training(llama_dir, text_file, tmp_path
 def test_finetune_missing_text_and_non_rope_model(llama_dir, tmp_path):
     common = ["--scaling", "yarn", "--factor", "2", "--target-length", "128", "-o", str(tmp_path / "out")]
     result = runner.invoke(app, ["finetune", "--model", str(llama_dir), "--text", str(tmp_path / "none.txt"), *common])
-    assert result.exit_code == 2 and "no such file" in result.output
+    assert result.exit_code == 2 and "does not exist" in result.output
     gpt2 = tmp_path / "gpt2"
     gpt2.mkdir()
     (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2"}))

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ropekit.finetune.data import pack, read_documents, tokenize_documents
+from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.export import (
     check_out_dir,
     extended_config,
@@ -143,9 +143,10 @@ def finetune(
     state = make_accelerator(settings)
     if not state.is_main_process:
         log = lambda message: None  # noqa: E731 - one process speaks
-    documents = read_documents(text)
+    if not Path(text).exists():
+        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
     tokenizer = _tokenizer(source)
-    packed = pack(tokenize_documents(tokenizer, documents), target)
+    packed = pack(tokenize_text(tokenizer, text), target)
     count = max(1, min(settings.heldout_windows, (len(packed.heldout) - 1) // target))
     heldout_windows = packed.heldout[: count * target].reshape(count, target)  # (count, target)
     log(
