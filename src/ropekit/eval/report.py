@@ -120,6 +120,21 @@ def perplexity_matrix(rows: list[dict[str, Any]], key: str = "perplexity") -> tu
     return ["method", *map(str, lengths)], list(table.values())
 
 
+def model_line(describe: dict[str, Any]) -> str:
+    """How the model ran, in words: dtype and attention, the GGUF file and its quantisation, the scaled layer types."""
+    line = f"Ran in {describe.get('dtype', 'float32')} with {describe.get('attention', 'sdpa')} attention."
+    gguf = describe.get("gguf")
+    if gguf:
+        line += f" Loaded from GGUF file {gguf['file']} ({gguf['quantisation']}, dequantised)."
+    if describe.get("layer_types"):
+        scaled = describe.get("scaled_layer_types") or ["full_attention"]
+        line += (
+            f" One RoPE per layer type ({', '.join(describe['layer_types'])}); methods were applied to the "
+            f"{', '.join(scaled)} layers, each at its own base."
+        )
+    return line
+
+
 def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float) -> Path:
     """Write ``index.html``, the figures and the raw results into ``out``; return the HTML path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -146,7 +161,10 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
         f"<h1>ropekit report: {html.escape(str(describe.get('name')))}</h1>",
         f"<p>{html.escape(str(describe.get('kind')))}, {describe.get('parameters', '?'):,} parameters, trained at "
         f"{train} tokens, head_dim {theory['head_dim']}, rotary_dim {theory['rotary_dim']}, base {theory['base']:g}. "
-        f"Evaluation text sha256 <code>{result.context['eval_text_sha256'][:16]}…</code>, "
+        f"{html.escape(model_line(describe))} "
+        f"Evaluation text: {html.escape(str(result.context.get('eval_text', 'shipped held-out text')))}, "
+        f"{result.context.get('eval_text_tokens', 0):,} tokens, sha256 "
+        f"<code>{result.context['eval_text_sha256'][:16]}…</code>; "
         f"ropekit {result.context['ropekit_version']}, run time {elapsed_s:.0f} s.</p>",
         "<h2>Summary</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings) + "</ul>",
     ]
