@@ -163,3 +163,69 @@ def test_source_native_scaling_is_replaced(tmp_path, make_llama):
     result = extend(source, CASES["yarn"][0], tmp_path / "out")
     assert result.config["rope_parameters"]["rope_type"] == "yarn"
     assert "rope_scaling" not in result.config
+
+
+def _save_gemma3(path):
+    """A small random Gemma 3 (layers: sliding, full; bases 1e4 and 1e6) saved with the byte tokenizer."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    config = Gemma3TextConfig(
+        vocab_size=257,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=ORIGINAL,
+        sliding_window=32,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+    )
+    torch.manual_seed(0)
+    Gemma3ForCausalLM(config).save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["yarn", "ntk", "linear"])
+def test_per_layer_type_model_keeps_per_layer_type_rope(name, tmp_path):
+    """Gemma 3: the full-attention layers get the method at their own base, sliding layers keep theirs; the native
+    load equals ropekit's patched model."""
+    source = _save_gemma3(tmp_path / "gemma3")
+    scaling, written_type = CASES[name]
+    result = extend(source, scaling, tmp_path / "out")
+    params = result.config["rope_parameters"]
+    assert sorted(params) == ["full_attention", "sliding_attention"]
+    assert params["sliding_attention"] == {"rope_type": "default", "rope_theta": 1e4}
+    assert params["full_attention"]["rope_type"] == written_type
+    if written_type != "default":
+        assert params["full_attention"]["rope_theta"] == 1e6
+    errors = _native_equals_patched(source, result.out, scaling)
+    assert max(errors) <= 1e-5, dict(zip(LENGTHS, errors, strict=True))
+
+
+def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
+    """transformers 5.18 cannot run longrope per layer type: the oracle is transformers itself failing."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM
+
+    source = _save_gemma3(tmp_path / "gemma3")
+    with pytest.raises(ValueError, match="cannot run per layer type"):
+        extend(source, CASES["yarn-paper-ramp"][0], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    shutil.copytree(source, tmp_path / "longrope")  # what the refused config would have been, written by hand
+    config = json.loads((tmp_path / "longrope" / "config.json").read_text())
+    pairs = 8
+    config["rope_parameters"]["full_attention"] = {
+        "rope_type": "longrope", "rope_theta": 1e6, "short_factor": [2.0] * pairs, "long_factor": [2.0] * pairs,
+        "original_max_position_embeddings": ORIGINAL, "factor": 2.0, "attention_factor": 1.0,
+    }  # fmt: skip
+    (tmp_path / "longrope" / "config.json").write_text(json.dumps(config))
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "longrope").eval()
+    _logits(model, ORIGINAL + 10)
+    with pytest.raises(UnboundLocalError):
+        _logits(model, ORIGINAL + 10)

@@ -23,7 +23,9 @@ The rule, one for every method (checked against transformers 5.18's ``modeling_r
 
 Per-layer-type models (Gemma 3: ``rope_parameters`` keyed by layer type) keep that form: the scaling is written for
 the chosen layer types (default: ``full_attention`` when present, as transformers scales Gemma 3), each at its own
-base, and the other layer types are copied unchanged.
+base, and the other layer types are copied unchanged. There the ``longrope`` form is refused: transformers 5.18's
+``dynamic_rope_update`` for a per-layer-type ``longrope`` raises ``UnboundLocalError`` on its second call beyond the
+original length (it caches the long frequencies under ``{layer_type}_long_inv_freq`` but reads a local variable).
 """
 
 from __future__ import annotations
@@ -247,6 +249,13 @@ def extended_config(
                 continue
             native = model_rope(config, layer_type)
             written = native_rope(native.replace(scaling=scaling), original_length=original_length_of(config, native))
+            if written.rope_parameters["rope_type"] == "longrope":
+                raise ValueError(
+                    f"{scaling.rope_type} on a per-layer-type model needs rope_type 'longrope' for {layer_type}, which "
+                    "transformers 5.18 cannot run per layer type (dynamic_rope_update raises UnboundLocalError on its "
+                    "second call beyond original_max_position_embeddings); use a method transformers names (yarn with "
+                    "its own ramp, linear, llama3) or a base change (--base, ntk)"
+                )
             params[layer_type] = written.rope_parameters
             notes.append(f"{layer_type}: {written.how}")
             if written.max_position_embeddings is not None:
