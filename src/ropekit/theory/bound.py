@@ -81,9 +81,12 @@ class _Sums:
             np.r_[low:high, pairs + low : pairs + high] for low, high in zip(self.edges[:-1], self.edges[1:], strict=True)
         ]
         #: m per coarse cell of :meth:`certify` (a cell shares one Lipschitz bound in m and u)
-        self.cell = int(min(32, max(4, 2 ** math.floor(math.log2(math.sqrt(context_length) / 8 + 1)))))
+        self.max_cell = int(min(32, max(4, 2 ** math.floor(math.log2(math.sqrt(context_length) / 8 + 1)))))
+        self.cell = self.max_cell
+        self.cell_fraction = 0.0
         self._corners: dict[float, np.ndarray] = {}
         self.step = 1e-3  # the certified sweeps' current step in u (adapted as they go)
+        self.open_m = _OPEN_M
 
     def theta(self, u: float) -> np.ndarray:
         return np.exp(-self.x * u)
@@ -171,10 +174,12 @@ class _Sums:
         a, b = self.corners(low), self.corners(high)  # (G, J+1)
         cell = self.cell
         top = np.arange(1, a.shape[1], dtype=np.float64) * cell  # (J,): the largest m of each cell
-        average = (a[:, :-1] + a[:, 1:] + b[:, :-1] + b[:, 1:]) / 4
-        bound = np.maximum(average - (slopes * cell + scales * top * width) / 2, -sizes).sum(axis=0)  # (J,)
+        average = (a[:, :-1] + a[:, 1:] + b[:, :-1] + b[:, 1:]) / 4 - slopes * (cell / 2)
+        bound = np.maximum(average - scales * top * (width / 2), -sizes).sum(axis=0)  # (J,)
         open_cells = np.flatnonzero(bound < 0)
         fraction = open_cells.size / bound.size
+        # cells that stay open whatever the step (the m-direction term alone): the cells are too wide in m
+        self.cell_fraction = float(np.mean(np.maximum(average, -sizes).sum(axis=0) < 0))
         if not open_cells.size:
             empty = np.zeros(0)
             return empty.astype(np.int64), empty, empty, 0.0
@@ -380,16 +385,29 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
     return stop
 
 
-#: the certified sweeps aim each step at about this fraction of coarse cells (and m) left to the exact search.
-_OPEN_CELLS = 0.01
+#: the certified sweeps aim each step at about this fraction of all m (at least ``_OPEN_FLOOR`` m) in coarse cells
+#: left open, and at about ``_OPEN_M`` m left to the exact search (``residual`` overrides it).
+_OPEN_SHARE = 0.01
+_OPEN_FLOOR = 512
 _OPEN_M = 400
 
 
-def _next_step(step: float, fraction: float, left: int, u: float) -> float:
-    """Grow the sweep step when the last one left few m over, shrink it when it left many (never below 1e-13·u)."""
-    if fraction > 4 * _OPEN_CELLS or left > 4 * _OPEN_M:
+def _next_step(sums: _Sums, fraction: float, left: int, u: float) -> float:
+    """Grow the sweep step when the last one left few m over, shrink it when it left many (never below 1e-13·u).
+
+    Coarse cells that stay open at any step (their m-direction term alone is too large) halve the cell instead.
+    """
+    share = max(_OPEN_SHARE, _OPEN_FLOOR / sums.length)
+    if sums.cell_fraction > share and sums.cell > 1:
+        sums.cell //= 2
+        sums._corners.clear()
+    elif sums.cell_fraction < share / 8 and sums.cell < sums.max_cell:
+        sums.cell *= 2
+        sums._corners.clear()
+    step = sums.step
+    if left > 4 * sums.open_m or fraction - sums.cell_fraction > 4 * share:
         step /= 2
-    elif fraction < _OPEN_CELLS and left < _OPEN_M:
+    elif left < sums.open_m and fraction - sums.cell_fraction < share:
         step *= 1.5
     return max(step, 1e-13 * max(u, 1.0))
 
@@ -407,7 +425,7 @@ def _sweep_feasible(sums: _Sums, u: float, stop: float) -> tuple[float, int] | N
             crossing = _first_crossing(sums, m, u, ahead, low_values, high_values)
             if crossing is not None:
                 return crossing
-        sums.step = _next_step(sums.step, fraction, m.size, ahead)
+        sums.step = _next_step(sums, fraction, m.size, ahead)
         u = ahead
     return None
 
@@ -428,7 +446,7 @@ def _highest_infeasible_step(sums: _Sums, stop: float) -> tuple[float, float]:
             return low, high
         if low <= _U_START:
             return low, high
-        sums.step = _next_step(sums.step, fraction, m.size, low)
+        sums.step = _next_step(sums, fraction, m.size, low)
         high = low
 
 
@@ -453,7 +471,7 @@ def robust_base_only(context_length: int, head_dim: int, *, residual: int | None
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return 1.0
     if residual is not None:
-        require_int("residual", residual, minimum=1)
+        sums.open_m = require_int("residual", residual, minimum=1)
     low, high = _highest_infeasible_step(sums, math.log(crude_feasible_base(context_length, head_dim)))
     # somewhere in [low, high] a base is infeasible; everything above high is feasible: walk [low, high] forward
     u = _walk_infeasible(sums, low, high)
@@ -595,6 +613,7 @@ def base_bound(
     if residual is not None:
         require_int("residual", residual, minimum=1)
     sums = _Sums(head_dim, context_length)
+    sums.open_m = _OPEN_M if residual is None else residual
     if sums.confirmed_negative(np.array([2]), _U_START).size == 0:  # L <= 2: every base is feasible
         return BaseBound(context_length, head_dim, 1.0, 1.0, [], math.inf, True, 0)
     smallest = _walk_infeasible(sums, _U_START, stop)
