@@ -58,3 +58,33 @@ def test_similarity_margin_is_half_the_ones_score_and_first_goes_negative_at_170
 def test_shapes_follow_the_distances():
     assert similarity_margin(np.zeros((3, 5)), 16).shape == (3, 5)
     assert roformer_upper_bound(np.zeros((2, 4)), 16).shape == (2, 4)
+
+
+def test_similarity_sum_is_the_direct_cosine_sum_for_any_frequencies():
+    """B_m for arbitrary (e.g. scaled) frequencies: the explicit double loop over m and pairs."""
+    from ropekit.theory import similarity_sum
+
+    frequencies = np.array([1.0, 0.3, 0.02, 1e-4])
+    m = np.array([[0, 1, 7], [100, 12345, 99999]])
+    expected = np.array([[sum(np.cos(float(d) * f) for f in frequencies) for d in row] for row in m])
+    np.testing.assert_allclose(similarity_sum(m, frequencies), expected, rtol=0, atol=1e-12)
+    assert similarity_sum(m, frequencies).shape == (2, 3)
+
+
+@pytest.mark.parametrize(("head_dim", "base", "limit"), [(128, 10000.0, 4096), (64, 500.0, 4096), (16, 3e4, 20000)])
+def test_first_negative_m_matches_a_direct_scan(head_dim, base, limit):
+    """The first m with B_m < −tolerance(m), against np.cos of every m < limit (no block identity)."""
+    from ropekit.theory import first_negative_m
+    from ropekit.theory.bound import tolerance
+
+    theta = base ** -(np.arange(0, head_dim, 2) / head_dim)
+    m = np.arange(limit, dtype=np.float64)
+    values = np.cos(np.outer(m, theta)).sum(axis=1)
+    negative = np.flatnonzero(values < -tolerance(m, head_dim))
+    expected = int(negative[0]) if negative.size else None
+    assert first_negative_m(theta, limit) == expected
+    if expected is not None:
+        assert first_negative_m(theta, expected) is None  # nothing negative below it
+        assert first_negative_m(theta, limit, start=expected + 1) == (
+            int(negative[1]) if negative.size > 1 else None
+        )

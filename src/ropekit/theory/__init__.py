@@ -3,7 +3,8 @@
 numpy only: nothing here imports torch, so ``import ropekit.theory`` and the theory commands stay fast.
 
 * :mod:`~ropekit.theory.wavelengths` — λ_i per pair before/after scaling, periodic pairs, critical dimension.
-* :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m(b).
+* :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m (``similarity_sum``, the one
+  place it is computed, and ``first_negative_m``, the one place its first negative m is found).
 * :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse
   (``base_bound``, ``smallest_feasible_base`` / ``robust_base_only`` for one definition alone,
   ``max_context_length``).
@@ -15,6 +16,7 @@ Frequencies of scaled configs come from :mod:`ropekit.scaling` (also numpy only)
 """
 
 from ropekit.theory.bound import (
+    ROBUST_AUTO_LIMIT,
     BaseBound,
     base_bound,
     crude_feasible_base,
@@ -23,7 +25,13 @@ from ropekit.theory.bound import (
     smallest_feasible_base,
     tolerance,
 )
-from ropekit.theory.decay import ones_score, roformer_upper_bound, similarity_margin
+from ropekit.theory.decay import (
+    first_negative_m,
+    ones_score,
+    roformer_upper_bound,
+    similarity_margin,
+    similarity_sum,
+)
 from ropekit.theory.plan import MethodPlan, Plan, plan
 from ropekit.theory.published import PAPER_BOUND, SU_BOUND, FaceValue, face_value_check
 from ropekit.theory.similar_tokens import SimilarTokenCheck, similar_token_check
@@ -38,6 +46,7 @@ from ropekit.theory.wavelengths import (
 
 __all__ = [
     "PAPER_BOUND",
+    "ROBUST_AUTO_LIMIT",
     "SU_BOUND",
     "BaseBound",
     "FaceValue",
@@ -50,6 +59,7 @@ __all__ = [
     "crude_feasible_base",
     "extrapolation_limit",
     "face_value_check",
+    "first_negative_m",
     "max_context_length",
     "ones_score",
     "pair_wavelengths",
@@ -59,6 +69,7 @@ __all__ = [
     "roformer_upper_bound",
     "similar_token_check",
     "similarity_margin",
+    "similarity_sum",
     "smallest_feasible_base",
     "tolerance",
     "wavelength_report",

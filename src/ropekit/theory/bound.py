@@ -49,17 +49,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ropekit._validate import require_float, require_int
+from ropekit.theory.decay import _EPS, first_negative_m, similarity_sum, tolerance
 
-_EPS = float(np.finfo(np.float64).eps)
+__all__ = [
+    "ROBUST_AUTO_LIMIT",
+    "BaseBound",
+    "base_bound",
+    "crude_feasible_base",
+    "max_context_length",
+    "robust_base_only",
+    "smallest_feasible_base",
+    "tolerance",
+]
+
 #: the walk starts here (b = 1 + 1e-9): B_2 ≈ (d/2)·cos 2 < 0 just above b = 1, so every smaller base is infeasible.
 _U_START = 1e-9
 #: the scan blocks are at most this many m long.
 _MAX_BLOCK = 1024
-
-
-def tolerance(m: int | np.ndarray, head_dim: int) -> float | np.ndarray:
-    """Values of B_m with |B_m| below this count as zero: 8·(d/2)·(m+1)·ε bounds the rounding of the phases."""
-    return 8 * (head_dim // 2) * (np.asarray(m, dtype=np.float64) + 1) * _EPS
+#: ``ropekit bound``, ``ropekit plan`` and the evaluation report compute the robust bound (B) and the islands by
+#: default up to this context length (seconds on 2 cores); above it only on request.
+ROBUST_AUTO_LIMIT = 65536
 
 
 class _Sums:
@@ -78,7 +87,8 @@ class _Sums:
         self.edges = np.array(sorted(edges))
         self.sizes = np.diff(self.edges).astype(np.float64)  # (G,)
         self._columns = [
-            np.r_[low:high, pairs + low : pairs + high] for low, high in zip(self.edges[:-1], self.edges[1:], strict=True)
+            np.r_[low:high, pairs + low : pairs + high]
+            for low, high in zip(self.edges[:-1], self.edges[1:], strict=True)
         ]
         #: m per coarse cell of :meth:`certify` (a cell shares one Lipschitz bound in m and u)
         self.max_cell = int(min(32, max(4, 2 ** math.floor(math.log2(math.sqrt(context_length) / 8 + 1)))))
@@ -97,7 +107,7 @@ class _Sums:
 
     def direct(self, m: np.ndarray, u: float) -> np.ndarray:
         """B_m(u) for an array of m, summed pair by pair."""
-        return np.cos(np.multiply.outer(np.asarray(m, dtype=np.float64), self.theta(u))).sum(axis=-1)
+        return similarity_sum(m, self.theta(u))
 
     def tol(self, m: np.ndarray) -> np.ndarray:
         return self.unit * (np.asarray(m, dtype=np.float64) + 1)
@@ -389,7 +399,7 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
 #: left open, and at about ``_OPEN_M`` m left to the exact search (``residual`` overrides it).
 _OPEN_SHARE = 0.01
 _OPEN_FLOOR = 512
-_OPEN_M = 400
+_OPEN_M = 100
 
 
 def _next_step(sums: _Sums, fraction: float, left: int, u: float) -> float:
@@ -686,6 +696,4 @@ def max_context_length(base: float, head_dim: int, *, limit: int = 1 << 26) -> i
     base = require_float("base", base, above=1.0)
     _check_head_dim(head_dim)
     require_int("limit", limit, minimum=1)
-    sums = _Sums(head_dim, limit)
-    negative, _ = sums.first_negative(math.log(base), keep=False)
-    return int(negative[0]) if negative.size else None
+    return first_negative_m(np.exp(-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim * math.log(base)), limit)

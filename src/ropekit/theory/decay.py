@@ -8,15 +8,96 @@ All three are functions of the relative distance m and the frequencies θ_i = b^
   decays with m, though not monotonically.
 * B_m(b) = Σ_i cos(m·θ_i) (Men et al., arXiv 2405.14591, eq. 8): the expected score gap between a similar and a
   random key, divided by 2σ² (see :mod:`ropekit.theory.similar_tokens`). It equals g(m)/2.
+
+B_m is computed in one place, :func:`similarity_sum` (any frequencies, so scaled ones too), and "the first m with
+B_m < 0" in one place, :func:`first_negative_m`; :func:`similarity_margin` and the base bound
+(:mod:`ropekit.theory.bound`) call them. Values within :func:`tolerance` of zero count as zero.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ropekit.scaling.registry import inv_freq
 
 ArrayLike = float | int | np.ndarray | list
+
+_EPS = float(np.finfo(np.float64).eps)
+#: distances per chunk in :func:`similarity_sum` (bounds the (chunk, d/2) temporary to a few MB).
+_CHUNK = 8192
+#: :func:`first_negative_m` evaluates blocks of at most this many consecutive m with one matrix product.
+_MAX_BLOCK = 1024
+
+
+def tolerance(m: ArrayLike, head_dim: int) -> float | np.ndarray:
+    """Values of B_m with |B_m| below this count as zero: 8·(d/2)·(m+1)·ε bounds the rounding of the phases."""
+    return 8 * (head_dim // 2) * (np.asarray(m, dtype=np.float64) + 1) * _EPS
+
+
+def similarity_sum(m: ArrayLike, frequencies: np.ndarray) -> np.ndarray:
+    """B_m = Σ_i cos(m·f_i) for any frequencies f (Men et al., arXiv 2405.14591, eq. 8), summed pair by pair.
+
+    The one place B_m is computed: with f = θ_i = b^(−2i/d) it is :func:`similarity_margin`; with a scaling
+    method's frequencies it is that method's B_m. Float64, in chunks of m.
+
+    Args:
+        m: relative distance(s), any shape.
+        frequencies: the d/2 angular frequencies, shape ``(d/2,)``.
+
+    Returns:
+        float64 array with the shape of ``m``.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    frequencies = np.asarray(frequencies, dtype=np.float64)
+    flat = m.reshape(-1)
+    out = np.empty(flat.shape)
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start : start + _CHUNK]
+        out[start : start + _CHUNK] = np.cos(np.multiply.outer(part, frequencies)).sum(axis=-1)  # (chunk, d/2)
+    return out.reshape(m.shape)
+
+
+def first_negative_m(frequencies: np.ndarray, limit: int, *, start: int = 0) -> int | None:
+    """The first m in [start, limit) with B_m < −tolerance(m) for the frequencies f, or ``None`` if there is none.
+
+    Every m is checked: blocks of K consecutive m are evaluated with one matrix product
+    (cos((m0+k)f) = cos(m0 f)cos(k f) − sin(m0 f)sin(k f)), growing chunks stop at the first chunk that holds a
+    candidate, and candidates are confirmed by direct summation (:func:`similarity_sum`), so the answer does not
+    depend on the block identity's rounding. For b = 1e4, d = 128 this is 1707.
+
+    Args:
+        frequencies: the d/2 angular frequencies, shape ``(d/2,)``.
+        limit: scan m < limit.
+        start: the first m scanned.
+
+    Returns:
+        The first negative m, or ``None``.
+    """
+    frequencies = np.asarray(frequencies, dtype=np.float64)
+    head_dim = 2 * frequencies.size
+    length = limit - start
+    if length <= 0:
+        return None
+    block = int(min(_MAX_BLOCK, 2 ** math.ceil(math.log2(math.sqrt(length) + 1))))
+    offsets = np.arange(block, dtype=np.float64)[:, None] * frequencies  # (K, d/2)
+    rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d): [cos kf | −sin kf]
+    columns = 4
+    while start < limit:
+        count = min(columns, -(-(limit - start) // block))
+        starts = (start + block * np.arange(count, dtype=np.float64))[None, :] * frequencies[:, None]  # (d/2, J)
+        values = (rows @ np.concatenate([np.cos(starts), np.sin(starts)], axis=0)).T.reshape(-1)  # m = start + j·K + k
+        m = start + np.arange(min(values.size, limit - start))
+        values = values[: m.size]
+        candidates = m[values < -tolerance(m, head_dim) / 2]  # the block values are good to ~(d/2)·m·ε
+        if candidates.size:
+            confirmed = candidates[similarity_sum(candidates, frequencies) < -tolerance(candidates, head_dim)]
+            if confirmed.size:
+                return int(confirmed[0])
+        start += count * block
+        columns = min(2 * columns, max(1, (1 << 20) // block))
+    return None
 
 
 def _distances(m: ArrayLike) -> np.ndarray:
@@ -51,9 +132,7 @@ def similarity_margin(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarr
     Returns:
         float64 array with the shape of ``m``; B_0 = d/2.
     """
-    theta = inv_freq(dim, base)
-    m = _distances(m)
-    return np.cos(m[..., None] * theta).sum(axis=-1)  # (..., d/2) summed over pairs
+    return similarity_sum(_distances(m), inv_freq(dim, base))
 
 
 def roformer_upper_bound(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarray:

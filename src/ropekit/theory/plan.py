@@ -6,8 +6,8 @@ For head dim d, base b, training length T and target length L (numpy only; frequ
 * **The base bound** (Men et al., "Base of RoPE Bounds Context Length", arXiv 2405.14591, eq. 8): whether
   B_m(b) = Σ_i cos(m·θ_i) stays >= 0 for every m < L (:func:`~ropekit.theory.bound.max_context_length`, exact and
   cheap), the smallest base that does (:func:`~ropekit.theory.bound.smallest_feasible_base`), the robust base
-  above which every base does (:func:`~ropekit.theory.bound.base_bound`, only for L <= 16384 by default because it
-  costs minutes beyond), and a round base verified feasible.
+  above which every base does (:func:`~ropekit.theory.bound.base_bound`, by default only for L <=
+  ROBUST_AUTO_LIMIT), and a round base verified feasible.
 * **Periods** (Liu et al., arXiv 2310.05209): the dims that complete a period within T, the critical dimension and
   the extrapolation limit.
 * **Training-free methods** at s = L/T: linear interpolation (arXiv 2306.15595), NTK-aware (b·s^(d/(d−2))), YaRN
@@ -27,16 +27,12 @@ from ropekit._validate import require_float, require_int
 from ropekit.config import RopeConfig
 from ropekit.scaling import frequencies
 from ropekit.scaling.registry import SCALINGS, PairGroups, ScalingConfig, inv_freq
-from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base, tolerance
+from ropekit.theory.bound import ROBUST_AUTO_LIMIT, base_bound, max_context_length, smallest_feasible_base
+from ropekit.theory.decay import first_negative_m
 from ropekit.theory.wavelengths import critical_dimension, extrapolation_limit, periodic_pairs
 
-#: the robust bound is computed by default only up to this target length (it grows ~quadratically: ~8 s at 16k,
-#: ~1 min at 64k, hours at 1M on 2 cores).
-ROBUST_DEFAULT_LIMIT = 16384
 #: mantissas of the round bases tried for ``suggested_base``.
 _ROUND = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
-#: distances per chunk when scanning B_m of arbitrary (scaled) frequencies.
-_CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -148,8 +144,8 @@ class Plan:
             safe += f"; every base >= {self.robust_base:.4g} is feasible ({self.islands} feasible islands below it)."
         else:
             reason = (
-                f"target > {ROBUST_DEFAULT_LIMIT:,} tokens: its cost grows ~L², about a minute at 64k, hours at 1M"
-                if self.target_length > ROBUST_DEFAULT_LIMIT
+                f"target > {ROBUST_AUTO_LIMIT:,} tokens: a few minutes at 1M on 2 cores; robust=True forces it"
+                if self.target_length > ROBUST_AUTO_LIMIT
                 else "not requested"
             )
             safe += (
@@ -212,7 +208,7 @@ def plan(
         train_length: T, the length the model was trained at (>= 1).
         target_length: L, the length wanted (>= ``train_length``).
         rotary_dim: how many leading dims rotate (even, 4 <= rotary_dim <= head_dim); ``None`` means all.
-        robust: compute the robust bound and islands; ``None`` does so when L <= 16384.
+        robust: compute the robust bound and islands; ``None`` does so when L <= ``ROBUST_AUTO_LIMIT`` (65,536).
 
     Returns:
         A :class:`Plan`; ``plan.lines()`` explains it, ``plan.to_dict()`` is JSON-ready.
@@ -247,7 +243,7 @@ def plan(
     rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
     first_negative = max_context_length(base, dim, limit=target_length)
     robust_base = islands = None
-    if robust if robust is not None else target_length <= ROBUST_DEFAULT_LIMIT:
+    if robust if robust is not None else target_length <= ROBUST_AUTO_LIMIT:
         bound = base_bound(target_length, dim)  # its walk to the first island is smallest_feasible_base's
         smallest, robust_base, islands = bound.smallest_base, bound.robust_base, len(bound.islands)
     else:
@@ -345,15 +341,8 @@ def _method(rope: RopeConfig, spec: ScalingConfig, factor: float, target_length:
 
 
 def _first_negative(frequencies: np.ndarray, length: int) -> int | None:
-    """The first m < ``length`` with Σ_i cos(m·f_i) < −tolerance(m), for any frequencies f (direct sums)."""
-    dim = 2 * frequencies.size
-    for start in range(0, length, _CHUNK):
-        m = np.arange(start, min(start + _CHUNK, length), dtype=np.float64)
-        values = np.cos(np.multiply.outer(m, frequencies)).sum(axis=1)  # (chunk,)
-        negative = np.flatnonzero(values < -tolerance(m, dim))
-        if negative.size:
-            return start + int(negative[0])
-    return None
+    """The first m < ``length`` with Σ_i cos(m·f_i) < −tolerance(m), for any frequencies f."""
+    return first_negative_m(frequencies, length)
 
 
 def _round_feasible_base(smallest: float, dim: int, length: int, robust: float | None) -> float:

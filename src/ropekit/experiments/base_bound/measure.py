@@ -21,8 +21,8 @@ from ropekit.eval.perplexity import losses_function
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tasks import passkey_episode
 from ropekit.model.tokenizer import byte_ids
-from ropekit.theory.bound import tolerance
-from ropekit.theory.decay import similarity_margin
+from ropekit.scaling.registry import inv_freq
+from ropekit.theory.decay import first_negative_m, similarity_margin
 
 #: episodes per forward pass when measuring retrieval
 RETRIEVAL_BATCH = 16
@@ -91,5 +91,4 @@ def decay_profile(base: float, context: int, head_dim: int) -> dict[str, Any]:
     """
     distances = np.arange(context + 1)
     values = similarity_margin(distances, head_dim, base)
-    negative = np.nonzero(values < -tolerance(distances, head_dim))[0]
-    return {"first_negative_m": int(negative[0]) if len(negative) else None, "b_m": values.tolist()}
+    return {"first_negative_m": first_negative_m(inv_freq(head_dim, base), context + 1), "b_m": values.tolist()}
