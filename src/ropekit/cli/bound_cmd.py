@@ -18,6 +18,9 @@ SHOWN_ISLANDS = 5
 MAX_CONTEXT = 1 << 20
 #: the largest rotary dim (the cost grows with d: about 35 s for d = 1024 at 64k)
 MAX_ROTARY_DIM = 1024
+#: the robust bound's islands grow fast with d (about 40 s of CPU at L = 4k for d = 128, minutes for d = 256):
+#: by default it is computed only up to this d
+ROBUST_AUTO_DIM = 128
 
 
 def bound_command(
@@ -27,7 +30,8 @@ def bound_command(
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
-        help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,}, with the islands; "
+        help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,} and d <= {ROBUST_AUTO_DIM}, "
+        "with the islands; "
         "above that, --robust computes it alone, which takes minutes).",
     ),
     json_output: bool = json_option("Print JSON instead of a table."),
@@ -45,7 +49,7 @@ def bound_command(
     length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
     head_dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
     check_range(dim_option, head_dim, minimum=2, maximum=MAX_ROTARY_DIM)
-    with_robust = robust if robust is not None else length <= ROBUST_AUTO_LIMIT
+    with_robust = robust if robust is not None else length <= ROBUST_AUTO_LIMIT and head_dim <= ROBUST_AUTO_DIM
     start = time.perf_counter()
     with option_errors(head_dim=dim_option, rotary_dim=dim_option, context_length="--context", length="--context"):
         if with_robust and length <= ROBUST_AUTO_LIMIT:
@@ -91,7 +95,10 @@ def bound_command(
     table.add_column("note")
     table.add_row("(A) smallest feasible", f"{smallest:.6g}", "B_m >= 0 for every m < L; bases just above may fail")
     if robust_base is None:
-        table.add_row("(B) robust", "not computed", f"L > {ROBUST_AUTO_LIMIT:,} (minutes to hours); --robust forces it")
+        why = f"L > {ROBUST_AUTO_LIMIT:,}" if length > ROBUST_AUTO_LIMIT else f"d > {ROBUST_AUTO_DIM}"
+        if robust is False:
+            why = "--no-robust"
+        table.add_row("(B) robust", "not computed", f"{why} (minutes to hours); --robust forces it")
     else:
         table.add_row("(B) robust", f"{robust_base:.6g}", "every base above is feasible")
         if islands is None:

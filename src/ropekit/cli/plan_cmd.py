@@ -8,6 +8,8 @@ from ropekit.cli.common import MAX_HEAD_DIM, check_range, json_option, option_er
 
 #: the largest target: the plan computes the exact bound (A) at the target, about 30 s at 1M on one core
 MAX_TARGET = 1 << 20
+#: the robust bound is computed by default only up to this rotary dim (its cost grows steeply with d)
+ROBUST_AUTO_DIM = 128
 
 
 def plan_command(
@@ -17,7 +19,9 @@ def plan_command(
     target_length: str = typer.Option(..., help="Length wanted, e.g. 32k."),
     rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
     robust: bool | None = typer.Option(
-        None, "--robust/--no-robust", help="Compute the robust bound (default: only when the target <= 16k)."
+        None,
+        "--robust/--no-robust",
+        help="Compute the robust bound (default: only when the target <= 16k and the rotary dim <= 128).",
     ),
     json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:
@@ -39,6 +43,8 @@ def plan_command(
     }
     options |= {"train_length": "--train-length", "target_length": "--target-length"}
     with option_errors(**options):
+        if robust is None and (rotary_dim or head_dim) > ROBUST_AUTO_DIM:
+            robust = False  # minutes to hours: only on request
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
     if json_output:
         print_json(result.to_dict())
