@@ -8,8 +8,8 @@ batches, synchronises gradients (with accumulation), applies bf16 autocast and s
 Data order is a function of the seed alone: the training windows are laid out as successive seeded permutations
 (one per epoch) and read in order; a resumed run skips the batches already consumed, so it continues the exact loss
 curve of an uninterrupted run. The loss is the mean next-token cross-entropy, computed from the decoder's final
-hidden states a chunk of positions at a time (recomputed in the backward pass), so ``(seq × vocab)`` logits never
-exist at once — at 32k tokens and a 49k vocabulary they would be 6.4 GB in fp32.
+hidden states a chunk of positions at a time (recomputed in the backward pass) once the logits would pass 256 MiB,
+so ``(seq × vocab)`` logits never exist at once — at 32k tokens and a 49k vocabulary they would be 6.4 GB in fp32.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from torch.utils.checkpoint import checkpoint
 from ropekit._validate import require_choice, require_float, require_int
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
-#: positions per chunk of logits in the training loss
-LOSS_CHUNK = 1024
+#: bytes of float32 logits alive at once in the training loss; below it the loss is one plain cross-entropy
+LOSS_CHUNK_BYTES = 256 * 2**20
 #: where the training artefacts go inside the output model folder
 WORK_DIR = "finetune"
 
@@ -120,18 +120,20 @@ class FinetuneSettings:
 class ChunkedCausalLM(nn.Module):
     """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
 
-    The output head (with Gemma-style final-logit soft-capping when the config has it) runs on ``chunk`` positions
-    at a time under activation checkpointing, so one chunk of logits is alive at once, in the forward and in the
-    backward pass. The loss equals transformers' ``model(input_ids, labels=input_ids).loss``.
+    The output head (with Gemma-style final-logit soft-capping when the config has it) runs on chunks of positions
+    under activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the
+    forward and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
+    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss equals transformers'
+    ``model(input_ids, labels=input_ids).loss``.
 
     Shapes:
         input_ids ``(batch, seq)`` → scalar loss (mean over ``batch × (seq − 1)`` predictions).
     """
 
-    def __init__(self, model: nn.Module, *, chunk: int = LOSS_CHUNK) -> None:
+    def __init__(self, model: nn.Module, *, chunk_bytes: int = LOSS_CHUNK_BYTES) -> None:
         super().__init__()
         self.model = model
-        self.chunk = require_int("chunk", chunk, minimum=1)
+        self.chunk_bytes = require_int("chunk_bytes", chunk_bytes, minimum=1)
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._no_split_modules = getattr(causal_lm, "_no_split_modules", None)  # for FSDP's auto-wrap
         self._softcap = getattr(causal_lm.config, "final_logit_softcapping", None)
@@ -149,9 +151,13 @@ class ChunkedCausalLM(nn.Module):
         body = self._causal_lm().get_decoder()
         hidden = body(input_ids=input_ids[:, :-1], use_cache=False).last_hidden_state  # (batch, seq - 1, d_model)
         targets = input_ids[:, 1:]  # (batch, seq - 1)
+        vocab = self._causal_lm().get_output_embeddings().weight.shape[0]
+        chunk = max(1, self.chunk_bytes // (4 * vocab * targets.shape[0]))  # positions per chunk
+        if chunk >= targets.shape[1]:
+            return self._chunk_loss(hidden, targets) / targets.numel()
         total = hidden.new_zeros((), dtype=torch.float32)
-        for start in range(0, targets.shape[1], self.chunk):
-            part = slice(start, start + self.chunk)
+        for start in range(0, targets.shape[1], chunk):
+            part = slice(start, start + chunk)
             total = total + checkpoint(self._chunk_loss, hidden[:, part], targets[:, part], use_reentrant=False)
         return total / targets.numel()
 
