@@ -318,6 +318,7 @@ LLAMA_3_1 = RopeConfig(
         ),
     ],
 )
+@pytest.mark.filterwarnings("ignore:config has both rope_scaling and rope_parameters")  # see test_hf_format
 def test_reads_real_world_shapes(config: dict[str, Any], expected: RopeConfig) -> None:
     assert from_hf_config(config) == expected
 
