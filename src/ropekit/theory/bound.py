@@ -366,7 +366,11 @@ def crude_feasible_base(context_length: int, head_dim: int) -> float:
 
 
 def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
-    """From an infeasible u, follow witnesses to the first feasible u at or after it (exact), or to ``stop``."""
+    """From an infeasible u, follow witnesses to the first feasible u at or after it (exact), or to ``stop``.
+
+    A witness is looked for next to the last ones, then among m that were nearly negative at the last scan, and
+    only then by a full scan over m (a scan that finds no negative m proves u feasible).
+    """
     recent: list[int] = []
     pool = np.zeros(0, dtype=np.int64)
     while u < stop:
@@ -374,13 +378,13 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
         if recent:  # runs of negative m drift slowly: look next to the last witnesses first
             negative = sums.confirmed_negative(sums.candidates(*sums.around(np.array(recent), u, 4)), u)
         if not negative.size and pool.size:  # then next to the m that were nearly negative at the last scan
-            negative = sums.confirmed_negative(sums.candidates(*sums.around(pool, u, 6)), u)
+            negative = sums.confirmed_negative(sums.candidates(*sums.around(pool, u, _POOL_WIDTH)), u)
         if not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
                 return u
-            near = np.flatnonzero(values < 0.5)
-            pool = near[np.argsort(values[near])[:128]]
+            near = np.flatnonzero(values < _POOL_LEVEL)
+            pool = near[np.argsort(values[near])[:_POOL_SIZE]]
         if negative.size > 3:  # walk the three whose first safe step is longest
             value, slope, curvature = sums._taylor(negative.astype(np.float64), np.full(negative.size, u))
             level = value + sums.tol(negative)
@@ -400,6 +404,26 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
 _OPEN_SHARE = 0.01
 _OPEN_FLOOR = 512
 _OPEN_M = 100
+#: after a full scan, the witness pool: at most this many m with B_m below this level, each with this many
+#: neighbours on either side
+_POOL_SIZE = 128
+_POOL_LEVEL = 0.5
+_POOL_WIDTH = 6
+
+
+def _adapt_cell(sums: _Sums) -> float:
+    """Halve the coarse cells when their m-direction term alone leaves many open, double them when it leaves few.
+
+    Returns the share of cells the sweeps aim to leave open.
+    """
+    share = max(_OPEN_SHARE, _OPEN_FLOOR / sums.length)
+    if sums.cell_fraction > 4 * share and sums.cell > 4:
+        sums.cell //= 2
+        sums._corners.clear()
+    elif sums.cell_fraction < share / 2 and sums.cell < sums.max_cell:
+        sums.cell *= 2
+        sums._corners.clear()
+    return share
 
 
 def _next_step(sums: _Sums, fraction: float, left: int, u: float) -> float:
@@ -407,13 +431,7 @@ def _next_step(sums: _Sums, fraction: float, left: int, u: float) -> float:
 
     Coarse cells that stay open at any step (their m-direction term alone is too large) halve the cell instead.
     """
-    share = max(_OPEN_SHARE, _OPEN_FLOOR / sums.length)
-    if sums.cell_fraction > share and sums.cell > 1:
-        sums.cell //= 2
-        sums._corners.clear()
-    elif sums.cell_fraction < share / 8 and sums.cell < sums.max_cell:
-        sums.cell *= 2
-        sums._corners.clear()
+    share = _adapt_cell(sums)
     step = sums.step
     if left > 4 * sums.open_m or fraction - sums.cell_fraction > 4 * share:
         step /= 2
