@@ -49,3 +49,18 @@ def test_tiny_model_out_of_memory_becomes_a_clear_error(tiny_checkpoint: Path, m
     monkeypatch.setattr(model.model.blocks[0], "forward", forward)
     with pytest.raises(ValueError, match=r"out of memory at sequence length 300 \(batch 1\)"):
         model.logits(torch.zeros(1, 300, dtype=torch.long))
+
+
+@pytest.mark.parametrize(("dtype", "rel"), [("float32", 0.0), ("bfloat16", 2e-2), ("float16", 2e-3)])
+def test_dtype_is_applied_and_stated(tiny_checkpoint: Path, dtype: str, rel: float) -> None:
+    """Oracle: the float32 losses; bf16 keeps 8 bits of mantissa, fp16 11, so the mean loss moves by about that."""
+    ids = torch.randint(0, 256, (129,), generator=torch.Generator().manual_seed(0))
+    reference = load_eval_model(tiny_checkpoint).token_losses(ids).mean()
+    model = load_eval_model(tiny_checkpoint, dtype=dtype)
+    assert model.describe()["dtype"] == dtype and next(model.model.parameters()).dtype == getattr(torch, dtype)
+    assert float(model.token_losses(ids).mean()) == pytest.approx(float(reference), rel=rel, abs=1e-6)
+
+
+def test_a_bad_dtype_is_refused_before_loading(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="dtype must be one of auto, bfloat16, float16, float32, got 'fp8'"):
+        load_eval_model(tmp_path / "nowhere", dtype="fp8")
