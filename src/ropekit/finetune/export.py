@@ -280,6 +280,8 @@ def check_out_dir(out: str | Path, *, force: bool) -> Path:
         FileExistsError: ``out`` exists (a file, or a folder with files) and ``force`` is false.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir() and not out.is_file():  # /dev/null, a socket: never removed, even with force
+        raise FileExistsError(f"--out {str(out)!r} exists and is neither a folder nor a file")
     if out.exists() and (out.is_file() or any(out.iterdir())) and not force:
         raise FileExistsError(f"--out {str(out)!r} exists; pass --force to overwrite it")
     return out
