@@ -429,3 +429,17 @@ def test_settings_are_dataclasses_built_by_keyword():
 
     settings = build_settings(methods="none,yarn", multiples="1,2", factor="auto")
     assert dataclasses.asdict(settings)["methods"] == ("none", "yarn") and settings.multiples == (1.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "--out", "/dev/null"],
+        ["eval", "perplexity", "--out", "/dev/null"],
+        ["experiment", "base-bound", "--out", "/dev/null"],
+        ["extend", "--model", "/nonexistent", "--scaling", "linear", "--factor", "2", "--out", "/dev/null", "--force"],
+    ],
+)
+def test_out_naming_a_device_is_refused(no_training, no_sweep, args):
+    """Found by the slow fuzz: extend --out /dev/null --force ended in NotADirectoryError."""
+    assert_error(run(*args), "--out", "/dev/null")
