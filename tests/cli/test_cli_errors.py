@@ -231,6 +231,8 @@ def test_every_command_has_a_json_flag_without_a_value(command):
     assert result.exit_code == 0
     line = next(line for line in result.stdout.splitlines() if "--json" in line)
     assert "<bool>" not in line and "BOOLEAN" not in line, line
+    flags = [line for line in result.stdout.splitlines() if "<bool>" in line and "--help" not in line]
+    assert flags == [], flags  # no flag (--force, --quick, --robust, --resume) reads as if it took a value
 
 
 # --- item 16: overflow and runaway inputs --------------------------------------------------------------------------

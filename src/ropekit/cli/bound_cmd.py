@@ -8,10 +8,7 @@ import typer
 
 from ropekit.cli.common import check_range, json_option, option_errors, parse_length, print_json, resolve_alias
 
-#: by default the robust bound and the islands are computed up to this context length (about a minute at 64k on
-#: 2 cores; the islands cost most and grow roughly quadratically). Above it ``--robust`` computes (B) alone by the
-#: downward sweep (about 20 s at 128k, 3 min at 512k on one core of the lent machine), without the islands.
-ROBUST_AUTO_LIMIT = 65536
+from ropekit._costs import ROBUST_AUTO_LIMIT  # noqa: E402  (one cut-off for the CLI, plan and report)
 #: islands shown in the table (JSON has all of them).
 SHOWN_ISLANDS = 5
 #: the largest context length: (A) alone takes about 30 s at 1M on one core and grows faster than linearly
@@ -30,6 +27,7 @@ def bound_command(
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
+        metavar="",
         help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,} and d <= {ROBUST_AUTO_DIM}, "
         "with the islands; "
         "above that, --robust computes it alone, which takes minutes).",

@@ -54,7 +54,7 @@ FACTOR = typer.Option("auto", help="'auto' (s = length / training length) or a n
 DEVICE_MAP = typer.Option(
     None, help="transformers device_map, e.g. 'auto' (needs accelerate), for big transformers models only."
 )
-FORCE = typer.Option(False, "--force", help="Overwrite results already in --out.")
+FORCE = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out.")
 DTYPE = typer.Option(
     "auto", help="auto (the checkpoint's own; float32 for the bundled model), bfloat16, float16, float32."
 )

@@ -25,7 +25,7 @@ app = typer.Typer(help="Experiments that test published claims at tiny scale.", 
 @app.command("base-bound")
 def base_bound_command(
     out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Output folder (models, results.json, index.html)."),
-    quick: bool = typer.Option(False, "--quick", help="Fewer steps and trials (< 10 min on 2 cores)."),
+    quick: bool = typer.Option(False, "--quick", metavar="", help="Fewer steps and trials (< 10 min on 2 cores)."),
     context: str | None = typer.Option(None, help="Training context, e.g. 512 or 1k (default 512)."),
     steps: int | None = typer.Option(None, help="Training steps per model."),
     trials: int | None = typer.Option(None, help="Retrieval episodes per model."),

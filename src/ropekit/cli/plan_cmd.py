@@ -21,6 +21,7 @@ def plan_command(
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
+        metavar="",
         help="Compute the robust bound (default: only when the target <= 16k and the rotary dim <= 128).",
     ),
     json_output: bool = json_option("Print JSON instead of text and a table."),

@@ -51,7 +51,7 @@ def plot_command(
     max_distance: str = typer.Option("64k", help="Largest distance m (decay; at most 1M)."),
     max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M; 64k takes ~30 s)."),
     robust_up_to: str = typer.Option("4k", help="Compute the robust bound up to this length (bound; at most 64k)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite the file if it exists."),
+    force: bool = typer.Option(False, "--force", metavar="", help="Overwrite the file if it exists."),
     json_output: bool = json_option("Print the written file as JSON."),
 ) -> None:
     """Write a figure: B_m and RoFormer's decay bound, the base bound against L, wavelengths, or scaling ratios."""

@@ -47,7 +47,7 @@ def report_command(
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
     text: Path | None = TEXT,
-    force: bool = typer.Option(False, "--force", help="Overwrite a report already in --out."),
+    force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:
     """Evaluate every method on a model and write a self-contained HTML report."""

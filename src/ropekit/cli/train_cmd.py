@@ -52,7 +52,7 @@ def train_command(
     segment_length: int | None = typer.Option(None, help="Infini-attention segment length (position infini)."),
     memory_update: str = typer.Option("linear", help="Infini-attention memory rule: linear or delta."),
     task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are passkey episodes."),
-    resume: bool = typer.Option(True, help="Continue from a train_state in --out if present."),
+    resume: bool = typer.Option(True, metavar="", help="Continue from a train_state in --out if present."),
     json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
 ) -> None:
     """Train the tiny model (deterministic data order, periodic checkpoints, resumable).
