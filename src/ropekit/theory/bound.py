@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ropekit._costs import ROBUST_AUTO_LIMIT
 from ropekit._validate import require_float, require_int
 from ropekit.theory.decay import _EPS, first_negative_m, similarity_sum, tolerance
 
@@ -66,9 +67,6 @@ __all__ = [
 _U_START = 1e-9
 #: the scan blocks are at most this many m long.
 _MAX_BLOCK = 1024
-#: ``ropekit bound``, ``ropekit plan`` and the evaluation report compute the robust bound (B) and the islands by
-#: default up to this context length (seconds on 2 cores); above it only on request.
-ROBUST_AUTO_LIMIT = 65536
 
 
 class _Sums:
