@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ropekit.eval.passkey import passkey_grid
+from ropekit.eval.perplexity import perplexity_at
 from ropekit.model import load
 from ropekit.model.corpus import heldout_bytes
 
@@ -90,7 +91,12 @@ def main() -> None:
             for n in lengths
         }
         passkey[name + " by depth"] = {f"{c.length}@{c.depth}": c.accuracy for c in cells}
-    result = {"model": args.model, "memory": stats, "passkey": passkey}
+    perplexity = {}
+    for name, fn in (("trained", model), ("memory emptied every segment", emptied)):
+        with torch.no_grad():
+            points = [perplexity_at(fn, text, n, train, max_tokens=8192) for n in lengths]
+        perplexity[name] = {p.length: round(p.perplexity, 4) for p in points}
+    result = {"model": args.model, "memory": stats, "passkey": passkey, "perplexity": perplexity}
     text_out = json.dumps(result, indent=1)
     print(text_out)
     if args.out is not None:
