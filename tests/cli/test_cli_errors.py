@@ -445,3 +445,22 @@ def test_settings_are_dataclasses_built_by_keyword():
 def test_out_naming_a_device_is_refused(no_training, no_sweep, args):
     """Found by the slow fuzz: extend --out /dev/null --force ended in NotADirectoryError."""
     assert_error(run(*args), "--out", "/dev/null")
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["bound", "--context", "1M", "--rotary-dim", "1024"], "--rotary-dim"),
+        (["plan", "--head-dim", "4096", "--train-length", "4k", "--target-length", "1M"], "--head-dim"),
+        (["plot", "bound", "-o", "b.png", "--max-context", "1M", "--rotary-dim", "256"], "--max-context"),
+    ],
+)
+def test_bound_work_beyond_minutes_is_refused(args, option):
+    """Item 16: L × d decides the exact bound's cost; beyond 1M × 128 (about 30 s) it is a range error."""
+    assert_error(run(*args), option, "134,217,728")
+
+
+def test_robust_bound_is_off_by_default_above_d_128():
+    """The robust bound's islands take minutes at d = 256 even for short contexts: only on request there."""
+    data = strict_json(run("bound", "--context", "1k", "--rotary-dim", "256", "--json").stdout)
+    assert data["robust_base"] is None and data["smallest_base"] > 1

@@ -6,9 +6,17 @@ import time
 
 import typer
 
-from ropekit.cli.common import check_range, json_option, option_errors, parse_length, print_json, resolve_alias
+from ropekit._costs import ROBUST_AUTO_LIMIT  # the one cut-off, shared with plan and the report
+from ropekit.cli.common import (
+    check_bound_work,
+    check_range,
+    json_option,
+    option_errors,
+    parse_length,
+    print_json,
+    resolve_alias,
+)
 
-from ropekit._costs import ROBUST_AUTO_LIMIT  # noqa: E402  (one cut-off for the CLI, plan and report)
 #: islands shown in the table (JSON has all of them).
 SHOWN_ISLANDS = 5
 #: the largest context length: (A) alone takes about 30 s at 1M on one core and grows faster than linearly
@@ -47,6 +55,7 @@ def bound_command(
     length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
     head_dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
     check_range(dim_option, head_dim, minimum=2, maximum=MAX_ROTARY_DIM)
+    check_bound_work(length, head_dim, "--context", dim_option)
     with_robust = robust if robust is not None else length <= ROBUST_AUTO_LIMIT and head_dim <= ROBUST_AUTO_DIM
     start = time.perf_counter()
     with option_errors(head_dim=dim_option, rotary_dim=dim_option, context_length="--context", length="--context"):

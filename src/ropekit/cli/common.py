@@ -90,6 +90,19 @@ def check_range(
         raise fail(f"{option} must be <= {maximum:g}, got {value!r}")
 
 
+#: the exact base bound scans every m < L over d/2 frequencies: L × d up to 2^20 × 128 takes about 30 s on one core
+MAX_BOUND_WORK = (1 << 20) * 128
+
+
+def check_bound_work(length: int, dim: int, length_option: str, dim_option: str) -> None:
+    """Refuse an exact-bound computation that would run for many minutes (L × d above :data:`MAX_BOUND_WORK`)."""
+    if length * dim > MAX_BOUND_WORK:
+        raise fail(
+            f"{length_option} {length:,} with {dim_option} {dim} is beyond what the exact bound computes in minutes "
+            f"(length × dim must be <= {MAX_BOUND_WORK:,}, e.g. 1M tokens at d = 128)"
+        )
+
+
 def _nearest_existing(path: Path) -> Path:
     path = path.absolute()
     while not path.exists() and path != path.parent:

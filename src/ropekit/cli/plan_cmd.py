@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from ropekit.cli.common import MAX_HEAD_DIM, check_range, json_option, option_errors, parse_length, print_json
+from ropekit.cli.common import (
+    MAX_HEAD_DIM,
+    check_bound_work,
+    check_range,
+    json_option,
+    option_errors,
+    parse_length,
+    print_json,
+)
 
 #: the largest target: the plan computes the exact bound (A) at the target, about 30 s at 1M on one core
 MAX_TARGET = 1 << 20
@@ -37,6 +45,7 @@ def plan_command(
     train = parse_length(train_length, "--train-length", maximum=MAX_TARGET)
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
     target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_TARGET)
+    check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
     options = {
         "head_dim": "--head-dim",
         "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",

@@ -10,6 +10,7 @@ import typer
 
 from ropekit.cli.common import (
     MAX_FACTOR,
+    check_bound_work,
     check_output_file,
     check_range,
     fail,
@@ -29,6 +30,8 @@ BOUND_MIN_CONTEXT = 1024
 MAX_CONTEXT = 1 << 20
 MAX_ROBUST = 1 << 16
 MAX_ROTARY_DIM = 1024
+#: the robust bound is drawn only up to this rotary dim (its cost grows steeply with d)
+ROBUST_MAX_DIM = 128
 
 
 @contextmanager
@@ -50,7 +53,9 @@ def plot_command(
     factor: float = typer.Option(4.0, help="Scaling factor s (wavelengths, scaling)."),
     max_distance: str = typer.Option("64k", help="Largest distance m (decay; at most 1M)."),
     max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M; 64k takes ~30 s)."),
-    robust_up_to: str = typer.Option("4k", help="Compute the robust bound up to this length (bound; at most 64k)."),
+    robust_up_to: str = typer.Option(
+        "4k", help="Compute the robust bound up to this length (bound; at most 64k; only for d <= 128)."
+    ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite the file if it exists."),
     json_output: bool = json_option("Print the written file as JSON."),
 ) -> None:
@@ -74,6 +79,9 @@ def plot_command(
             max_context, "--max-context", minimum=BOUND_MIN_CONTEXT, maximum=MAX_CONTEXT
         )
         lengths["robust_up_to"] = parse_length(robust_up_to, "--robust-up-to", maximum=MAX_ROBUST)
+        check_bound_work(lengths["max_context"], dim, "--max-context", dim_option)
+        if dim > ROBUST_MAX_DIM:  # the robust bound's islands take minutes to hours above d = 128
+            lengths["robust_up_to"] = 0
     else:
         lengths["train_length"] = parse_length(train_length, "--train-length")
     check_output_file(path, path_option, suffixes=SUFFIXES, force=force)
