@@ -248,3 +248,11 @@ def test_evaluation_harness_scores_an_infini_checkpoint_and_skips_scalings(tmp_p
     assert point["tokens"] == 256
     assert point["perplexity"] == pytest.approx(math.exp(total / 256), rel=1e-5)
     assert len(result.passkey) == 1 and result.passkey[0]["trials"] == 2
+
+
+def test_report_model_line_shows_the_gates():
+    from ropekit.eval.report import model_line
+
+    line = model_line({"dtype": "float32", "gates": [[0.5, 0.25], [0.125, 1.0]]})
+    assert "gates sigmoid(β) per head: layer 0: 0.500, 0.250; layer 1: 0.125, 1.000." in line
+    assert "gates" not in model_line({"dtype": "float32"})
