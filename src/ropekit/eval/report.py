@@ -130,6 +130,9 @@ def model_line(describe: dict[str, Any]) -> str:
             f" One RoPE per layer type ({', '.join(describe['layer_types'])}); methods were applied to the "
             f"{', '.join(scaled)} layers, each at its own base."
         )
+    if describe.get("gates"):  # Infini-attention: how much each head takes from its memory
+        rows = "; ".join(f"layer {i}: " + ", ".join(f"{g:.3f}" for g in row) for i, row in enumerate(describe["gates"]))
+        line += f" Infini-attention memory gates sigmoid(β) per head: {rows}."
     return line
 
 
