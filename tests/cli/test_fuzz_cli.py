@@ -39,6 +39,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from ropekit.cli.app import app
+from ropekit.cli.common import MAX_BOUND_WORK
 
 #: wall-clock bound per example (generous: the machine is shared; a real runaway takes minutes)
 CASE_SECONDS = 30.0
@@ -46,6 +47,8 @@ CASE_SECONDS = 30.0
 #: up to the model check): extend/finetune need a transformers model or GGUF file
 NEEDS_A_REAL_MODEL = ("extend", "finetune")
 CASES: Counter[str] = Counter()
+#: the argv of the example running now (the stand-ins read it)
+ARGV: list[str] = []
 #: (command, exit code) -> count: how many examples ran to the end (0) and how many were refused (2)
 OUTCOMES: Counter[tuple[str, int]] = Counter()
 
@@ -264,8 +267,17 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
         return out / "index.html"
 
     def capped(function, limit: int = 512):
-        def run(length, *args, **kwargs):
-            return function(min(length, limit), *args, **kwargs)
+        """``function`` at a small length, after checking that the real call would finish: the exact bound's
+        cost is L × d (about 30 s at 1M × 128), and the robust one's islands take minutes above d = 128 or
+        L = 64k, which only an explicit ``--robust`` may ask for."""
+
+        def run(length, dim=128, *args, **kwargs):
+            if isinstance(length, int) and isinstance(dim, int):
+                assert length * dim <= MAX_BOUND_WORK, f"runaway: exact bound at L = {length}, d = {dim}"
+                robust = function.__name__ in ("base_bound", "robust_base_only")
+                asked = "--robust" in ARGV
+                assert not robust or asked or (dim <= 128 and length <= 65536), f"runaway: robust L={length} d={dim}"
+            return function(min(length, limit), dim, *args, **kwargs)
 
         return run
 
@@ -286,7 +298,13 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("base_bound", "smallest_feasible_base"):  # plan imported them by name
         monkeypatch.setattr(plan_module, name, capped(getattr(plan_module, name)))
     monkeypatch.setattr(plots, "decay_figure", fake_figure(lambda d, b, m: frequencies(RopeConfig(d, base=b))))
-    monkeypatch.setattr(plots, "bound_figure", fake_figure(lambda d, m, r: bound.smallest_feasible_base(64, d)))
+
+    def bound_figure_work(d, m, r):
+        bound.smallest_feasible_base(m, d)
+        if r >= 1024:
+            bound.base_bound(min(r, m), d)
+
+    monkeypatch.setattr(plots, "bound_figure", fake_figure(bound_figure_work))
     for name in ("wavelengths_figure", "scaling_figure"):
         monkeypatch.setattr(
             plots,
@@ -341,6 +359,7 @@ def typed_names(argv: list[str], command) -> set[str]:
 def check(path: tuple[str, ...], argv: list[str]) -> None:
     key = " ".join(path)
     CASES[key] += 1
+    ARGV[:] = argv
     command = COMMANDS[path]
     started = time.perf_counter()
     result = CliRunner().invoke(app, [*path, *argv], env={"COLUMNS": "200"})
