@@ -50,7 +50,7 @@ def base_bound_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ropekit.experiments.base_bound import ExperimentSettings, run_experiment
+    from ropekit.experiments.base_bound import MODEL_KEYS, ExperimentSettings, run_experiment
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
     length = None if context is None else parse_length(context, "--context")
@@ -62,7 +62,7 @@ def base_bound_command(
     if models is not None:
         items = [k.strip() for k in models.split(",")]
         if not all(items):
-            raise fail(f"--models has an empty item in {models!r}")
+            raise fail(f"--models has an empty item in {models!r}; models must be keys from {', '.join(MODEL_KEYS)}")
         changes["models"] = tuple(items)
     with option_errors(**{name: "--" + name.replace("_", "-") for name in _FIELDS}):
         settings = dataclasses.replace(settings, seed=seed, device=device, **changes)
