@@ -1,13 +1,13 @@
 """The base bound for d = 128, L = 1k … 1M, beside Men et al.'s Table 1 and Su's values, as a markdown table.
 
-Run: ``python benchmarks/theory_table.py`` (several minutes on 2 cores; ``--robust-limit`` and ``--max-exponent``
-change how much is computed). Prints markdown for docs/theory.md.
+Run: ``python benchmarks/theory_table.py`` (a few minutes on 2 cores; ``--robust-limit``, ``--robust-alone-limit``
+and ``--max-exponent`` change how much is computed). Prints markdown for docs/theory.md.
 
 Columns: ropekit's smallest feasible base (A), exact at every L; the robust base (B), exact where
-L <= ``--robust-alone-limit``; the number of feasible islands where L <= ``--robust-limit`` (walking through
-the islands grows ~quadratically in L: about a minute at 64k; above that (B) comes alone from the downward
-sweep, about 3 minutes at 512k and tens of minutes at 1M on one core); the two published values with their
-face-value check (the first m where B_m of the printed base goes negative, or "ok" when none below L).
+L <= ``--robust-alone-limit``; the number of feasible islands where L <= ``--robust-limit`` (the walk through the
+islands costs most: about 20 s at 128k on an idle 2-core machine; above that (B) comes alone from the certified
+downward sweep, about 15 s at 1M); the two published values with their face-value check (the first m where B_m of
+the printed base goes negative, or "ok" when none below L).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def _face(length: int, base: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--head-dim", type=int, default=128)
-    parser.add_argument("--robust-limit", type=int, default=65536, help="compute the islands up to this L")
-    parser.add_argument("--robust-alone-limit", type=int, default=2**17, help="compute (B) alone up to this L")
+    parser.add_argument("--robust-limit", type=int, default=2**17, help="compute the islands up to this L")
+    parser.add_argument("--robust-alone-limit", type=int, default=2**20, help="compute (B) alone up to this L")
     parser.add_argument("--max-exponent", type=int, default=20, help="largest L = 2**this")
     args = parser.parse_args()
     total = time.perf_counter()

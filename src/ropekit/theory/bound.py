@@ -28,16 +28,23 @@ Every integer m in [0, L) is checked, and every claim about an interval of bases
   come in runs that drift slowly with b), then among m that were nearly negative at the last full scan, and only
   then by a full scan over all m. A full scan that finds no negative m proves the base feasible: the walk has
   reached the left end of an island, exactly.
-* **Feasible stretches** are swept with full scans at bases u_j < u_{j+1}. With Λ_m = m·Σ_i x_i θ_i(u_j) (a
-  Lipschitz constant of B_m in u on [u_j, ∞)), every m with B_m(u_j) + B_m(u_{j+1}) >= Λ_m·(u_{j+1} − u_j) is
-  positive on the whole step (the "tent" bound). The few m left over are walked individually with the safe
-  steps above, which find the first zero exactly if there is one: that is the right end of the island.
+* **Feasible stretches** are swept in steps [u_j, u_{j+1}] (:meth:`_Sums.certify`), each certified for all m at
+  once by Lipschitz bounds on *groups* of pairs: per group g, |∂G_g/∂u| <= m·Σ_g x_i θ_i(u_j) and
+  |∂G_g/∂m| <= Σ_g θ_i(u_j) on [u_j, ∞), and G_g >= −(pairs in g). A cell of K consecutive m × the step is
+  cleared when the sum over groups of max(−size, average of the four corner values − the Lipschitz terms) is
+  >= 0; the fast pairs, which sweep whole periods within a step, cost their size and no more, so steps can be
+  far wider than one Lipschitz constant for all of B_m allows. The m of cells left open get the same bound
+  one by one (the tent between the step's ends), and the few m left after that are halved individually with an
+  exact per-pair bound (the minimum of cos over each pair's phase interval), then walked with the safe steps
+  above, which find the first zero exactly if there is one: that is the right end of the island. The step and
+  the cell width adapt so that about 1% of cells and ~100 m are left over.
 * **The ray.** For u >= u_crude, Σ_i cos(min(L·θ_i, π)) >= 0 bounds every B_m below, so every base above is
   feasible. The sweep certifies up to ``min(u_crude, search_limit)``; ``BaseBound.checked_up_to`` says where it
   stopped, and ``BaseBound.certified`` is true when that is u_crude (the whole ray is proved).
 
-Speed: full scans use cos((m0+k)θ) = cos(kθ)cos(m0θ) − sin(kθ)sin(m0θ), i.e. one matrix product per block of m
-(FACTS.md), and :func:`max_context_length` stops at the first block holding a negative m.
+Speed: full scans and the cells' corner values use cos((m0+k)θ) = cos(kθ)cos(m0θ) − sin(kθ)sin(m0θ), i.e. one
+matrix product per block of m (per group for the cells; FACTS.md); :func:`max_context_length`
+(:func:`~ropekit.theory.decay.first_negative_m`) stops at the first block holding a negative m.
 """
 
 from __future__ import annotations
