@@ -19,6 +19,7 @@ from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import perplexity_at
 from ropekit.model import load
 from ropekit.model.corpus import heldout_bytes
+from ropekit.model.infini import elu_plus_one
 
 
 @torch.no_grad()
@@ -31,11 +32,29 @@ def memory_statistics(model, ids: torch.Tensor) -> dict:
     share = [0.0] * layers
     count = 0
     memory = [None] * layers
+    keys = [[] for _ in range(layers)]  # σ(K) of every segment so far, per layer
+    spread = [None] * layers
     step = model.config.segment_length
-    for index, start in enumerate(range(0, ids.shape[1], step)):
+    starts = list(range(0, ids.shape[1], step))
+    for index, start in enumerate(starts):
         x = model.embed(ids[:, start : start + step])  # (1, segment, d_model)
         for layer, block in enumerate(model.blocks):
-            local, from_memory, _ = block.attn.parts(block.attn_norm(x), memory[layer])
+            h = block.attn_norm(x)
+            local, from_memory, _ = block.attn.parts(h, memory[layer])
+            cfg = model.config
+            sigma_k = elu_plus_one(block.attn.k_proj(h).view(1, -1, cfg.n_kv_heads, cfg.head_dim))[0]  # (s, kv, hd)
+            if index == len(starts) - 1 and keys[layer]:
+                # addressing weights of the memory read (exact for the linear rule): w_t ∝ σ(q)·σ(k_t)
+                sigma_q = elu_plus_one(block.attn.q_proj(h).view(1, -1, cfg.n_heads, cfg.head_dim))[0]  # (s, h, hd)
+                stored = torch.cat(keys[layer]).repeat_interleave(cfg.n_heads // cfg.n_kv_heads, 1)  # (T, h, hd)
+                w = torch.einsum("shd,thd->hst", sigma_q, stored)  # (h, s, T)
+                w = w / w.sum(-1, keepdim=True)
+                spread[layer] = {
+                    "stored_tokens": stored.shape[0],
+                    "effective_tokens": [round(float(v), 1) for v in (1 / w.square().sum(-1)).mean(-1)],
+                    "max_weight": [round(float(v), 5) for v in w.amax(-1).mean(-1)],
+                }
+            keys[layer].append(sigma_k)
             if index > 0:
                 g = torch.sigmoid(block.attn.gate)[None, :, None]  # (1, h, 1)
                 m, loc = from_memory.norm(dim=-1), local.norm(dim=-1)  # (1, h, segment)
@@ -57,6 +76,7 @@ def memory_statistics(model, ids: torch.Tensor) -> dict:
         "memory_share_of_mix": listed(share),
         "memory_frobenius": [[round(float(v), 3) for v in m.matrix[0].norm(dim=(-2, -1))] for m in memory],
         "normaliser_norm": [[round(float(v), 3) for v in m.norm[0].norm(dim=-1)] for m in memory],
+        "read_weights_last_segment": spread,
     }
 
 
