@@ -267,12 +267,13 @@ def read_loss_log(path: Path) -> list[StepRecord]:
 
 
 def plot_loss(path: Path, log: list[StepRecord], title: str) -> None:
-    """Training loss (and held-out loss points) against step, as a PNG."""
+    """Training loss (steps >= 1) and held-out loss (step 0 = before training) against step, as a PNG."""
     from ropekit._plotting import pyplot
 
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.5), layout="constrained")
-    axis.plot([r.step for r in log], [r.loss for r in log], label="training loss", linewidth=1)
+    trained = [r for r in log if r.step > 0]
+    axis.plot([r.step for r in trained], [r.loss for r in trained], label="training loss", linewidth=1)
     held = [r for r in log if r.heldout_loss is not None]
     if held:
         axis.plot([r.step for r in held], [r.heldout_loss for r in held], "o-", label="held-out loss")
@@ -299,8 +300,9 @@ def train(
 ) -> TrainResult:
     """Train ``build_model()`` (a transformers causal LM with its new RoPE) on ``windows``; checkpoints in ``work_dir``.
 
-    Every process calls this. Ctrl-C (SIGINT) on any process stops all of them after the current optimizer step
-    with a resumable checkpoint; so does a call of ``on_step`` that raises :class:`StopTraining`.
+    Every process calls this. Ctrl-C (SIGINT) on any process, from the moment this is called, stops all of them after
+    the current (or first) optimizer step with a resumable checkpoint; so does an ``on_step`` that raises
+    :class:`StopTraining`. A second Ctrl-C stops at once (``KeyboardInterrupt``, no checkpoint).
 
     Args:
         build_model: returns the model to train (called once per process, after the seed is set).
@@ -316,6 +318,24 @@ def train(
     Returns:
         A :class:`TrainResult`; ``model`` (main process) is the trained transformers model, LoRA merged.
     """
+    stop = {"requested": False}
+
+    def on_sigint(signum, frame):
+        if stop["requested"]:  # a second Ctrl-C: stop now, without a checkpoint
+            raise KeyboardInterrupt
+        stop["requested"] = True
+
+    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    try:
+        return _train(
+            build_model, windows, heldout, settings, work_dir, resume, on_step, progress, title, accelerator, stop
+        )
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, progress, title, accelerator, stop):
     from accelerate.utils import set_seed
 
     accelerator = make_accelerator(settings) if accelerator is None else accelerator
@@ -362,14 +382,6 @@ def train(
         result.heldout_before = heldout_loss()
         log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
 
-    stop = {"requested": False}
-
-    def on_sigint(signum, frame):
-        if stop["requested"]:
-            raise KeyboardInterrupt
-        stop["requested"] = True
-
-    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
     tokens_per_step = global_batch * settings.target_length
     bar = _progress(accelerator, progress, settings.steps, start, title)
     elapsed = log[-1].seconds if log else 0.0
@@ -421,21 +433,19 @@ def train(
     finally:
         if bar is not None:
             bar[0].stop()
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
     result.log = log
     if session_seconds > 0:
         result.tokens_per_second = tokens_per_step * timed_steps / session_seconds
     _save(accelerator, state_dir, result.steps_done)
     if accelerator.is_main_process:
-        plot_loss(work_dir / "loss.png", log[1:] if log and log[0].step == 0 else log, title)
+        plot_loss(work_dir / "loss.png", log, title)
     if result.interrupted:
         return result
     result.heldout_after = heldout_loss()
     log[-1].heldout_loss = result.heldout_after
     if accelerator.is_main_process:
         write_loss_log(work_dir / "loss.csv", log)
-        plot_loss(work_dir / "loss.png", [r for r in log if r.step > 0], title)
+        plot_loss(work_dir / "loss.png", log, title)
     result.model = _final_model(accelerator, wrapper, build_model, settings)
     accelerator.wait_for_everyone()
     return result
