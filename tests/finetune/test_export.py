@@ -229,3 +229,23 @@ def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
     _logits(model, ORIGINAL + 10)
     with pytest.raises(UnboundLocalError):
         _logits(model, ORIGINAL + 10)
+
+
+@pytest.mark.parametrize(("base", "keeps"), [(1e6, True), (1e4, False)])
+def test_plan_for_training_keeps_a_feasible_base_or_moves_to_one(base, keeps):
+    """d = 128, 4k -> 8k (the bound at 8k is about 8.4e4, Men et al. Table 1). Oracle: the exact first negative
+    B_m of the chosen base (theory.bound.max_context_length)."""
+    from ropekit.finetune.choose import plan_scaling
+    from ropekit.theory.bound import max_context_length
+
+    target = 8192
+    scaling, note = plan_scaling(RopeConfig(128, base=base), 4096, target, training=True)
+    assert (scaling is None) == keeps
+    chosen = base if scaling is None else scaling.base
+    first_negative = max_context_length(chosen, 128, limit=target)
+    assert first_negative is None or first_negative >= target
+    assert note.startswith("plan: base")
+    if scaling is None:
+        assert "already clears" in note
+    else:
+        assert scaling.rope_type == "base" and f"{scaling.base:,.0f}" in note

@@ -53,18 +53,14 @@ _BASE_CHANGE_RTOL = 1e-12
 
 
 def _hf_dict(rope: RopeConfig) -> dict[str, Any]:
-    try:
-        from ropekit.hf_format import to_hf_dict
-    except ImportError:  # before ropekit.hf_format existed
-        from ropekit.integrations.hf_config import to_hf_dict
+    from ropekit.hf_format import to_hf_dict
+
     return to_hf_dict(rope)
 
 
 def _from_hf(config: Mapping[str, Any], layer_type: str | None) -> RopeConfig:
-    try:
-        from ropekit.hf_format import from_hf_config
-    except ImportError:
-        from ropekit.integrations.hf_config import from_hf_config
+    from ropekit.hf_format import from_hf_config
+
     return from_hf_config(dict(config), layer_type=layer_type)
 
 
