@@ -135,7 +135,8 @@ def finetune(
     else:
         if out.exists() and (work / "checkpoint").exists() and not force:
             raise FileExistsError(
-                f"--out {str(out)!r} holds an interrupted run; pass --resume to continue it or --force"
+                f"--out {str(out)!r} holds a fine-tune run; pass --resume to continue it if it was interrupted, "
+                "or --force to start over"
             )
         check_out_dir(out, force=force)
         if out.exists() and out.resolve() == source.resolve():
@@ -155,8 +156,10 @@ def finetune(
     )
 
     if state.is_main_process and not resume:
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        if out.is_dir():
+            shutil.rmtree(out)
+        elif out.exists():
+            out.unlink()
         work.mkdir(parents=True)
         (work / "settings.json").write_text(json.dumps({"settings": settings.to_dict(), **identity}, indent=2) + "\n")
     state.wait_for_everyone()

@@ -399,7 +399,8 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
                     loss = wrapper(batch)
                     accelerator.backward(loss)
                     if accelerator.sync_gradients and settings.max_grad_norm:
-                        accelerator.clip_grad_norm_(parameters, settings.max_grad_norm)
+                        # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping
+                        accelerator.clip_grad_norm_(wrapper.parameters(), settings.max_grad_norm)
                     optimizer.step()
                     optimizer.zero_grad()
                 losses.append(loss.detach().float())
