@@ -3,7 +3,8 @@
 RMSNorm → grouped-query attention (``scaled_dot_product_attention``) with a configurable position encoding
 (RoPE through :class:`ropekit.RotaryEmbedding`, sinusoidal, or none) → SwiGLU MLP; tied embeddings;
 byte-level vocabulary. ``position="infini"`` swaps the attention for Infini-attention
-(:mod:`ropekit.model.infini`): the model then runs segment by segment with a compressive memory per layer. Shapes are written ``(batch, seq, …)``.
+(:mod:`ropekit.model.infini`): the model then runs segment by segment with a compressive memory per layer.
+Shapes are written ``(batch, seq, …)``.
 """
 
 from __future__ import annotations
