@@ -144,7 +144,7 @@ class Plan:
             safe += f"; every base >= {self.robust_base:.4g} is feasible ({self.islands} feasible islands below it)."
         else:
             reason = (
-                f"target > {ROBUST_AUTO_LIMIT:,} tokens: a few minutes at 1M on 2 cores; robust=True forces it"
+                f"target > {ROBUST_AUTO_LIMIT:,} tokens: the islands take minutes (over 15 at 1M); robust=True forces it"
                 if self.target_length > ROBUST_AUTO_LIMIT
                 else "not requested"
             )
