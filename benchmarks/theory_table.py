@@ -5,8 +5,8 @@ and ``--max-exponent`` change how much is computed). Prints markdown for docs/th
 
 Columns: ropekit's smallest feasible base (A), exact at every L; the robust base (B), exact where
 L <= ``--robust-alone-limit``; the number of feasible islands where L <= ``--robust-limit`` (the walk through the
-islands costs most: about 20 s at 128k on an idle 2-core machine; above that (B) comes alone from the certified
-downward sweep, about 15 s at 1M); the two published values with their face-value check (the first m where B_m of
+islands costs most: about 2 minutes at 128k on the loaded 2-core machine; above that (B) comes alone from the
+certified downward sweep, about a minute at 1M there); the two published values with their face-value check (the first m where B_m of
 the printed base goes negative, or "ok" when none below L).
 """
 
