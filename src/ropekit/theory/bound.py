@@ -494,7 +494,7 @@ def robust_base_only(context_length: int, head_dim: int, *, residual: int | None
     Args:
         context_length: L.
         head_dim: the rotary dimension d (even).
-        residual: m per sweep step left to individual walks (a speed knob; default ~ L/1000).
+        residual: about how many m each sweep step may leave to the exact per-m search (a speed knob; default 100).
 
     Returns:
         (B) = ``base_bound(L, d).robust_base``; 1.0 when L <= 2.
@@ -626,7 +626,7 @@ def base_bound(
         head_dim: the rotary dimension d (even).
         search_limit: the largest base to certify; ``None`` certifies the whole ray (up to
             :func:`crude_feasible_base`), which takes longer for large L. Above ``search_limit`` nothing is claimed.
-        residual: how many m each sweep step may leave for individual walks (a speed knob; default ~ L/1000).
+        residual: about how many m each sweep step may leave to the exact per-m search (a speed knob; default 100).
 
     Returns:
         A :class:`BaseBound`. ``robust_base`` is exact when ``certified`` is true; with a ``search_limit`` below
