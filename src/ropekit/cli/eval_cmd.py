@@ -43,7 +43,10 @@ METHOD_NAMES = (
 )
 DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
 
-MODEL = typer.Option("tiny", help="'tiny' (bundled), a tiny checkpoint directory, or a transformers model directory.")
+MODEL = typer.Option(
+    "tiny",
+    help="'tiny' (bundled), a tiny checkpoint directory, a transformers model directory, or a .gguf file (dequantised).",
+)
 METHODS = typer.Option(
     DEFAULT_METHODS,
     help="Comma-separated methods: none (plain RoPE), native (the model's own scaling) or a rope_type name: "
@@ -61,7 +64,7 @@ DTYPE = typer.Option(
 TEXT = typer.Option(
     None,
     help="Evaluation text: a UTF-8 file, a .jsonl file (a 'text' field per line) or a folder of them; documents are "
-    "joined with the tokenizer's end-of-sequence token [default: the shipped held-out text].",
+    "joined with the tokenizer's end-of-sequence token (default: the shipped held-out text).",
 )
 #: files ``--out`` receives from an eval (refused without ``--force`` when present)
 RESULT_FILES = ("results.json", "perplexity.csv", "passkey.csv")
