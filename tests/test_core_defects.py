@@ -392,3 +392,14 @@ def test_frequencies_and_get_scaling_refuse_wrong_types():
         ropekit.frequencies(None)
     with pytest.raises(TypeError, match=r"name must be a rope_type string such as 'yarn', got \['yarn'\] \(list\)"):
         ropekit.get_scaling(["yarn"])
+
+
+@pytest.mark.parametrize("name", ["linear", "ntk", "yarn", "dynamic"])
+def test_huge_factors_are_refused_in_the_library(name):
+    from ropekit.scaling import make_scaling
+
+    params = {"factor": 1e308}
+    if name in ("yarn", "dynamic"):
+        params["original_max_position_embeddings"] = 4096
+    with pytest.raises(ValueError, match=r"factor must be <= 1e\+06"):
+        make_scaling(name, **params)

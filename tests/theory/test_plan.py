@@ -146,3 +146,9 @@ def test_rotary_dim_is_used():
 def test_bad_inputs_raise_naming_the_argument(args, kwargs, name):
     with pytest.raises(ValueError, match=name):
         plan(*args, **kwargs)
+
+
+@pytest.mark.parametrize("target", [1, 2])
+def test_plan_refuses_degenerate_target_lengths(target):
+    with pytest.raises(ValueError, match=f"target_length must be an integer >= 3, got {target}"):
+        plan(128, 10000.0, 1, target)

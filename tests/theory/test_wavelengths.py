@@ -86,3 +86,15 @@ def test_report_after_yarn_keeps_fast_pairs():
 def test_periodic_pairs_rejects_bad_length():
     with pytest.raises(ValueError, match="length"):
         periodic_pairs(np.ones(4), 0)
+
+
+def test_wavelength_report_proportional_partial_compares_over_the_whole_head():
+    """Proportional RoPE with rotary_dim < head_dim has head_dim/2 frequencies (the last ones zero)."""
+    from ropekit.scaling import make_scaling
+
+    rope = RopeConfig(128, rotary_dim=64, scaling=make_scaling("proportional", factor=2.0))
+    report = wavelength_report(rope, 4096)
+    theta = 10000.0 ** (-np.arange(0, 128, 2) / 128)  # closed form over the whole head
+    np.testing.assert_allclose(report.wavelengths, 2 * np.pi / theta, rtol=1e-14)
+    np.testing.assert_allclose(report.ratio[:32], 0.5, rtol=1e-14)  # rotating pairs: wavelengths doubled
+    assert np.all(report.ratio[32:] == 0)  # pairs that do not rotate: infinite scaled wavelength

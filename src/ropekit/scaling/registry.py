@@ -357,6 +357,14 @@ def frequencies(rope: RopeConfig, seq_len: int | None = None) -> Frequencies:
     return method.compute(rope.scaling, rope, seq_len=seq_len)
 
 
+#: largest scaling factor accepted: a context a million times the training length is beyond any model, and far
+#: larger factors push wavelengths past float64 (1e308 gave inf wavelengths and Infinity in JSON).
+MAX_FACTOR = 1e6
+
+
 def check_factor(name: str, value: float) -> float:
-    """Scaling factors are finite and >= 1 (a factor below 1 would shrink the context)."""
-    return require_float(name, value, at_least=1.0)
+    """Scaling factors are finite and in [1, 1e6] (a factor below 1 would shrink the context)."""
+    factor = require_float(name, value, at_least=1.0)
+    if factor > MAX_FACTOR:
+        raise ValueError(f"{name} must be <= {MAX_FACTOR:g} (a context extension factor), got {value!r}")
+    return factor

@@ -225,7 +225,8 @@ def plan(
     require_int("head_dim", head_dim, minimum=4)
     base = require_float("base", base, above=1.0)
     require_int("train_length", train_length, minimum=1)
-    require_int("target_length", target_length, minimum=1)
+    # Below 3 tokens the base bound is degenerate (every base > 1 keeps B_1 >= 0): no plan to make.
+    require_int("target_length", target_length, minimum=3)
     if target_length < train_length:
         raise ValueError(
             f"target_length must be >= train_length ({train_length}), got {target_length}; a plan extends the context"

@@ -111,6 +111,10 @@ def wavelength_report(rope: RopeConfig, train_length: int, *, seq_len: int | Non
     plain = pair_wavelengths(rope, scaled=False)
     freqs = frequencies(rope, seq_len=seq_len)
     scaled = freqs.wavelengths
+    if len(scaled) != len(plain):
+        # Proportional RoPE spreads its frequencies over the whole head (head_dim/2 pairs, the last ones not
+        # rotating) while a partial rotary_dim has rotary_dim/2: compare pair for pair over the whole head.
+        plain = 2 * np.pi / inv_freq(2 * len(scaled), rope.base)
     return WavelengthReport(
         train_length=train_length,
         wavelengths=plain,
