@@ -85,6 +85,4 @@ def test_first_negative_m_matches_a_direct_scan(head_dim, base, limit):
     assert first_negative_m(theta, limit) == expected
     if expected is not None:
         assert first_negative_m(theta, expected) is None  # nothing negative below it
-        assert first_negative_m(theta, limit, start=expected + 1) == (
-            int(negative[1]) if negative.size > 1 else None
-        )
+        assert first_negative_m(theta, limit, start=expected + 1) == (int(negative[1]) if negative.size > 1 else None)
