@@ -8,8 +8,9 @@ from torch import nn
 
 from ropekit._validate import require_int
 from ropekit.config import RopeConfig
-from ropekit.functional import _check_positions, apply_rope_qk, cos_sin
+from ropekit.functional import apply_rope_qk
 from ropekit.scaling.registry import Frequencies, frequencies
+from ropekit.tables import _check_positions, cos_sin
 
 
 class RotaryEmbedding(nn.Module):
