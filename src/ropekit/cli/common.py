@@ -19,12 +19,12 @@ from typing import Any
 
 import typer
 
+from ropekit._costs import MAX_FACTOR as MAX_FACTOR  # the one bound, shared with the library
+
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2}
 #: the largest length any command accepts (2^30 tokens = 1024M); beyond it nothing here is meaningful or finishes.
 MAX_LENGTH = 1 << 30
-#: the largest scaling factor accepted on the command line (keeps every frequency and wavelength finite).
-MAX_FACTOR = 1e6
 #: the largest rotary dim / head size accepted on the command line.
 MAX_HEAD_DIM = 4096
 

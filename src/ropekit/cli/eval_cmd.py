@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from ropekit._costs import MAX_FACTOR
 from ropekit.cli.common import (
     check_range,
     fail,
@@ -81,7 +82,7 @@ def parse_factor(text: str) -> float | str:
         value = float(text)
     except ValueError:
         raise fail(f"--factor must be 'auto' or a number >= 1, got {text!r}") from None
-    check_range("--factor", value, minimum=1.0, maximum=1e6)
+    check_range("--factor", value, minimum=1.0, maximum=MAX_FACTOR)
     return value
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ropekit._costs import MAX_FACTOR
 from ropekit._validate import require_float, require_int
 
 if TYPE_CHECKING:
@@ -355,11 +356,6 @@ def frequencies(rope: RopeConfig, seq_len: int | None = None) -> Frequencies:
         return Frequencies(inv_freq(rope.dim, rope.base), 1.0)
     method = SCALINGS[rope.scaling.rope_type]
     return method.compute(rope.scaling, rope, seq_len=seq_len)
-
-
-#: largest scaling factor accepted: a context a million times the training length is beyond any model, and far
-#: larger factors push wavelengths past float64 (1e308 gave inf wavelengths and Infinity in JSON).
-MAX_FACTOR = 1e6
 
 
 def check_factor(name: str, value: float) -> float:
