@@ -380,10 +380,15 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
     pool = np.zeros(0, dtype=np.int64)
     while u < stop:
         negative = np.zeros(0, dtype=np.int64)
-        if recent:  # runs of negative m drift slowly: look next to the last witnesses first
-            negative = sums.confirmed_negative(sums.candidates(*sums.around(np.array(recent), u, 4)), u)
-        if not negative.size and pool.size:  # then next to the m that were nearly negative at the last scan
-            negative = sums.confirmed_negative(sums.candidates(*sums.around(pool, u, _POOL_WIDTH)), u)
+        # runs of negative m drift slowly: look next to the last witnesses and the m that were nearly negative at
+        # the last scan, in widening circles, before a full scan
+        for source, width in _SEARCH:
+            centres = np.array(recent, dtype=np.int64) if source == "recent" else pool
+            width = min(width, max(_POOL_WIDTH, sums.length >> 10))  # wide circles pay off only for long scans
+            if centres.size:
+                negative = sums.confirmed_negative(sums.candidates(*sums.around(centres, u, width)), u)
+                if negative.size:
+                    break
         if not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
@@ -414,6 +419,9 @@ _OPEN_M = 100
 _POOL_SIZE = 128
 _POOL_LEVEL = 0.5
 _POOL_WIDTH = 6
+#: where :func:`_walk_infeasible` looks for a new witness before a full scan: (centres, m on either side, at most
+#: L/1024: a full scan costs about as much as 2·L/1024 circles of that width)
+_SEARCH = (("recent", 4), ("pool", _POOL_WIDTH), ("recent", 64), ("pool", 64), ("recent", 1024))
 
 
 def _adapt_cell(sums: _Sums) -> float:
