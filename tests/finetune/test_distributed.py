@@ -29,15 +29,20 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _step_losses(out: Path) -> list[float]:
+    with (out / "finetune" / "loss.csv").open() as handle:
+        return [float(r["loss"]) for r in csv.DictReader(handle) if r["step"] != "0"]
+
+
 def _first_step_loss(out: Path) -> float:
     with (out / "finetune" / "loss.csv").open() as handle:
         return next(float(r["loss"]) for r in csv.DictReader(handle) if r["step"] == "1")
 
 
-def _finetune_args(model: Path, text: Path, out: Path, batch_size: int) -> list[str]:
+def _finetune_args(model: Path, text: Path, out: Path, batch_size: int, steps: int = 1) -> list[str]:
     return [
         "finetune", "--model", str(model), "--scaling", "yarn", "--factor", "2", "--target-length", "128",
-        "--text", str(text), "--steps", "1", "--batch-size", str(batch_size), "--lr", "1e-3",
+        "--text", str(text), "--steps", str(steps), "--batch-size", str(batch_size), "--lr", "1e-3",
         "--checkpoint-every", "0", "--no-evaluate", "--out", str(out),
     ]  # fmt: skip
 
@@ -59,6 +64,42 @@ def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
     assert json.loads((tmp_path / "two" / "finetune" / "report.json").read_text())["processes"] == 2
     assert json.loads((tmp_path / "one" / "finetune" / "report.json").read_text())["processes"] == 1
     assert _first_step_loss(tmp_path / "two") == pytest.approx(_first_step_loss(tmp_path / "one"), rel=1e-6)
+
+
+def test_fsdp_config_on_cpu_runs_data_parallel_and_says_so(llama_dir, text_file, tmp_path):
+    """accelerate 1.15 runs FSDP only on GPUs: with sync_module_states off, an FSDP launch on CPU trains as plain
+    data parallelism (MULTI_CPU). ropekit says so, records it, and the losses are still the one-process ones."""
+    config = tmp_path / "fsdp_no_sync.yaml"
+    text = (
+        (CONFIGS / "fsdp.yaml").read_text().replace("fsdp_sync_module_states: true", "fsdp_sync_module_states: false")
+    )
+    config.write_text(text)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
+    launch += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
+    run = subprocess.run(
+        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "fsdp", 1)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((tmp_path / "fsdp" / "finetune" / "report.json").read_text())
+    assert (report["processes"], report["distributed"]) == (2, "MULTI_CPU")
+    assert "accelerate runs FSDP only on GPUs" in " ".join((run.stdout + run.stderr).split())
+
+
+def test_fsdp_config_for_gpus_on_cpu_is_a_clear_error(llama_dir, text_file, tmp_path):
+    """configs/fsdp.yaml (sync_module_states) on a machine without a GPU: accelerate refuses it; ropekit says why."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / "fsdp.yaml")]
+    launch += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
+    result = subprocess.run(
+        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "out", 1)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "fsdp_sync_module_states" in result.stderr + result.stdout
+    assert "configs/ddp.yaml" in " ".join((result.stderr + result.stdout).split())
+    assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
 def test_shipped_accelerate_configs_parse():

@@ -27,7 +27,15 @@ from ropekit.finetune.export import (
     original_length_of,
     save_extended,
 )
-from ropekit.finetune.train import WORK_DIR, FinetuneSettings, StepRecord, TrainResult, make_accelerator, train
+from ropekit.finetune.train import (
+    WORK_DIR,
+    FinetuneSettings,
+    StepRecord,
+    TrainResult,
+    fsdp_fallback_note,
+    make_accelerator,
+    train,
+)
 from ropekit.scaling.registry import ScalingConfig
 
 
@@ -54,6 +62,7 @@ class FinetuneReport:
             "heldout_loss_after": self.train.heldout_after,
             "tokens_per_second": self.train.tokens_per_second,
             "processes": self.train.processes,
+            "distributed": self.train.distributed,
             "before_after": self.rows,
         }
 
@@ -144,6 +153,8 @@ def finetune(
     state = make_accelerator(settings)
     if not state.is_main_process:
         log = lambda message: None  # noqa: E731 - one process speaks
+    if note := fsdp_fallback_note(state):
+        log(note)
     if not Path(text).exists():
         raise FileNotFoundError(f"--text {str(text)!r} does not exist")
     tokenizer = _tokenizer(source)

@@ -217,6 +217,7 @@ class TrainResult:
     model: nn.Module | None = None  # the trained (LoRA-merged) transformers model, main process only
     tokens_per_second: float = 0.0
     processes: int = 1
+    distributed: str = "NO"  # accelerate's distributed type: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
 
 
 def _mixed_precision(name: str) -> str | None:
@@ -234,8 +235,30 @@ def make_accelerator(settings: FinetuneSettings):
     ignores ``ACCELERATE_USE_CPU`` and leaves each launched CPU worker a single process of its own."""
     from accelerate import Accelerator
 
-    return Accelerator(
-        gradient_accumulation_steps=settings.grad_accum, mixed_precision=_mixed_precision(settings.mixed_precision)
+    try:
+        return Accelerator(
+            gradient_accumulation_steps=settings.grad_accum, mixed_precision=_mixed_precision(settings.mixed_precision)
+        )
+    except RuntimeError as error:  # accelerate 1.15's FSDP plugin, sync_module_states on a machine with no GPU
+        if "no available devices" not in str(error):
+            raise
+        raise ValueError(
+            "the accelerate config asks for FSDP (fsdp_sync_module_states: true), which accelerate runs only on GPUs "
+            "(or other accelerators) and this machine has none; on CPU use configs/ddp.yaml with "
+            "ACCELERATE_USE_CPU=true (data parallel over gloo) or a single process"
+        ) from None
+
+
+def fsdp_fallback_note(accelerator) -> str | None:
+    """A note when the launch asked for FSDP but accelerate runs plain data parallelism (it does on CPU)."""
+    import os
+
+    asked = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if not asked or accelerator.distributed_type.value == "FSDP":
+        return None
+    return (
+        f"note: the accelerate config asks for FSDP, but accelerate runs FSDP only on GPUs; this run is "
+        f"{accelerator.distributed_type.value} (every process holds the whole model and optimizer state)"
     )
 
 
@@ -376,7 +399,9 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
         wrapper.train()
         return sum(losses) / len(losses)
 
-    result = TrainResult(start, False, log, processes=accelerator.num_processes)
+    result = TrainResult(
+        start, False, log, processes=accelerator.num_processes, distributed=str(accelerator.distributed_type.value)
+    )
     result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
     if not resume:
         result.heldout_before = heldout_loss()
