@@ -238,13 +238,18 @@ class _Sums:
         return np.zeros(0, dtype=np.int64), np.concatenate(seen)
 
     def around(self, centres: np.ndarray, u: float, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """B_m(u) for m in centre ± width (the block identity again). Returns (m, values), both flat."""
+        """B_m(u) for m in centre ± width (and a few more), by the block identity with blocks of K ≈ √(2w+1) m.
+
+        Returns (m, values), both flat; m may fall outside [0, L) (:meth:`confirmed_negative` drops those).
+        """
         theta = self.theta(u)
-        offsets = np.arange(-width, width + 1, dtype=np.float64)[:, None] * theta  # (2w+1, d/2)
-        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (2w+1, d)
-        phase = np.multiply.outer(theta, centres.astype(np.float64))  # (d/2, J)
-        values = rows @ np.concatenate([np.cos(phase), np.sin(phase)], axis=0)  # (2w+1, J)
-        m = centres[None, :] + np.arange(-width, width + 1)[:, None]  # (2w+1, J)
+        block = 1 << max(0, math.ceil(math.log2(math.sqrt(2 * width + 1))))
+        offsets = np.arange(block, dtype=np.float64)[:, None] * theta  # (K, d/2)
+        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d)
+        starts = (centres[:, None] - width + block * np.arange(-(-(2 * width + 1) // block))).reshape(-1)  # (J',)
+        phase = np.multiply.outer(theta, starts.astype(np.float64))  # (d/2, J')
+        values = rows @ np.concatenate([np.cos(phase), np.sin(phase)], axis=0)  # (K, J')
+        m = starts[None, :] + np.arange(block)[:, None]  # (K, J')
         return m.reshape(-1), values.reshape(-1)
 
     def confirmed_negative(self, m: np.ndarray, u: float) -> np.ndarray:
@@ -421,7 +426,7 @@ _POOL_LEVEL = 0.5
 _POOL_WIDTH = 6
 #: where :func:`_walk_infeasible` looks for a new witness before a full scan: (centres, m on either side, at most
 #: L/1024: a full scan costs about as much as 2·L/1024 circles of that width)
-_SEARCH = (("recent", 4), ("pool", _POOL_WIDTH), ("recent", 64), ("pool", 64), ("recent", 1024))
+_SEARCH = (("recent", 4), ("recent", 64), ("recent", 1024), ("pool", _POOL_WIDTH), ("pool", 64))
 
 
 def _adapt_cell(sums: _Sums) -> float:
