@@ -74,6 +74,8 @@ __all__ = [
 _U_START = 1e-9
 #: the scan blocks are at most this many m long.
 _MAX_BLOCK = 1024
+#: :meth:`_Sums.group_block` uses one batched product (padded groups) up to this many values per group
+_BATCHED = 1 << 14
 
 
 class _Sums:
@@ -95,6 +97,10 @@ class _Sums:
             np.r_[low:high, pairs + low : pairs + high]
             for low, high in zip(self.edges[:-1], self.edges[1:], strict=True)
         ]
+        # the same columns padded to one width with a zero column (index d), for one batched matrix product
+        self._padded = np.full((len(self._columns), 2 * int(np.diff(self.edges).max())), 2 * pairs)
+        for g, index in enumerate(self._columns):
+            self._padded[g, : index.size] = index
         #: m per coarse cell of :meth:`certify` (a cell shares one Lipschitz bound in m and u)
         self.max_cell = int(min(32, max(4, 2 ** math.floor(math.log2(math.sqrt(context_length) / 8 + 1)))))
         self.cell = self.max_cell
@@ -147,6 +153,10 @@ class _Sums:
         theta = self.theta(u)
         offsets = np.multiply.outer(np.arange(width, dtype=np.float64) * stride, theta)  # (K, d/2)
         phases = np.multiply.outer(np.asarray(starts, dtype=np.float64), theta)  # (J, d/2)
+        if phases.shape[0] * width <= _BATCHED:  # small blocks: one batched product over zero-padded groups
+            rows = np.concatenate([np.cos(offsets), -np.sin(offsets), np.zeros((width, 1))], axis=1)  # (K, d+1)
+            cols = np.concatenate([np.cos(phases), np.sin(phases), np.zeros((phases.shape[0], 1))], axis=1)
+            return np.matmul(cols[:, self._padded].transpose(1, 0, 2), rows[:, self._padded].transpose(1, 2, 0))
         rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d)
         cols = np.concatenate([np.cos(phases), np.sin(phases)], axis=1)  # (J, d)
         out = np.empty((len(self._columns), phases.shape[0], width))
