@@ -84,6 +84,7 @@ class _Sums:
     def __init__(self, head_dim: int, context_length: int) -> None:
         self.length = context_length
         self.x = np.arange(0, head_dim, 2, dtype=np.float64) / head_dim  # (d/2,): θ_i = exp(−x_i·u)
+        self.x2 = self.x * self.x
         self.unit = 8 * (head_dim // 2) * _EPS  # tolerance(m) = unit·(m+1)
         self.scans = 0
         self.steps = 0
@@ -273,10 +274,10 @@ class _Sums:
 
     def _taylor(self, m: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """B_m(u), dB_m/du and a bound on |d²B_m/du²| over [u, ∞), for arrays m, u of equal shape."""
-        phase = m[:, None] * np.exp(-np.outer(u, self.x))  # (K, d/2): φ_i = m·θ_i(u)
+        phase = m[:, None] * np.exp(np.multiply.outer(u, -self.x))  # (K, d/2): φ_i = m·θ_i(u)
         value = np.cos(phase).sum(axis=1)
-        slope = (self.x * phase * np.sin(phase)).sum(axis=1)
-        curvature = (self.x**2 * phase * (1 + phase)).sum(axis=1)
+        slope = (phase * np.sin(phase)) @ self.x
+        curvature = (phase * (1 + phase)) @ self.x2
         return value, slope, curvature
 
     def walk(
@@ -295,17 +296,18 @@ class _Sums:
         m = np.asarray(m, dtype=np.float64)
         at = np.full(m.shape, float(u))
         crossed = np.zeros(m.shape, dtype=bool)
-        active = np.ones(m.shape, dtype=bool)
+        tolerances = self.tol(m)
+        index = np.arange(m.size)  # the walks still going
         for _ in range(max_steps):
-            if not active.any():
+            if not index.size:
                 break
-            index = np.flatnonzero(active)
-            value, slope, curvature = self._taylor(m[index], at[index])
+            here = at[index]
+            value, slope, curvature = self._taylor(m[index], here)
             self.steps += index.size
-            tol = self.tol(m[index])
+            tol = tolerances[index]
             level = value + tol  # signed distance to the level −tolerance(m)
             # a step below the spacing of floats at u cannot move u: the crossing is there to within rounding
-            unresolved = np.abs(level) <= np.abs(slope) * 4 * np.spacing(at[index])
+            unresolved = np.abs(level) <= np.abs(slope) * 4 * np.spacing(here)
             if negative:
                 stop = (level >= 0) | (unresolved & (slope > 0))
                 root = np.sqrt(slope * slope - 2 * curvature * level)  # largest t: level + s·t + c·t²/2 <= 0
@@ -320,9 +322,9 @@ class _Sums:
                 with np.errstate(divide="ignore", invalid="ignore"):  # the branch np.where discards may be 0/0
                     step = np.where(slope >= 0, (root + slope) / curvature, 2 * positive / (root - slope))
             crossed[index[stop]] = True
-            new = np.where(stop, at[index], np.minimum(at[index] + step, until))
+            new = np.where(stop, here, np.minimum(here + step, until))
             at[index] = new
-            active[index[stop | (new >= until)]] = False
+            index = index[~(stop | (new >= until))]
         return at, crossed
 
 
