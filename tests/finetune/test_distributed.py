@@ -47,19 +47,23 @@ def _finetune_args(model: Path, text: Path, out: Path, batch_size: int, steps: i
     ]  # fmt: skip
 
 
+#: CPU workers: one thread each, gloo (accelerate reads ACCELERATE_USE_CPU)
+_ENV = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
+
+
+def _ropekit(args: list[str], launch: list[str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m ropekit.cli ARGS``, under ``accelerate launch LAUNCH ...`` with two processes when given."""
+    command = [sys.executable, "-m", "ropekit.cli", *args]
+    if launch is not None:
+        port = ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
+        command = [sys.executable, "-m", "accelerate.commands.launch", *launch, *port, *command[1:]]
+    return subprocess.run(command, env={**os.environ, **_ENV}, capture_output=True, text=True, timeout=300)
+
+
 def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
-    launch += ["--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
-    two = subprocess.run(
-        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "two", 1)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    two = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "two", 1), ["--multi_gpu", "--num_machines", "1"])
     assert two.returncode == 0, two.stderr[-3000:]
-    one = subprocess.run(
-        [sys.executable, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "one", 2)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    one = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "one", 2))
     assert one.returncode == 0, one.stderr[-3000:]
     assert json.loads((tmp_path / "two" / "finetune" / "report.json").read_text())["processes"] == 2
     assert json.loads((tmp_path / "one" / "finetune" / "report.json").read_text())["processes"] == 1
@@ -68,19 +72,12 @@ def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
 
 def test_fsdp_config_on_cpu_runs_data_parallel_and_says_so(llama_dir, text_file, tmp_path):
     """accelerate 1.15 runs FSDP only on GPUs: with sync_module_states off, an FSDP launch on CPU trains as plain
-    data parallelism (MULTI_CPU). ropekit says so, records it, and the losses are still the one-process ones."""
+    data parallelism (MULTI_CPU). ropekit says so and records it."""
     config = tmp_path / "fsdp_no_sync.yaml"
-    text = (
-        (CONFIGS / "fsdp.yaml").read_text().replace("fsdp_sync_module_states: true", "fsdp_sync_module_states: false")
+    config.write_text(
+        (CONFIGS / "fsdp.yaml").read_text().replace("sync_module_states: true", "sync_module_states: false")
     )
-    config.write_text(text)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config)]
-    launch += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
-    run = subprocess.run(
-        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "fsdp", 1)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    run = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "fsdp", 1), ["--config_file", str(config)])
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads((tmp_path / "fsdp" / "finetune" / "report.json").read_text())
     assert (report["processes"], report["distributed"]) == (2, "MULTI_CPU")
@@ -89,13 +86,8 @@ def test_fsdp_config_on_cpu_runs_data_parallel_and_says_so(llama_dir, text_file,
 
 def test_fsdp_config_for_gpus_on_cpu_is_a_clear_error(llama_dir, text_file, tmp_path):
     """configs/fsdp.yaml (sync_module_states) on a machine without a GPU: accelerate refuses it; ropekit says why."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "ACCELERATE_USE_CPU": "true"}
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CONFIGS / "fsdp.yaml")]
-    launch += ["--num_processes", "2", "--mixed_precision", "no", "--main_process_port", str(_free_port())]
-    result = subprocess.run(
-        [*launch, "-m", "ropekit.cli", *_finetune_args(llama_dir, text_file, tmp_path / "out", 1)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    config = ["--config_file", str(CONFIGS / "fsdp.yaml")]
+    result = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "out", 1), config)
     assert result.returncode != 0
     assert "fsdp_sync_module_states" in result.stderr + result.stdout
     assert "configs/ddp.yaml" in " ".join((result.stderr + result.stdout).split())
