@@ -310,8 +310,8 @@ class _Sums:
             unresolved = np.abs(level) <= np.abs(slope) * 4 * np.spacing(here)
             if negative:
                 stop = (level >= 0) | (unresolved & (slope > 0))
-                root = np.sqrt(slope * slope - 2 * curvature * level)  # largest t: level + s·t + c·t²/2 <= 0
-                with np.errstate(divide="ignore", invalid="ignore"):  # the branch np.where discards may be 0/0
+                with np.errstate(divide="ignore", invalid="ignore"):  # stopped walks (level > 0) may give NaN
+                    root = np.sqrt(slope * slope - 2 * curvature * level)  # largest t: level + s·t + c·t²/2 <= 0
                     step = np.where(slope <= 0, (root - slope) / curvature, -2 * level / (root + slope))
             else:
                 # a crossing is B_m falling through −tolerance(m); where it only touches the level and climbs
@@ -396,9 +396,18 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
     recent: list[int] = []
     pool = np.zeros(0, dtype=np.int64)
     while u < stop:
+        if recent:  # the last witnesses' neighbours are walked at once: the walk's first step is the direct check
+            near = np.unique(np.add.outer(np.array(recent), np.arange(-_NEAR, _NEAR + 1)))
+            near = near[(near >= 0) & (near < sums.length)]
+            ends, _ = sums.walk(near, u, stop, negative=True)
+            best = int(np.argmax(ends))
+            if ends[best] > u:  # a neighbour was negative at u and stays negative up to its end
+                recent = [int(near[best]), *[m for m in recent if m != int(near[best])][:3]]
+                u = float(ends[best])
+                continue
         negative = np.zeros(0, dtype=np.int64)
-        # runs of negative m drift slowly: look next to the last witnesses and the m that were nearly negative at
-        # the last scan, in widening circles, before a full scan
+        # runs of negative m drift slowly: look in widening circles around the last witnesses and the m that were
+        # nearly negative at the last scan before a full scan
         for source, width in _SEARCH:
             centres = np.array(recent, dtype=np.int64) if source == "recent" else pool
             width = min(width, max(_POOL_WIDTH, sums.length >> 10))  # wide circles pay off only for long scans
@@ -438,7 +447,9 @@ _POOL_LEVEL = 0.5
 _POOL_WIDTH = 6
 #: where :func:`_walk_infeasible` looks for a new witness before a full scan: (centres, m on either side, at most
 #: L/1024: a full scan costs about as much as 2·L/1024 circles of that width)
-_SEARCH = (("recent", 4), ("recent", 64), ("recent", 1024), ("pool", _POOL_WIDTH), ("pool", 64))
+_SEARCH = (("recent", 64), ("recent", 1024), ("pool", _POOL_WIDTH), ("pool", 64))
+#: first of all, the m within this distance of the last witnesses are walked directly
+_NEAR = 4
 
 
 def _adapt_cell(sums: _Sums) -> float:
