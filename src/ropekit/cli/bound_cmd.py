@@ -38,7 +38,7 @@ def bound_command(
         metavar="",
         help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,} and d <= {ROBUST_AUTO_DIM}, "
         "with the islands; "
-        "above that, --robust computes it alone: about a minute at 1M on 2 cores).",
+        "above that, --robust computes it alone: about 15 s at 1M on 2 idle cores).",
     ),
     json_output: bool = json_option("Print JSON instead of a table."),
 ) -> None:
@@ -105,15 +105,15 @@ def bound_command(
         why = f"L > {ROBUST_AUTO_LIMIT:,}" if length > ROBUST_AUTO_LIMIT else f"d > {ROBUST_AUTO_DIM}"
         if robust is False:
             why = "--no-robust"
-        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it (about a minute at 1M)")
+        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it (about 15 s more at 1M)")
     else:
         table.add_row("(B) robust", f"{robust_base:.6g}", "every base above is feasible")
         if islands is None:
             table.add_row(
                 "islands",
                 "not computed",
-                f"L > {ROBUST_AUTO_LIMIT:,}: (B) alone, by the downward sweep; the islands take minutes "
-                "(2–3 at 128k, over 15 at 1M on 2 cores)",
+                f"L > {ROBUST_AUTO_LIMIT:,}: (B) alone, by the downward sweep; the islands would take about 30 s "
+                "at 128k and over 4 minutes at 1M on 2 idle cores",
             )
         else:
             table.add_row("islands", str(len(islands)), "feasible intervals from (A) up to (B)")

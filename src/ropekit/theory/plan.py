@@ -144,7 +144,7 @@ class Plan:
             safe += f"; every base >= {self.robust_base:.4g} is feasible ({self.islands} feasible islands below it)."
         else:
             reason = (
-                f"target > {ROBUST_AUTO_LIMIT:,} tokens: the islands take minutes (over 15 at 1M); robust=True forces it"
+                f"target > {ROBUST_AUTO_LIMIT:,} tokens: the islands take minutes (over 4 at 1M); robust=True forces it"
                 if self.target_length > ROBUST_AUTO_LIMIT
                 else "not requested"
             )
@@ -199,7 +199,7 @@ def plan(
 ) -> Plan:
     """Say whether ``base`` clears the bound at ``target_length``, which base would, and how each method scales.
 
-    Cost: :func:`smallest_feasible_base` at the target (seconds up to 32k, about a minute at 1M on 2 cores) plus
+    Cost: :func:`smallest_feasible_base` at the target (seconds up to 32k, 10–15 s at 1M on 2 idle cores) plus
     the robust bound when computed (seconds up to 16k).
 
     Args:
