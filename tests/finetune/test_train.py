@@ -11,6 +11,7 @@ import torch
 from ropekit.finetune.run import finetune
 from ropekit.finetune.train import ChunkedCausalLM, FinetuneSettings, StopTraining, lora_model
 from ropekit.scaling import YarnScaling
+from ropekit.scaling.dynamic import DynamicScaling
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
@@ -188,3 +189,19 @@ def test_learning_rate_schedule():
     assert settings.learning_rate(10) == pytest.approx(1.0)
     assert settings.learning_rate(55) == pytest.approx(0.1 + 0.9 * 0.5)
     assert settings.learning_rate(100) == pytest.approx(0.1)
+
+
+def test_table_has_the_shipped_model_as_baseline(llama_dir, text_file, tmp_path):
+    """The before/after table starts with the source as shipped. Dynamic NTK leaves RoPE unchanged up to the
+    original length, so there its training-free row must equal the shipped model's perplexity (to fp32 rounding:
+    the shipped model rotates with transformers' float32 tables, the patched one with ropekit's float64 angles);
+    beyond it (the target length) the two must differ."""
+    dynamic = DynamicScaling(factor=2.0, original_max_position_embeddings=ORIGINAL)
+    report = _run(
+        llama_dir, text_file, tmp_path / "out", _settings(steps=1), scaling=dynamic, evaluate=True, passkey_trials=1
+    )
+    shipped, before, after = report.rows
+    assert [row["model"] for row in report.rows] == ["source (as shipped)", "before (training-free)", "after fine-tune"]
+    assert before["ppl_original"] == pytest.approx(shipped["ppl_original"], rel=1e-6)
+    assert before["ppl_target"] != pytest.approx(shipped["ppl_target"], rel=1e-3)
+    assert after["ppl_original"] > 1

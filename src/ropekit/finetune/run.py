@@ -224,12 +224,13 @@ def before_after(
     log: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     """Perplexity at the original and the target length and passkey accuracy at the target length, for the source
-    model with the method applied training-free ("before") and for ``out`` loaded natively by transformers ("after").
+    model as shipped (the baseline: at the original length the fine-tuned model should not be worse), the source
+    with the method applied training-free ("before") and ``out`` loaded natively by transformers ("after").
     """
     from ropekit.eval.models import load_eval_model
 
     rows = []
-    for label, path in (("before (training-free)", source), ("after fine-tune", out)):
+    for label, path in (("source (as shipped)", source), ("before (training-free)", source), ("after fine-tune", out)):
         log(f"evaluating {label} ...")
         model = load_eval_model(path, dtype="float32")
         if label.startswith("before"):
