@@ -18,6 +18,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import shutil
 import signal
 import time
@@ -221,8 +222,6 @@ class TrainResult:
 
 
 def _mixed_precision(name: str) -> str | None:
-    import os
-
     if name != "auto":
         return name
     if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
@@ -251,8 +250,6 @@ def make_accelerator(settings: FinetuneSettings):
 
 def fsdp_fallback_note(accelerator) -> str | None:
     """A note when the launch asked for FSDP but accelerate runs plain data parallelism (it does on CPU)."""
-    import os
-
     asked = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
     if not asked or accelerator.distributed_type.value == "FSDP":
         return None

@@ -155,12 +155,11 @@ class _Sums:
         theta = self.theta(u)
         offsets = np.multiply.outer(np.arange(width, dtype=np.float64) * stride, theta)  # (K, d/2)
         phases = np.multiply.outer(np.asarray(starts, dtype=np.float64), theta)  # (J, d/2)
+        # [cos | −sin | 0] and [cos | sin | 0]: the zero column is the padding of self._padded
+        rows = np.concatenate([np.cos(offsets), -np.sin(offsets), np.zeros((width, 1))], axis=1)  # (K, d+1)
+        cols = np.concatenate([np.cos(phases), np.sin(phases), np.zeros((phases.shape[0], 1))], axis=1)  # (J, d+1)
         if phases.shape[0] * width <= _BATCHED:  # small blocks: one batched product over zero-padded groups
-            rows = np.concatenate([np.cos(offsets), -np.sin(offsets), np.zeros((width, 1))], axis=1)  # (K, d+1)
-            cols = np.concatenate([np.cos(phases), np.sin(phases), np.zeros((phases.shape[0], 1))], axis=1)
             return np.matmul(cols[:, self._padded].transpose(1, 0, 2), rows[:, self._padded].transpose(1, 2, 0))
-        rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d)
-        cols = np.concatenate([np.cos(phases), np.sin(phases)], axis=1)  # (J, d)
         out = np.empty((len(self._columns), phases.shape[0], width))
         for g, index in enumerate(self._columns):
             out[g] = cols[:, index] @ rows[:, index].T  # (J, K): cos(m0θ)cos(kθ) − sin(m0θ)sin(kθ)
