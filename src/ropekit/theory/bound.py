@@ -58,6 +58,7 @@ import numpy as np
 
 from ropekit._costs import ROBUST_AUTO_LIMIT
 from ropekit._validate import require_float, require_int
+from ropekit.theory import _bound_jit
 from ropekit.theory.decay import _EPS, first_negative_m, similarity_sum, tolerance
 
 __all__ = [
@@ -109,6 +110,8 @@ class _Sums:
         self.cell_fraction = 0.0
         self._corners: dict[float, np.ndarray] = {}
         self.step = 1e-3  # the certified sweeps' current step in u (adapted as they go)
+        #: the m nearly negative at the last full scan (where witnesses are looked for before the next one)
+        self.pool = np.zeros(0, dtype=np.int64)
         self.open_m = _OPEN_M
 
     def theta(self, u: float) -> np.ndarray:
@@ -263,6 +266,14 @@ class _Sums:
         m = starts[None, :] + np.arange(block)[:, None]  # (K, J')
         return m.reshape(-1), values.reshape(-1)
 
+    def search(self, centres: np.ndarray, u: float, width: int) -> np.ndarray:
+        """The witnesses (m with B_m(u) < −tolerance(m), direct sum) within ``width`` of the centres, sorted."""
+        kernels = _bound_jit.compiled()
+        if kernels is not None:  # the same search, compiled (_bound_jit.py)
+            centres = np.asarray(centres, dtype=np.int64)
+            return kernels.search(centres, float(u), int(width), self.x, self.unit, self.length)
+        return self.confirmed_negative(self.candidates(*self.around(centres, u, width)), u)
+
     def confirmed_negative(self, m: np.ndarray, u: float) -> np.ndarray:
         """The m (in range, de-duplicated) with B_m(u) < −tolerance(m) by direct summation."""
         m = np.unique(m[(m >= 0) & (m < self.length)])
@@ -296,6 +307,12 @@ class _Sums:
         m = np.asarray(m, dtype=np.float64)
         at = np.full(m.shape, float(u))
         crossed = np.zeros(m.shape, dtype=bool)
+        kernels = _bound_jit.compiled()
+        if kernels is not None:  # the same loop, compiled (_bound_jit.py)
+            until_each = np.full(m.shape, float(until))
+            kernels.walk(m, at.copy(), until_each, self.x, self.x2, self.unit, negative, max_steps, at, crossed)
+            self.steps += m.size
+            return at, crossed
         tolerances = self.tol(m)
         index = np.arange(m.size)  # the walks still going
         for _ in range(max_steps):
@@ -387,15 +404,15 @@ def crude_feasible_base(context_length: int, head_dim: int) -> float:
     return math.exp(high)
 
 
-def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
+def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None) -> float:
     """From an infeasible u, follow witnesses to the first feasible u at or after it (exact), or to ``stop``.
 
-    A witness is looked for next to the last ones, then in widening circles around them and around the m that were
-    nearly negative at the last scan, and only then by a full scan over m (a scan that finds no negative m proves u
-    feasible).
+    A witness is looked for next to the last ones (``seed`` first: an m known to be negative at u), then in widening
+    circles around them and around the m that were nearly negative at the last scan (kept across calls), and only
+    then by a full scan over m (a scan that finds no negative m proves u feasible).
     """
-    recent: list[int] = []
-    pool = np.zeros(0, dtype=np.int64)
+    recent: list[int] = [] if seed is None else [seed]
+    pool = sums.pool
     while u < stop:
         if recent:  # the last witnesses' neighbours are walked at once: the walk's first step is the direct check
             near = np.unique(np.add.outer(np.array(recent), np.arange(-_NEAR, _NEAR + 1)))
@@ -413,7 +430,7 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
             centres = np.array(recent, dtype=np.int64) if source == "recent" else pool
             width = min(width, max(_POOL_WIDTH, sums.length >> 10))  # wide circles pay off only for long scans
             if centres.size:
-                negative = sums.confirmed_negative(sums.candidates(*sums.around(centres, u, width)), u)
+                negative = sums.search(centres, u, width)
                 if negative.size:
                     break
         if not negative.size:
@@ -421,7 +438,7 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float) -> float:
             if not negative.size:
                 return u
             near = np.flatnonzero(values < _POOL_LEVEL)
-            pool = near[np.argsort(values[near])[:_POOL_SIZE]]
+            pool = sums.pool = near[np.argsort(values[near])[:_POOL_SIZE]]
         if negative.size > 3:  # walk the three whose first safe step is longest
             value, slope, curvature = sums._taylor(negative.astype(np.float64), np.full(negative.size, u))
             level = value + sums.tol(negative)
@@ -550,7 +567,7 @@ def robust_base_only(context_length: int, head_dim: int, *, residual: int | None
         if end is None:
             break
         crossing, witness = end
-        u = _walk_infeasible(sums, _enter_negative(sums, witness, crossing), high)
+        u = _walk_infeasible(sums, _enter_negative(sums, witness, crossing), high, witness)
     return math.exp(min(u, high))
 
 
@@ -697,7 +714,7 @@ def base_bound(
             break
         high, witness = end
         islands.append((math.exp(low), math.exp(high)))
-        low = _walk_infeasible(sums, _enter_negative(sums, witness, high), stop)
+        low = _walk_infeasible(sums, _enter_negative(sums, witness, high), stop, witness)
         if low >= stop:
             raise ValueError(f"bases up to search_limit={limit:g} end infeasible for context_length={context_length}")
     return BaseBound(
