@@ -1,6 +1,7 @@
 """Time the exact base bound at d = 128 against one direct evaluation of B_m over all m < 2**20, in one run.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_bound.py`` (a few minutes, plus ``base_bound(2**20, 128)``, the
+Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_bound.py`` (``ROPEKIT_NO_JIT=1`` in front times the numpy path
+instead of the compiled loops of the ``fast`` extra; a few minutes, plus ``base_bound(2**20, 128)``, the
 longest figure, which stops at its target unless ``--full-1m-limit`` says otherwise; ``--skip-full-1m`` leaves it
 out, ``--only-full-1m`` times it alone). Every figure is printed as a ratio to one direct evaluation of
 B_m(b) = Σ_i cos(m·θ_i) for every m < 2**20 at one base (``similarity_margin``, the best of three), measured in the
@@ -22,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ropekit.theory import base_bound, robust_base_only, similarity_margin, smallest_feasible_base
+from ropekit.theory import _bound_jit, base_bound, robust_base_only, similarity_margin, smallest_feasible_base
 
 #: (figure, target as a multiple of one direct evaluation)
 TARGETS = {
@@ -83,6 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     d, large = args.head_dim, 2**20
     print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; load average at start: {_load()}")
+    _, seconds = timed(_bound_jit.warm_up)
+    print(f"inner loops: {_bound_jit.describe()}; compiled or loaded in {seconds:.2f} s (once per install: cached)")
     distances = np.arange(large)
     direct = min(timed(lambda: similarity_margin(distances, d, 1e7))[1] for _ in range(3))
     print(f"one direct evaluation of B_m over all m < 2**20 (best of 3): {direct:.3f} s", flush=True)

@@ -111,3 +111,28 @@ def test_smallest_same_with_and_without_jit(monkeypatch: pytest.MonkeyPatch) -> 
     fast = smallest_feasible_base(1 << 17, 128)
     monkeypatch.setenv("ROPEKIT_NO_JIT", "1")
     assert fast == pytest.approx(smallest_feasible_base(1 << 17, 128), rel=1e-12)
+
+
+def test_describe_and_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numba
+
+    _bound_jit.warm_up()  # compiles or loads both loops; must not raise
+    assert _bound_jit.describe() == f"compiled loops (numba {numba.__version__})"
+    monkeypatch.setenv("ROPEKIT_NO_JIT", "1")
+    assert _bound_jit.describe().startswith("numpy (ROPEKIT_NO_JIT")
+    _bound_jit.warm_up()  # nothing to compile on the numpy path
+
+
+def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+    _bound_jit._compile.cache_clear()
+    try:
+        assert _bound_jit.compiled() is None
+        assert "numba is not installed" in _bound_jit.describe()
+        assert round(smallest_feasible_base(4096, 128)) == 26952  # Su's brute force: 2.70e4
+    finally:
+        monkeypatch.undo()
+        _bound_jit._compile.cache_clear()
+    assert _bound_jit.compiled() is not None

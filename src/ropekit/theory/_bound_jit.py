@@ -65,6 +65,29 @@ def compiled() -> Kernels | None:
     return _compile() if enabled() else None
 
 
+def describe() -> str:
+    """Which path the base bound takes, in words (for benchmarks and reports)."""
+    if not enabled():
+        return "numpy (ROPEKIT_NO_JIT is set)"
+    if _compile() is None:
+        return "numpy (numba is not installed; pip install 'ropekit[fast]' for the compiled loops)"
+    import numba
+
+    return f"compiled loops (numba {numba.__version__})"
+
+
+def warm_up() -> None:
+    """Compile (or load from the on-disk cache) both loops now, on a tiny input, so later timings exclude it."""
+    kernels = compiled()
+    if kernels is None:
+        return
+    x = np.arange(0, 8, 2, dtype=np.float64) / 8
+    m, start = np.array([3.0]), np.array([1.0])
+    at, crossed = start.copy(), np.zeros(1, dtype=np.bool_)
+    kernels.walk(m, start, start + 1.0, x, x * x, 1e-15, True, 2, at, crossed)
+    kernels.search(np.array([3], dtype=np.int64), 1.0, 2, x, 1e-15, 8)
+
+
 def _walk_loop(
     m: np.ndarray,
     start: np.ndarray,
