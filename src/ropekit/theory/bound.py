@@ -195,8 +195,9 @@ class _Sums:
             out[g] = cols[:, index] @ rows[:, index].T  # (J, K): cos(m0θ)cos(kθ) − sin(m0θ)sin(kθ)
         return out
 
-    def corners(self, u: float) -> np.ndarray:
-        """G_g(j·cell, u) for j = 0 … ceil((L−1)/cell), shape ``(G, J+1)`` (the last three bases are cached)."""
+    def corners(self, u: float) -> tuple[np.ndarray, np.ndarray]:
+        """G_g(j·cell, u) for j = 0 … ceil((L−1)/cell), shape ``(G, J+1)``, and the sums of neighbouring corners
+        G_g(j·cell) + G_g((j+1)·cell), shape ``(G, J)`` (the last three bases are cached)."""
         if u not in self._corners:
             count = -(-max(self.length - 1, 1) // self.cell) + 1
             width = 1 << max(0, math.ceil(math.log2(math.sqrt(count))))
@@ -204,7 +205,7 @@ class _Sums:
             values = self.group_block(u, starts, width, float(self.cell)).reshape(len(self.sizes), -1)[:, :count]
             if len(self._corners) >= 3:
                 self._corners.pop(next(iter(self._corners)))
-            self._corners[u] = values
+            self._corners[u] = (values, values[:, :-1] + values[:, 1:])
         else:  # most recently used last
             self._corners[u] = self._corners.pop(u)
         return self._corners[u]
@@ -227,15 +228,23 @@ class _Sums:
         sizes = self.sizes[:, None]
         slopes = np.add.reduceat(theta, self.edges[:-1])[:, None]  # (G, 1): s_g
         scales = np.add.reduceat(self.x * theta, self.edges[:-1])[:, None]  # (G, 1): c_g
-        a, b = self.corners(low), self.corners(high)  # (G, J+1)
+        (a, pairs_a), (_, pairs_b) = self.corners(low), self.corners(high)  # (G, J+1), (G, J)
         cell = self.cell
         top = np.arange(1, a.shape[1], dtype=np.float64) * cell  # (J,): the largest m of each cell
-        average = (a[:, :-1] + a[:, 1:] + b[:, :-1] + b[:, 1:]) / 4 - slopes * (cell / 2)
-        bound = np.maximum(average - scales * top * (width / 2), -sizes).sum(axis=0)  # (J,)
+        # groups whose m-direction term alone is at least twice their size sit at their floor −size_g in every
+        # cell (the average of four corners is at most size_g): they add −size_g and need no arithmetic. θ falls
+        # along the pairs, so they are the first groups.
+        live = int(np.argmax(np.append(slopes[:, 0] * (cell / 2) < 2 * self.sizes, True)))
+        floor = -float(self.sizes[:live].sum())
+        average = (pairs_a[live:] + pairs_b[live:]) * 0.25 - slopes[live:] * (cell / 2)
+        bound = np.maximum(average - np.multiply.outer(scales[live:, 0] * (width / 2), top), -sizes[live:])
+        bound = bound.sum(axis=0) + floor  # (J,)
         open_cells = np.flatnonzero(bound < 0)
         fraction = open_cells.size / bound.size
-        # cells that stay open whatever the step (the m-direction term alone): the cells are too wide in m
-        self.cell_fraction = float(np.mean(np.maximum(average, -sizes).sum(axis=0) < 0))
+        # cells that stay open whatever the step (the m-direction term alone): the cells are too wide in m. Only
+        # steers the cell width, so every 4th cell is enough
+        sample = average[:, ::4]
+        self.cell_fraction = float(np.mean(np.maximum(sample, -sizes[live:]).sum(axis=0) + floor < 0))
         if not open_cells.size:
             empty = np.zeros(0)
             return empty.astype(np.int64), empty, empty, 0.0
@@ -458,6 +467,11 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
     A witness is looked for next to the last ones (``seed`` first: an m known to be negative at u), then in widening
     circles around them and around the m that were nearly negative at the last scan (kept across calls), and only
     then by a full scan over m (a scan that finds no negative m proves u feasible).
+
+    With a ``seed`` (a walk through a gap between islands, which most often ends where the next island starts) the
+    full scan is the first step of the feasible sweep, :meth:`_Sums.certify` on [u, u + step]: every m it leaves
+    open is checked at u (directly where its value is within the tolerance of zero), so no negative one means u is
+    feasible, and the sweep that follows finds that step's corner and fine values cached.
     """
     recent: list[int] = [] if seed is None else [seed]
     pool = sums.pool
@@ -481,7 +495,13 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
                 negative = sums.search(centres, u, width)
                 if negative.size:
                     break
-        if not negative.size:
+        if not negative.size and seed is not None:
+            m, values, _, _ = sums.certify(u, min(u + sums.step, stop))
+            negative = sums.confirmed_negative(sums.candidates(m, values), u)
+            if not negative.size:
+                return u
+            pool = sums.pool = m[np.argsort(values)[:_POOL_SIZE]]
+        elif not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
                 return u
