@@ -17,9 +17,16 @@ from ropekit.theory.bound import _Sums
 pytest.importorskip("numba")
 
 
-@pytest.fixture
-def numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROPEKIT_NO_JIT", "1")
+@pytest.fixture(autouse=True)
+def compiled_at_every_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled loops start at L = 32768 in use; these tests compare both paths at small L too."""
+    monkeypatch.setattr(_bound_jit, "JIT_FROM", 0)
+
+
+def test_small_contexts_stay_in_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()
+    assert _bound_jit.compiled(4096) is None
+    assert _bound_jit.compiled(1 << 15) is not None
 
 
 def test_switch(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,9 +60,17 @@ def _compile() -> Kernels | None:
     return Kernels(walk=jit(_walk_loop), search=vector(_search_loop))
 
 
-def compiled() -> Kernels | None:
-    """The compiled loops, or ``None`` when numba is not installed or ``ROPEKIT_NO_JIT`` is set."""
-    return _compile() if enabled() else None
+#: the compiled loops are used from this context length on: below it the whole bound takes about a second in numpy,
+#: less than loading the compiled loops from their cache (0.3 s) or compiling them after an install (about 3.5 s)
+JIT_FROM = 1 << 15
+
+
+def compiled(length: int | None = None) -> Kernels | None:
+    """The compiled loops, or ``None`` when numba is not installed, ``ROPEKIT_NO_JIT`` is set, or ``length`` (the
+    context length, when given) is below :data:`JIT_FROM`."""
+    if not enabled() or (length is not None and length < JIT_FROM):
+        return None
+    return _compile()
 
 
 def describe() -> str:

@@ -325,7 +325,7 @@ class _Sums:
 
     def search(self, centres: np.ndarray, u: float, width: int) -> np.ndarray:
         """The witnesses (m with B_m(u) < −tolerance(m), direct sum) within ``width`` of the centres, sorted."""
-        kernels = _bound_jit.compiled()
+        kernels = _bound_jit.compiled(self.length)
         if kernels is not None:  # the same search, compiled (_bound_jit.py)
             centres = np.asarray(centres, dtype=np.int64)
             return kernels.search(centres, float(u), int(width), self.x, self.unit, self.length)
@@ -364,7 +364,7 @@ class _Sums:
         m = np.asarray(m, dtype=np.float64)
         at = np.full(m.shape, float(u))
         crossed = np.zeros(m.shape, dtype=bool)
-        kernels = _bound_jit.compiled()
+        kernels = _bound_jit.compiled(self.length)
         if kernels is not None:  # the same loop, compiled (_bound_jit.py)
             until_each = np.full(m.shape, float(until))
             kernels.walk(m, at.copy(), until_each, self.x, self.x2, self.unit, negative, max_steps, at, crossed)
