@@ -456,7 +456,7 @@ def test_out_naming_a_device_is_refused(no_training, no_sweep, args):
     ],
 )
 def test_bound_work_beyond_minutes_is_refused(args, option):
-    """Item 16: L × d decides the exact bound's cost; beyond 1M × 128 (about 30 s) it is a range error."""
+    """Item 16: L × d decides the exact bound's cost; beyond 1M × 128 (seconds for (A)) it is a range error."""
     assert_error(run(*args), option, "134,217,728")
 
 

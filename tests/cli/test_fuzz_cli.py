@@ -268,7 +268,7 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def capped(function, limit: int = 512):
         """``function`` at a small length, after checking that the real call would finish: the exact bound's
-        cost is L × d (about 30 s at 1M × 128), and the robust one's islands take minutes above d = 128 or
+        cost is L × d (about 4 s for (A) at 1M × 128), and the robust one's islands take minutes above d = 128 or
         L = 64k, which only an explicit ``--robust`` may ask for."""
 
         def run(length, dim=128, *args, **kwargs):

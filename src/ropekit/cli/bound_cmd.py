@@ -105,14 +105,14 @@ def bound_command(
         why = f"L > {ROBUST_AUTO_LIMIT:,}" if length > ROBUST_AUTO_LIMIT else f"d > {ROBUST_AUTO_DIM}"
         if robust is False:
             why = "--no-robust"
-        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it (about 15 s more at 1M)")
+        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it (about 13 s more at 1M)")
     else:
         table.add_row("(B) robust", f"{robust_base:.6g}", "every base above is feasible")
         if islands is None:
             table.add_row(
                 "islands",
                 "not computed",
-                f"L > {ROBUST_AUTO_LIMIT:,}: (B) alone, by the downward sweep; the islands would take about 30 s "
+                f"L > {ROBUST_AUTO_LIMIT:,}: (B) alone, by the downward sweep; the islands would take about 20 s "
                 "at 128k and over 4 minutes at 1M on 2 idle cores",
             )
         else:

@@ -45,7 +45,9 @@ Every integer m in [0, L) is checked, and every claim about an interval of bases
 
 Speed: full scans and the cells' corner values use cos((m0+k)θ) = cos(kθ)cos(m0θ) − sin(kθ)sin(m0θ), i.e. one
 matrix product per block of m (per group for the cells; FACTS.md); :func:`max_context_length`
-(:func:`~ropekit.theory.decay.first_negative_m`) stops at the first block holding a negative m.
+(:func:`~ropekit.theory.decay.first_negative_m`) stops at the first block holding a negative m. With numba
+installed (extra ``fast``), the witness walk and the witness search run as compiled loops from L = 32768 on
+(:mod:`ropekit.theory._bound_jit`; same results, ``ROPEKIT_NO_JIT=1`` turns them off).
 """
 
 from __future__ import annotations
