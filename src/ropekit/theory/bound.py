@@ -198,8 +198,9 @@ class _Sums:
         return out
 
     def corners(self, u: float) -> tuple[np.ndarray, np.ndarray]:
-        """G_g(j·cell, u) for j = 0 … ceil((L−1)/cell), shape ``(G, J+1)``, and the sums of neighbouring corners
-        G_g(j·cell) + G_g((j+1)·cell), shape ``(G, J)`` (the last three bases are cached)."""
+        """Over the corners G_g(j·cell, u), j = 0 … ceil((L−1)/cell): the sums and the minima of neighbouring ones,
+        G_g(j·cell) + G_g((j+1)·cell) and min(G_g(j·cell), G_g((j+1)·cell)), each ``(G, J)`` (the last three bases
+        are cached)."""
         if u not in self._corners:
             count = -(-max(self.length - 1, 1) // self.cell) + 1
             width = 1 << max(0, math.ceil(math.log2(math.sqrt(count))))
@@ -207,19 +208,27 @@ class _Sums:
             values = self.group_block(u, starts, width, float(self.cell)).reshape(len(self.sizes), -1)[:, :count]
             if len(self._corners) >= 3:
                 self._corners.pop(next(iter(self._corners)))
-            self._corners[u] = (values, values[:, :-1] + values[:, 1:])
+            self._corners[u] = (values[:, :-1] + values[:, 1:], np.minimum(values[:, :-1], values[:, 1:]))
         else:  # most recently used last
             self._corners[u] = self._corners.pop(u)
         return self._corners[u]
 
     def certify(self, low: float, high: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """The m < L that grouped Lipschitz bounds cannot prove >= 0 on all of [low, high], with their values.
+        """The m < L that grouped bounds cannot prove >= 0 on all of [low, high], with their values.
 
-        Per group g of pairs, |∂G_g/∂m| <= s_g = Σ_g θ_i(low) and |∂G_g/∂u| <= m·c_g, c_g = Σ_g x_i θ_i(low), on
-        [low, ∞) (θ_i falls with u); and G_g >= −size_g. A coarse cell [j·K, (j+1)·K] × [low, high] gets the
-        average of its four corners minus (s_g·K + m_max·c_g·(high − low))/2 per group, floored at −size_g; the m
-        of cells whose sum is below 0 get the same bound one by one (the tent between G_g(m, low) and
-        G_g(m, high) minus m·c_g·(high − low)/2). The rest are certified; every integer m < L is in some cell.
+        Per group g of pairs G_g(m, u) = Σ_{i in g} cos(m·θ_i(u)), two lower bounds on a coarse cell
+        [j·K, (j+1)·K] × [low, high] (m_max = (j+1)·K, θ_i at ``low``, where they are largest on [low, ∞)):
+
+        * first order: the average of the four corners minus (s_g·K + m_max·c_g·(high − low))/2, with
+          |∂G_g/∂m| <= s_g = Σ_g θ_i and |∂G_g/∂u| <= m·c_g, c_g = Σ_g x_i θ_i;
+        * second order: the smallest corner minus K²/8·Σ_g θ_i² − (high − low)²/8·Σ_g x_i²·φ_i(1 + φ_i),
+          φ_i = m_max·θ_i: the bilinear interpolant of the corners takes its minimum at a corner, and it is
+          within K²/8·max|∂²G/∂m²| + (high − low)²/8·max|∂²G/∂u²| of G on the cell.
+
+        The larger of the two, floored at −size_g, summed over groups, bounds B_m on the cell. The m of cells whose
+        bound is below 0 get the same two bounds one by one (K = 0: the tent between G_g(m, low) and G_g(m, high)
+        minus m·c_g·(high − low)/2, or the smaller end minus the u-curvature term). The rest are certified;
+        every integer m < L is in some cell.
 
         Returns:
             (the m left over, sorted; B_m(low) and B_m(high) for them; the fraction of cells left over).
@@ -228,34 +237,47 @@ class _Sums:
         width = high - low
         theta = self.theta(low)
         sizes = self.sizes[:, None]
-        slopes = np.add.reduceat(theta, self.edges[:-1])[:, None]  # (G, 1): s_g
-        scales = np.add.reduceat(self.x * theta, self.edges[:-1])[:, None]  # (G, 1): c_g
-        (a, pairs_a), (_, pairs_b) = self.corners(low), self.corners(high)  # (G, J+1), (G, J)
+        starts = self.edges[:-1]
+        slopes = np.add.reduceat(theta, starts)[:, None]  # (G, 1): s_g
+        scales = np.add.reduceat(self.x * theta, starts)[:, None]  # (G, 1): c_g
+        bends = np.add.reduceat(theta * theta, starts)[:, None]  # (G, 1): Σ θ² bounds |∂²G_g/∂m²|
+        # Σ x²φ(1 + φ) = m·Σ x²θ + m²·Σ x²θ² bounds |∂²G_g/∂u²|
+        curve_1, curve_2 = np.add.reduceat(self.x2 * theta, starts), np.add.reduceat(self.x2 * theta * theta, starts)
+        (pairs_a, mins_a), (pairs_b, mins_b) = self.corners(low), self.corners(high)  # (G, J) each
         cell = self.cell
-        top = np.arange(1, a.shape[1], dtype=np.float64) * cell  # (J,): the largest m of each cell
-        # groups whose m-direction term alone is at least twice their size sit at their floor −size_g in every
-        # cell (the average of four corners is at most size_g): they add −size_g and need no arithmetic. θ falls
-        # along the pairs, so they are the first groups.
-        live = int(np.argmax(np.append(slopes[:, 0] * (cell / 2) < 2 * self.sizes, True)))
+        top = np.arange(1, pairs_a.shape[1] + 1, dtype=np.float64) * cell  # (J,): the largest m of each cell
+        # groups that sit at their floor −size_g in every cell by both bounds (their m-terms alone are at least
+        # twice their size; corners are at most size_g) add −size_g and need no arithmetic. θ falls along the
+        # pairs, so they are the first groups.
+        floored = (slopes[:, 0] * (cell / 2) >= 2 * self.sizes) & (bends[:, 0] * (cell * cell / 8) >= 2 * self.sizes)
+        live = int(np.argmax(np.append(~floored, True)))
         floor = -float(self.sizes[:live].sum())
         average = (pairs_a[live:] + pairs_b[live:]) * 0.25 - slopes[live:] * (cell / 2)
-        bound = np.maximum(average - np.multiply.outer(scales[live:, 0] * (width / 2), top), -sizes[live:])
-        bound = bound.sum(axis=0) + floor  # (J,)
+        lowest = np.minimum(mins_a[live:], mins_b[live:]) - bends[live:] * (cell * cell / 8)
+        first = average - np.multiply.outer(scales[live:, 0] * (width / 2), top)
+        squared = width * width / 8
+        second = (
+            lowest
+            - np.multiply.outer(curve_1[live:] * squared, top)
+            - np.multiply.outer(curve_2[live:] * squared, top * top)
+        )
+        bound = np.maximum(np.maximum(first, second), -sizes[live:]).sum(axis=0) + floor  # (J,)
         open_cells = np.flatnonzero(bound < 0)
         fraction = open_cells.size / bound.size
-        # cells that stay open whatever the step (the m-direction term alone): the cells are too wide in m. Only
+        # cells that stay open whatever the step (the m-direction terms alone): the cells are too wide in m. Only
         # steers the cell width, so every 4th cell is enough
-        sample = average[:, ::4]
-        self.cell_fraction = float(np.mean(np.maximum(sample, -sizes[live:]).sum(axis=0) + floor < 0))
+        sample = np.maximum(np.maximum(average[:, ::4], lowest[:, ::4]), -sizes[live:])
+        self.cell_fraction = float(np.mean(sample.sum(axis=0) + floor < 0))
         if not open_cells.size:
             empty = np.zeros(0)
             return empty.astype(np.int64), empty, empty, 0.0
         fine_a = self._fine_block(low, open_cells)  # (G, J'·K)
         fine_b = self._fine_block(high, open_cells)
-        m = (open_cells[:, None] * cell + np.arange(cell)).reshape(-1)  # (J'·K,)
+        m = (open_cells[:, None] * cell + np.arange(cell)).reshape(-1).astype(np.float64)  # (J'·K,)
         tent = (fine_a + fine_b) / 2 - scales * (m * (width / 2))
-        left = np.flatnonzero((np.maximum(tent, -sizes).sum(axis=0) < 0) & (m < self.length))
-        return m[left], fine_a[:, left].sum(axis=0), fine_b[:, left].sum(axis=0), fraction
+        end = np.minimum(fine_a, fine_b) - (curve_1[:, None] * m + curve_2[:, None] * (m * m)) * squared
+        left = np.flatnonzero((np.maximum(np.maximum(tent, end), -sizes).sum(axis=0) < 0) & (m < self.length))
+        return m[left].astype(np.int64), fine_a[:, left].sum(axis=0), fine_b[:, left].sum(axis=0), fraction
 
     def _fine_block(self, u: float, cells: np.ndarray) -> np.ndarray:
         """G_g(m, u) for every m of the given coarse cells (sorted), shape ``(G, cells·cell)``.
@@ -646,7 +668,8 @@ def _first_crossing(
 ) -> tuple[float, int] | None:
     """The first u in [low, high] where some B_m (m in ``m``) falls to −tolerance(m), or ``None``.
 
-    Intervals [a, b] of each m are halved until their tent closes (B_m(a) + B_m(b) + 2·tol >= Λ_m·(b − a), so
+    Intervals [a, b] of each m are halved until their tent closes (B_m(a) + B_m(b) + 2·tol >= Λ_m·(b − a), or
+    min(B_m(a), B_m(b)) − (b − a)²/8·Σ x_i²φ_i(1 + φ_i) >= −tol, or the exact per-pair bound; each proves
     B_m >= −tol on [a, b]), or an end is negative, or they are too narrow to halve; those last two are walked
     exactly, from the left, and the earliest crossing wins.
     """
@@ -657,8 +680,11 @@ def _first_crossing(
     earliest = math.inf  # the earliest sampled u with some B_m < −tol
     for _ in range(64):
         tol = sums.tol(m)
-        scale = m * (sums.x * np.exp(-np.outer(a, sums.x))).sum(axis=1)  # Λ_m on [a, ∞)
+        phase = m[:, None] * np.exp(-np.outer(a, sums.x))  # (K, d/2): φ_i at a, the largest on [a, ∞)
+        scale = phase @ sums.x  # Λ_m on [a, ∞)
         closed = va + vb + 2 * tol >= scale * (b - a)
+        # or the smaller end minus (b − a)²/8 · max|B_m''| (the chord's error bound), max|B_m''| <= Σ x²φ(1 + φ)
+        closed |= np.minimum(va, vb) - (phase * (1 + phase)) @ sums.x2 * ((b - a) ** 2 / 8) >= -tol
         if not closed.all():  # the exact per-pair bound only where the tent is not enough
             closed[~closed] = sums.pair_bound(m[~closed], a[~closed], b[~closed]) >= -tol[~closed]
         negative = vb < -tol  # va >= −tol always holds for intervals still in play
