@@ -491,11 +491,6 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
     A witness is looked for next to the last ones (``seed`` first: an m known to be negative at u), then in widening
     circles around them and around the m that were nearly negative at the last scan (kept across calls), and only
     then by a full scan over m (a scan that finds no negative m proves u feasible).
-
-    With a ``seed`` (a walk through a gap between islands, which most often ends where the next island starts) the
-    full scan is the first step of the feasible sweep, :meth:`_Sums.certify` on [u, u + step]: every m it leaves
-    open is checked at u (directly where its value is within the tolerance of zero), so no negative one means u is
-    feasible, and the sweep that follows finds that step's corner and fine values cached.
     """
     recent: list[int] = [] if seed is None else [seed]
     pool = sums.pool
@@ -519,13 +514,7 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
                 negative = sums.search(centres, u, width)
                 if negative.size:
                     break
-        if not negative.size and seed is not None:
-            m, values, _, _ = sums.certify(u, min(u + sums.step, stop))
-            negative = sums.confirmed_negative(sums.candidates(m, values), u)
-            if not negative.size:
-                return u
-            pool = sums.pool = m[np.argsort(values)[:_POOL_SIZE]]
-        elif not negative.size:
+        if not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
                 return u
