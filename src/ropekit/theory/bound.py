@@ -32,10 +32,13 @@ Every integer m in [0, L) is checked, and every claim about an interval of bases
 * **Feasible stretches** are swept in steps [u_j, u_{j+1}] (:meth:`_Sums.certify`), each certified for all m at
   once by Lipschitz bounds on *groups* of pairs: per group g, |∂G_g/∂u| <= m·Σ_g x_i θ_i(u_j) and
   |∂G_g/∂m| <= Σ_g θ_i(u_j) on [u_j, ∞), and G_g >= −(pairs in g). A cell of K consecutive m × the step is
-  cleared when the sum over groups of max(−size, average of the four corner values − the Lipschitz terms) is
-  >= 0; the fast pairs, which sweep whole periods within a step, cost their size and no more, so steps can be
-  far wider than one Lipschitz constant for all of B_m allows. The m of cells left open get the same bound
-  one by one (the tent between the step's ends), and the few m left after that are halved individually with an
+  cleared when the sum over groups of max(−size, average of the four corner values − the Lipschitz terms,
+  smallest corner − the curvature terms) is >= 0. The second-order alternative (the bilinear interpolant of the
+  corners is within K²/8·max|∂²G_g/∂m²| + step²/8·max|∂²G_g/∂u²| of G_g, and takes its minimum at a corner)
+  is far tighter for the slow and middle pairs, whose phases move little within a step; the fast pairs, which
+  sweep whole periods within a step, cost their size and no more, so steps can be far wider than one Lipschitz
+  constant for all of B_m allows. The m of cells left open get the same bounds one by one (between the step's
+  ends), and the few m left after that are halved individually with the same two bounds and an
   exact per-pair bound (the minimum of cos over each pair's phase interval), then walked with the safe steps
   above, which find the first zero exactly if there is one: that is the right end of the island. The step and
   the cell width adapt so that about 1% of cells and ~100 m are left over.
