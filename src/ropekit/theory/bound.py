@@ -141,7 +141,9 @@ class _Sums:
         self._corners: dict[float, np.ndarray] = {}
         #: the last two fine evaluations of :meth:`certify`: (u, cell) -> (open cells, their values (G, cells, cell))
         self._fine: dict[tuple[float, int], tuple[np.ndarray, np.ndarray]] = {}
-        self.step = 1e-3  # the certified sweeps' current step in u (adapted as they go)
+        # the certified sweeps' current step in u (adapted as they go); B_m turns over about m times as fast in u, so
+        # long contexts start with narrower steps (1e-3 at L = 32768, 3e-5 at L = 2**20)
+        self.step = min(1e-3, 32 / context_length)
         #: the m nearly negative at the last full scan (where witnesses are looked for before the next one)
         self.pool = np.zeros(0, dtype=np.int64)
         self.open_m = _OPEN_M
@@ -592,11 +594,12 @@ def _sweep_feasible(sums: _Sums, u: float, stop: float) -> tuple[float, int] | N
     while u < stop:
         ahead = min(u + sums.step, stop)
         m, low_values, high_values, fraction = sums.certify(u, ahead)
-        if m.size:
-            crossing = _first_crossing(sums, m, u, ahead, low_values, high_values)
-            if crossing is not None:
-                return crossing
+        crossing = _first_crossing(sums, m, u, ahead, low_values, high_values) if m.size else None
+        # adapt the step here too when the island ends inside it: where islands are shorter than a step (near (A)
+        # at long contexts), every step ends in a crossing, and a step left too wide leaves thousands of m over
         sums.step = _next_step(sums, fraction, m.size, ahead)
+        if crossing is not None:
+            return crossing
         u = ahead
     return None
 
