@@ -180,7 +180,8 @@ class _Sums:
             count = min(columns, -(-(length - start) // block))
             starts = (start + block * np.arange(count, dtype=np.float64))[None, :] * theta[:, None]  # (d/2, J)
             cols = np.concatenate([np.cos(starts), np.sin(starts)], axis=0)  # (d, J)
-            yield start, (rows @ cols).T.reshape(-1)[: length - start]  # (J·K,): m = start + j·K + k
+            # (J, K) straight from the product (transposed operands cost BLAS nothing; a transposed result a copy)
+            yield start, (cols.T @ rows.T).reshape(-1)[: length - start]  # (J·K,): m = start + j·K + k
             start += count * block
             columns = min(2 * columns, max(1, (1 << 20) // block))
 
@@ -332,9 +333,12 @@ class _Sums:
         for start, values in self.chunks(u):
             if keep:
                 seen.append(values)
-            negative = self.confirmed_negative(self.candidates(start + np.arange(values.size), values), u)
-            if negative.size:
-                return negative, np.concatenate(seen)
+            # tolerance(m) grows with m: a first pass against the chunk's smallest one keeps a small superset
+            rough = np.flatnonzero(values < -self.unit * (start + 1) / 2)
+            if rough.size:
+                negative = self.confirmed_negative(self.candidates(start + rough, values[rough]), u)
+                if negative.size:
+                    return negative, np.concatenate(seen)
         return np.zeros(0, dtype=np.int64), np.concatenate(seen)
 
     def around(self, centres: np.ndarray, u: float, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -519,7 +523,15 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
                 negative = sums.search(centres, u, width)
                 if negative.size:
                     break
-        if not negative.size:
+        if not negative.size and seed is not None:
+            # a gap walk most often ends where the next island starts: check u with the sweep's cell bounds at u
+            # alone (no step in u: few cells stay open), and leave the corners of u cached for the sweep
+            m, values, _, _ = sums.certify(u, u)
+            negative = sums.confirmed_negative(sums.candidates(m, values), u)
+            if not negative.size:
+                return u
+            pool = sums.pool = m[np.argsort(values)[:_POOL_SIZE]]
+        elif not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
                 return u
