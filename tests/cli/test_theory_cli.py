@@ -71,6 +71,26 @@ def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
     assert data["islands"] is None and data["certified"] is True
 
 
+def test_bound_islands_above_the_limit_walks_them(monkeypatch):
+    """--islands walks the islands at any L (here above a lowered limit): the full base_bound, islands included."""
+    import ropekit.cli.bound_cmd as bound_cmd
+
+    monkeypatch.setattr(bound_cmd, "ROBUST_AUTO_LIMIT", 1024)
+    expected = base_bound(2048, 64)
+    for extra in (["--islands"], ["--robust", "--islands"]):
+        data = run_json("bound", "--context", "2048", "--head-dim", "64", *extra)
+        assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
+        assert data["island_count"] == len(expected.islands) > 1
+        for (low, high), (a, b) in zip(data["islands"], expected.islands, strict=True):
+            assert low == pytest.approx(a, rel=1e-12) and high == pytest.approx(b, rel=1e-12)
+
+
+def test_bound_islands_with_no_robust_is_an_error():
+    result = runner.invoke(app, ["bound", "--context", "2048", "--islands", "--no-robust"])
+    assert result.exit_code == 2
+    assert "--islands" in result.output and "--no-robust" in result.output
+
+
 def test_bound_table_output_mentions_both_definitions():
     result = runner.invoke(app, ["bound", "--context", "1k"])
     assert result.exit_code == 0, result.output
