@@ -90,7 +90,7 @@ def check_range(
         raise fail(f"{option} must be <= {maximum:g}, got {value!r}")
 
 
-#: the exact base bound scans every m < L over d/2 frequencies: L × d up to 2^20 × 128 takes about 30 s on one core
+#: the exact base bound scans every m < L over d/2 frequencies: L × d up to 2^20 × 128 takes seconds for (A) on one core (about 4 s at 1M)
 MAX_BOUND_WORK = (1 << 20) * 128
 
 

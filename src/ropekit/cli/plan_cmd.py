@@ -14,7 +14,7 @@ from ropekit.cli.common import (
     print_json,
 )
 
-#: the largest target: the plan computes the exact bound (A) at the target, about 30 s at 1M on one core
+#: the largest target: the plan computes the exact bound (A) at the target, about 4 s at 1M on one core
 MAX_TARGET = 1 << 20
 #: the robust bound is computed by default only up to this rotary dim (its cost grows steeply with d)
 ROBUST_AUTO_DIM = 128

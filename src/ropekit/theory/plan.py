@@ -199,7 +199,7 @@ def plan(
 ) -> Plan:
     """Say whether ``base`` clears the bound at ``target_length``, which base would, and how each method scales.
 
-    Cost: :func:`smallest_feasible_base` at the target (seconds up to 32k, 10–15 s at 1M on 2 idle cores) plus
+    Cost: :func:`smallest_feasible_base` at the target (seconds up to 32k, about 4 s at 1M on 2 idle cores) plus
     the robust bound when computed (seconds up to 16k).
 
     Args:
