@@ -230,16 +230,20 @@ def before_after(
     from ropekit.eval.models import load_eval_model
 
     rows = []
-    for label, path in (("source (as shipped)", source), ("before (training-free)", source), ("after fine-tune", out)):
+
+    def row(label: str, model) -> None:
         log(f"evaluating {label} ...")
-        model = load_eval_model(path, dtype="float32")
-        if label.startswith("before"):
-            if layer_types is not None:
-                model.set_scaling(scaling, layer_types=tuple(layer_types))
-            else:
-                model.set_scaling(scaling)
         rows.append({"model": label, **measure(model, heldout, original, target, eval_tokens, trials)})
-        del model
+
+    model = load_eval_model(source, dtype="float32")  # once for both source rows: set_scaling switches in place
+    row("source (as shipped)", model)
+    if layer_types is not None:
+        model.set_scaling(scaling, layer_types=tuple(layer_types))
+    else:
+        model.set_scaling(scaling)
+    row("before (training-free)", model)
+    del model
+    row("after fine-tune", load_eval_model(out, dtype="float32"))
     return rows
 
 
