@@ -119,7 +119,6 @@ class _Sums:
         self.x2 = self.x * self.x
         self.unit = 8 * (head_dim // 2) * _EPS  # tolerance(m) = unit·(m+1)
         self.scans = 0
-        self.steps = 0
         pairs = head_dim // 2
         # groups of consecutive pairs for the grouped bounds: pair 0 (θ_0 = 1 at every base) alone, the fast pairs
         # in small groups (they are bounded by −size when they sweep whole periods), the slow half in larger ones
@@ -401,7 +400,6 @@ class _Sums:
         if kernels is not None:  # the same loop, compiled (_bound_jit.py)
             until_each = np.full(m.shape, float(until))
             kernels.walk(m, at.copy(), until_each, self.x, self.x2, self.unit, negative, max_steps, at, crossed)
-            self.steps += m.size
             return at, crossed
         tolerances = self.tol(m)
         index = np.arange(m.size)  # the walks still going
@@ -410,7 +408,6 @@ class _Sums:
                 break
             here = at[index]
             value, slope, curvature = self._taylor(m[index], here)
-            self.steps += index.size
             tol = tolerances[index]
             level = value + tol  # signed distance to the level −tolerance(m)
             # a step below the spacing of floats at u cannot move u: the crossing is there to within rounding
@@ -502,7 +499,6 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
     then by a full scan over m (a scan that finds no negative m proves u feasible).
     """
     recent: list[int] = [] if seed is None else [seed]
-    pool = sums.pool
     while u < stop:
         if recent:  # the last witnesses' neighbours are walked at once: the walk's first step is the direct check
             near = np.unique(np.add.outer(np.array(recent), np.arange(-_NEAR, _NEAR + 1)))
@@ -517,7 +513,7 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
         # runs of negative m drift slowly: look in widening circles around the last witnesses and the m that were
         # nearly negative at the last scan before a full scan
         for source, width in _SEARCH:
-            centres = np.array(recent, dtype=np.int64) if source == "recent" else pool
+            centres = np.array(recent, dtype=np.int64) if source == "recent" else sums.pool
             width = min(width, max(_POOL_WIDTH, sums.length >> 10))  # wide circles pay off only for long scans
             if centres.size:
                 negative = sums.search(centres, u, width)
@@ -530,13 +526,13 @@ def _walk_infeasible(sums: _Sums, u: float, stop: float, seed: int | None = None
             negative = sums.confirmed_negative(sums.candidates(m, values), u)
             if not negative.size:
                 return u
-            pool = sums.pool = m[np.argsort(values)[:_POOL_SIZE]]
+            sums.pool = m[np.argsort(values)[:_POOL_SIZE]]
         elif not negative.size:
             negative, values = sums.first_negative(u)
             if not negative.size:
                 return u
             near = np.flatnonzero(values < _POOL_LEVEL)
-            pool = sums.pool = near[np.argsort(values[near])[:_POOL_SIZE]]
+            sums.pool = near[np.argsort(values[near])[:_POOL_SIZE]]
         if negative.size > 3:  # walk the three whose first safe step is longest
             value, slope, curvature = sums._taylor(negative.astype(np.float64), np.full(negative.size, u))
             level = value + sums.tol(negative)
@@ -708,7 +704,6 @@ def _first_crossing(
         m, a, b, va, vb = m[keep], a[keep], b[keep], va[keep], vb[keep]
         middle = (a + b) / 2
         vm = np.cos(m[:, None] * np.exp(-np.outer(middle, sums.x))).sum(axis=1)
-        sums.steps += m.size
         m, va, vb = np.concatenate([m, m]), np.concatenate([va, vm]), np.concatenate([vm, vb])
         a, b = np.concatenate([a, middle]), np.concatenate([middle, b])
         # a negative midpoint ends the left half's search there; the right half starts negative: drop it
