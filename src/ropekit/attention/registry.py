@@ -1,0 +1,134 @@
+"""The registry of training-free attention methods: which relative position each (query, key) pair sees.
+
+A method is one frozen config dataclass (an :class:`AttentionConfig`) whose :meth:`~AttentionConfig.regions`
+split the causal pairs ``j <= i`` into disjoint regions. In each region the score of query ``i`` and key ``j`` is
+``q · k`` with the query rotated at position ``q_position(i)`` and the key at ``k_position(j)``, so the relative
+position RoPE sees is ``q_position(i) − k_position(j)``; a pair in no region is not attended. Plain attention is
+one region, every pair, ``q_position(i) = i`` and ``k_position(j) = j``.
+
+This module does not import torch: positions are computed with ``//``, ``%``, ``+`` and ``.clamp`` on whatever
+integer tensors the attention core passes (see :mod:`ropekit.attention.core`). Dispatch is only ever
+``ATTENTIONS[name]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+from ropekit._validate import require_float, require_int
+
+__all__ = ["ATTENTIONS", "AttentionConfig", "Region", "get_attention", "list_attentions", "register"]
+
+
+def _identity(positions: Any) -> Any:
+    return positions
+
+
+class Region(NamedTuple):
+    """One part of the causal pairs with its own position re-indexing.
+
+    Attributes:
+        name: what the paper calls it (``neighbour``, ``grouped``, ``intra``, ...).
+        allowed: ``(i, j) -> bool`` for broadcast integer tensors ``i`` (queries, a column) and ``j`` (keys, a
+            row); the core applies causality (``j <= i``) itself.
+        keys: ``(first, last) -> (lo, hi)``: the key indices any query in ``[first, last]`` may use in this region
+            (a superset; it only saves work).
+        q_position: query index → the position its query is rotated at (int64, or float64 for leaky ReRoPE).
+        k_position: key index → the position its key is rotated at.
+    """
+
+    name: str
+    allowed: Callable[[Any, Any], Any]
+    keys: Callable[[int, int], tuple[int, int]]
+    q_position: Callable[[Any], Any] = _identity
+    k_position: Callable[[Any], Any] = _identity
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionConfig:
+    """Base class of every attention method's config; subclasses set ``name`` and add their parameters.
+
+    Hooks: :meth:`regions` (the definition), :meth:`from_options` (parameters derived from the training length
+    and the length evaluated, for the ones not given) and :meth:`describe`.
+    """
+
+    name: ClassVar[str] = ""
+    #: the paper, for docs and reports
+    paper: ClassVar[str] = ""
+
+    def regions(self) -> tuple[Region, ...]:
+        raise NotImplementedError
+
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        """The config's field names (what ``--param`` may set)."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def defaults(cls, train_length: int, length: int) -> dict[str, Any]:
+        """Parameters the method derives from the training length and the length evaluated."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_options(cls, *, train_length: int, length: int, **params: Any) -> AttentionConfig:
+        """The config at ``length`` for a model trained at ``train_length``; ``params`` win over the defaults.
+
+        Raises:
+            ValueError: an unknown parameter (named, with the allowed ones) or an out-of-range value.
+        """
+        require_int("train_length", train_length, minimum=2)
+        require_int("length", length, minimum=1)
+        unknown = sorted(set(params) - set(cls.parameters()))
+        if unknown:
+            raise ValueError(f"{cls.name} has no parameter(s) {unknown}; allowed: {list(cls.parameters())}")
+        merged = {**cls.defaults(train_length, max(length, 1)), **params}
+        return cls(**{k: v for k, v in merged.items() if k in cls.parameters()})
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready ``{"attention": name, **parameters}``."""
+        return {"attention": self.name, **dataclasses.asdict(self)}
+
+    def max_relative(self, length: int) -> float:
+        """The largest relative position any pair of a ``length``-token sequence sees (what must stay trained)."""
+        raise NotImplementedError
+
+
+def positive_int(name: str, value: object) -> int:
+    """A parameter that must be an integer >= 1 (a ``ValueError`` naming it otherwise)."""
+    return require_int(name, value, minimum=1)
+
+
+def positive_float(name: str, value: object, *, at_least: float = 1.0) -> float:
+    """A finite parameter >= ``at_least``."""
+    return require_float(name, value, at_least=at_least)
+
+
+#: name → config class; filled by :func:`register` as each method's module is imported
+ATTENTIONS: dict[str, type[AttentionConfig]] = {}
+
+
+def register(cls: type[AttentionConfig]) -> type[AttentionConfig]:
+    """Class decorator: add a method to :data:`ATTENTIONS` under ``cls.name``."""
+    if not cls.name or cls.name in ATTENTIONS:
+        raise ValueError(f"attention method name must be new and non-empty, got {cls.name!r}")
+    ATTENTIONS[cls.name] = cls
+    return cls
+
+
+def list_attentions() -> tuple[str, ...]:
+    """The registered method names, sorted."""
+    return tuple(sorted(ATTENTIONS))
+
+
+def get_attention(name: str) -> type[AttentionConfig]:
+    """The config class of ``name``.
+
+    Raises:
+        ValueError: unknown name (the message lists the valid ones).
+    """
+    if name not in ATTENTIONS:
+        raise ValueError(f"unknown attention method {name!r}; valid: {', '.join(list_attentions())}")
+    return ATTENTIONS[name]
