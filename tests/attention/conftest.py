@@ -87,7 +87,7 @@ def attention(name: str, q, k, v, inv_freq, scale: float | None = None, /, **par
 
     The score of (i, j) is ``(R(r_ij) q_i) · k_j``: RoPE's score depends only on the relative position r.
     """
-    batch, heads, length, dim = q.shape
+    _, heads, length, dim = q.shape
     groups = heads // k.shape[1]
     k = k.double().repeat_interleave(groups, dim=1)
     v = v.double().repeat_interleave(groups, dim=1)
