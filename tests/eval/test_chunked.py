@@ -1,9 +1,10 @@
 """Chunked scoring (body once, output head and loss in chunks of positions) equals scoring from full logits.
 
 Oracles: the model's own full forward (``model(ids)`` for the tiny model, transformers' ``model(input_ids).logits``
-for small random Llama, Gemma 2 and Gemma 3 models built in code), with the loss taken by one float32
+for small random Llama, Gemma 2, Gemma 3, Cohere and Granite models built in code), with the loss taken by one float32
 cross-entropy over all positions and the argmax over all positions. Gemma's final-logit soft-capping is set low
-(0.5) so that leaving it out would change the losses by far more than the tolerance; that is checked too.
+(0.5), Cohere's ``logit_scale`` to 0.25 and Granite's ``logits_scaling`` to 4, so that leaving the transform out
+would change the losses by far more than the tolerance; that is checked too.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ropekit.eval.models import TinyEvalModel, chunk_positions, load_eval_model
+from ropekit.eval.models import TinyEvalModel, load_eval_model
 from ropekit.eval.passkey import episode_batch_correct
 from ropekit.eval.perplexity import perplexity_at
+from ropekit.integrations.head import LOGIT_TRANSFORM_KEYS, chunk_positions
 from ropekit.model.tasks import Episode
 
 VOCAB = 300
@@ -86,6 +88,12 @@ def build(name: str):
     elif name == "gemma2":
         config = transformers.Gemma2Config(**SIZES, final_logit_softcapping=0.5, sliding_window=16)
         model_class = transformers.Gemma2ForCausalLM
+    elif name == "cohere":
+        config = transformers.CohereConfig(**SIZES, logit_scale=0.25)
+        model_class = transformers.CohereForCausalLM
+    elif name == "granite":
+        config = transformers.GraniteConfig(**SIZES, logits_scaling=4.0)
+        model_class = transformers.GraniteForCausalLM
     else:
         config = transformers.Gemma3TextConfig(
             **SIZES, final_logit_softcapping=0.5, sliding_window=16, layer_types=["sliding_attention", "full_attention"]
@@ -95,7 +103,7 @@ def build(name: str):
     return model_class(config).eval()
 
 
-@pytest.fixture(scope="module", params=["llama", "gemma2", "gemma3"])
+@pytest.fixture(scope="module", params=["llama", "gemma2", "gemma3", "cohere", "granite"])
 def saved(request, tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("chunked") / request.param
     build(request.param).save_pretrained(path)
@@ -112,8 +120,9 @@ def test_transformers_chunked_losses_equal_full_logits(saved: Path, chunk: int |
         logits = model.model(input_ids=ids[None, :-1]).logits[0]  # transformers' own forward: (seq, vocab)
     reference = full_losses(logits, ids)
     torch.testing.assert_close(model.token_losses(ids), reference, rtol=0, atol=ATOL)
-    cap = getattr(model.model.config, "final_logit_softcapping", None)
-    if cap is not None:  # the transform matters: the raw head output scores very differently
+    config = model.model.config
+    if any(getattr(config, key, None) not in (None, 1.0) for key in LOGIT_TRANSFORM_KEYS):
+        # the transform matters: the raw head output scores very differently
         with torch.no_grad():
             raw = model.model.lm_head(model.hidden_states(ids[None, :-1]))[0]
         assert float((full_losses(raw, ids) - reference).abs().max()) > 100 * ATOL

@@ -5,9 +5,10 @@ from a directory or a GGUF file (:class:`HFEvalModel`). :func:`load_eval_model` 
 
 Memory: an evaluation never holds ``(seq × vocab)`` logits. The model body runs once per window to its final
 hidden states ``(batch, seq, d_model)``; the output head (with the model's own final-logit transforms, e.g.
-Gemma's soft-capping) then runs on chunks of positions, and the loss is accumulated in float32/float64
-(:meth:`HeadScoring.token_losses`), or only the positions whose prediction is needed get logits
-(:meth:`HeadScoring.predict_last`). Peak memory is the weights, one window's activations and one chunk of logits.
+Gemma's soft-capping: :mod:`ropekit.integrations.head`, shared with fine-tuning) then runs on chunks of positions,
+and the loss is accumulated in float32/float64 (:meth:`HeadScoring.token_losses`), or only the positions whose
+prediction is needed get logits (:meth:`HeadScoring.predict_last`). Peak memory is the weights, one window's
+activations and one chunk of logits.
 """
 
 from __future__ import annotations
@@ -21,10 +22,16 @@ import torch
 import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
+from ropekit.integrations.head import (
+    EVAL_CHUNK_BYTES,
+    check_head,
+    chunk_positions,
+    decoder,
+    head_logits,
+    token_losses,
+)
 from ropekit.scaling.registry import ScalingConfig
 
-#: bytes of float32 logits held at once while scoring (positions per chunk = this / (4 · vocab))
-LOGITS_CHUNK_BYTES = 64 * 2**20
 #: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
@@ -66,11 +73,6 @@ def torch_dtype(name: str) -> torch.dtype | None:
     return None if name == "auto" else getattr(torch, name)
 
 
-def chunk_positions(vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES) -> int:
-    """How many positions get float32 logits at once so that one chunk holds about ``budget_bytes``."""
-    return max(1, budget_bytes // (4 * vocab_size))
-
-
 class EvalModel(Protocol):
     """What the evaluations need from a model."""
 
@@ -109,7 +111,7 @@ class HeadScoring:
     """
 
     vocab_size: int
-    #: positions per chunk of logits; ``None``: from :data:`LOGITS_CHUNK_BYTES` and the vocabulary
+    #: positions per chunk of logits; ``None``: from :data:`~ropekit.integrations.head.EVAL_CHUNK_BYTES` and the vocabulary
     chunk: int | None = None
 
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
@@ -137,13 +139,8 @@ class HeadScoring:
         """
         hidden = self._hidden(ids[None, :-1])[0]  # (seq - 1, d_model)
         targets = ids[1:].to(hidden.device)
-        step = self.chunk or chunk_positions(self.vocab_size)
-        losses = torch.empty(len(targets), dtype=torch.float64)
-        for start in range(0, len(targets), step):
-            logits = self.output_logits(hidden[start : start + step]).float()  # (chunk, vocab)
-            loss = F.cross_entropy(logits, targets[start : start + step], reduction="none")
-            losses[start : start + step] = loss.double().cpu()
-        return losses
+        chunk = self.chunk or chunk_positions(self.vocab_size, EVAL_CHUNK_BYTES)
+        return token_losses(self.output_logits, hidden, targets, chunk=chunk).double().cpu()
 
     @torch.no_grad()
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
@@ -208,12 +205,6 @@ class TinyEvalModel(HeadScoring):
             "heldout_bpb": self._meta.get("heldout_bpb"),
             **({"gates": self.model.gate_values()} if self.model.config.position == "infini" else {}),
         }
-
-
-#: config keys of final-logit transforms applied after the output head, as each architecture's forward does
-#: (checked against transformers 5.18): Gemma 2/3 ``final_logit_softcapping``, Cohere ``logit_scale``
-#: (multiplies), Granite ``logits_scaling`` (divides).
-LOGIT_TRANSFORM_KEYS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
 
 class HFEvalModel(HeadScoring):
@@ -294,7 +285,7 @@ class HFEvalModel(HeadScoring):
                 f"rotary_emb(x, position_ids) for ropekit to replace"
             )
         self.scaled_layers: list[str] | None = None
-        self._check_head()
+        check_head(self.model)
 
     @staticmethod
     def _tokenizer(source: Path, options: dict[str, Any]):
@@ -314,20 +305,6 @@ class HFEvalModel(HeadScoring):
     def _device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def _check_head(self) -> None:
-        """The chunked head must give the model's own logits (8 tokens); refuse the model otherwise."""
-        ids = torch.arange(8, dtype=torch.int64)[None, :] % self.vocab_size
-        with torch.no_grad():
-            own = self.model(input_ids=ids.to(self._device()), use_cache=False).logits.float().cpu()
-        ours = self.logits(ids)
-        scale = float(own.abs().max()) or 1.0
-        tolerance = 1e-5 if self.dtype == "float32" else 2e-2
-        if own.shape != ours.shape or float((own - ours).abs().max()) > tolerance * scale:
-            raise ValueError(
-                f"{type(self.model).__name__}: its forward transforms the output logits in a way ropekit does not "
-                f"reproduce (known: {', '.join(LOGIT_TRANSFORM_KEYS)}); cannot score it in chunks"
-            )
-
     def set_scaling(self, scaling: ScalingConfig | None, *, layer_types: tuple[str, ...] | None = None) -> None:
         from ropekit.integrations.hf import apply_scaling
 
@@ -335,20 +312,10 @@ class HFEvalModel(HeadScoring):
         self.scaled_layers = getattr(self.model, "ropekit_scaled_layer_types", None)
 
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
-        body = self.model.base_model  # the decoder without its output head (Llama: model.model)
-        return body(input_ids=ids.to(self._device()), use_cache=False).last_hidden_state
+        return decoder(self.model)(input_ids=ids.to(self._device()), use_cache=False).last_hidden_state
 
     def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = self.model.get_output_embeddings()(hidden)  # (..., vocab) in the model's dtype
-        config = self.model.config
-        cap = getattr(config, "final_logit_softcapping", None)
-        if cap is not None:
-            logits = torch.tanh(logits / cap) * cap
-        if getattr(config, "logit_scale", None) is not None:
-            logits = logits * config.logit_scale
-        if getattr(config, "logits_scaling", None) is not None:
-            logits = logits / config.logits_scaling
-        return logits.float()
+        return head_logits(self.model, hidden)  # (..., vocab) float32, the model's own final-logit transforms
 
     def encode(self, text: bytes) -> torch.Tensor:
         if self.tokenizer is not None:

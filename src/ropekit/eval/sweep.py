@@ -18,10 +18,11 @@ import torch
 
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
-from ropekit.eval.models import LOGITS_CHUNK_BYTES, EvalModel
+from ropekit.eval.models import EvalModel
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import MODES, perplexity_at
 from ropekit.eval.text import TokenizedText, read_text, shipped_text, tokenize
+from ropekit.integrations.head import EVAL_CHUNK_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -330,7 +331,7 @@ def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int |
     width = {"float32": 4, "bfloat16": 2, "float16": 2}.get(describe.get("dtype", "float32"), 4)
     weights = describe["parameters"] * width
     per_token = (4 * hidden + 3 * ffn + 3 * hidden) * width  # residual, norms, q/k/v/o, MLP up/gate/act
-    logits = 3 * LOGITS_CHUNK_BYTES
+    logits = 3 * EVAL_CHUNK_BYTES
     return weights + batch * length * per_token + logits
 
 

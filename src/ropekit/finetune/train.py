@@ -28,15 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.integrations.head import (
+    TRAIN_CHUNK_BYTES,
+    causal_lm,
+    check_head,
+    chunk_positions,
+    decoder,
+    head_logits,
+    token_losses,
+)
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
-#: bytes of float32 logits alive at once in the training loss; below it the loss is one plain cross-entropy
-LOSS_CHUNK_BYTES = 256 * 2**20
 #: where the training artefacts go inside the output model folder
 WORK_DIR = "finetune"
 
@@ -121,46 +126,36 @@ class FinetuneSettings:
 class ChunkedCausalLM(nn.Module):
     """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
 
-    The output head (with Gemma-style final-logit soft-capping when the config has it) runs on chunks of positions
-    under activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the
-    forward and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
-    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss equals transformers'
-    ``model(input_ids, labels=input_ids).loss``.
+    The output head with the model's own final-logit transforms (:func:`ropekit.integrations.head.head_logits`:
+    soft-capping, Cohere's ``logit_scale``, Granite's ``logits_scaling``) runs on chunks of positions under
+    activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the forward
+    and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
+    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss and its gradients equal
+    transformers' ``model(input_ids, position_ids=position_ids, labels=input_ids).loss``; run
+    :func:`ropekit.integrations.head.check_head` on the model first (training does).
 
     Shapes:
-        input_ids ``(batch, seq)`` → scalar loss (mean over ``batch × (seq − 1)`` predictions).
+        input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``) → scalar loss
+        (mean over ``batch × (seq − 1)`` predictions).
     """
 
-    def __init__(self, model: nn.Module, *, chunk_bytes: int = LOSS_CHUNK_BYTES) -> None:
+    def __init__(self, model: nn.Module, *, chunk_bytes: int = TRAIN_CHUNK_BYTES) -> None:
         super().__init__()
         self.model = model
         self.chunk_bytes = require_int("chunk_bytes", chunk_bytes, minimum=1)
-        causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
-        self._no_split_modules = getattr(causal_lm, "_no_split_modules", None)  # for FSDP's auto-wrap
-        self._softcap = getattr(causal_lm.config, "final_logit_softcapping", None)
+        self._no_split_modules = getattr(causal_lm(model), "_no_split_modules", None)  # for FSDP's auto-wrap
 
-    def _causal_lm(self) -> nn.Module:
-        return self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
-
-    def _chunk_loss(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = self._causal_lm().get_output_embeddings()(hidden).float()  # (batch, chunk, vocab)
-        if self._softcap:
-            logits = torch.tanh(logits / self._softcap) * self._softcap
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        body = self._causal_lm().get_decoder()
-        hidden = body(input_ids=input_ids[:, :-1], use_cache=False).last_hidden_state  # (batch, seq - 1, d_model)
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        positions = None if position_ids is None else position_ids[:, :-1]
+        body = decoder(self.model)(input_ids=input_ids[:, :-1], position_ids=positions, use_cache=False)
+        hidden = body.last_hidden_state  # (batch, seq - 1, d_model)
         targets = input_ids[:, 1:]  # (batch, seq - 1)
-        vocab = self._causal_lm().get_output_embeddings().weight.shape[0]
-        chunk = max(1, self.chunk_bytes // (4 * vocab * targets.shape[0]))  # positions per chunk
-        if chunk >= targets.shape[1]:
-            return self._chunk_loss(hidden, targets) / targets.numel()
-        total = hidden.new_zeros((), dtype=torch.float32)
-        for start in range(0, targets.shape[1], chunk):
-            part = slice(start, start + chunk)
-            total = total + checkpoint(self._chunk_loss, hidden[:, part], targets[:, part], use_reentrant=False)
-        return total / targets.numel()
+        vocab = causal_lm(self.model).get_output_embeddings().weight.shape[0]
+        chunk = chunk_positions(vocab, self.chunk_bytes, rows=targets.shape[0])
+        losses = token_losses(
+            lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
+        )  # (batch, seq - 1)
+        return losses.sum() / targets.numel()
 
 
 def lora_model(model: nn.Module, settings: FinetuneSettings) -> nn.Module:
@@ -361,6 +356,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
     accelerator = make_accelerator(settings) if accelerator is None else accelerator
     set_seed(settings.seed)
     model = build_model()
+    check_head(model, what="train on its loss")  # before any step: the loss must be the model's own
     if settings.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False

@@ -1,0 +1,154 @@
+"""The output head, one module for evaluation and training: logits, loss and gradients equal transformers' own.
+
+Oracle: transformers 5.18 itself — ``model(input_ids, labels=input_ids)`` for the loss and its backward pass for the
+gradients, ``model(input_ids).logits`` for the head. Each case is a small random model built from a transformers
+config in code (nothing downloaded), one per final-logit transform transformers applies after its output head:
+Cohere's ``logit_scale`` (multiplies), Granite's ``logits_scaling`` (divides), Gemma 2/3's soft-capping, and Llama
+with none. Each transform must matter: the loss without it differs from transformers' by far more than the
+tolerance, so the comparison has teeth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.hf
+
+VOCAB = 300
+SIZES = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 128,
+    "initializer_range": 0.05,
+}
+#: the transform under test and its config values: big enough that leaving it out moves the loss by > 0.01
+ARCHITECTURES = {
+    "cohere": ("Cohere", {"logit_scale": 0.25}),
+    "granite": ("Granite", {"logits_scaling": 4.0}),
+    "gemma2": ("Gemma2", {"final_logit_softcapping": 0.5, "head_dim": 16, "sliding_window": 16}),
+    "gemma3": (
+        "Gemma3Text",
+        {
+            "final_logit_softcapping": 0.5,
+            "head_dim": 16,
+            "sliding_window": 16,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "llama": ("Llama", {}),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quiet_transformers() -> Iterator[None]:
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    yield
+    transformers.logging.set_verbosity(verbosity)
+
+
+def build(name: str) -> torch.nn.Module:
+    """A random 2-layer model of architecture ``name`` with larger weights (far from uniform logits)."""
+    prefix, extra = ARCHITECTURES[name]
+    config = getattr(transformers, f"{prefix}Config")(**SIZES, **extra)
+    model_class = (
+        transformers.Gemma3ForCausalLM if prefix == "Gemma3Text" else getattr(transformers, f"{prefix}ForCausalLM")
+    )
+    torch.manual_seed(0)
+    model = model_class(config).float()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 2:
+                parameter.mul_(3.0)
+    return model
+
+
+def ids_of(batch: int = 2, length: int = 50, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("chunk_positions", [7, None], ids=["chunks-of-7", "one-chunk"])
+@pytest.mark.parametrize("name", list(ARCHITECTURES))
+def test_training_loss_and_gradients_equal_transformers(name: str, chunk_positions: int | None) -> None:
+    """``ChunkedCausalLM`` (the fine-tuning loss) gives transformers' ``labels=`` loss and every parameter's
+    gradient, with the head in chunks of 7 positions (checkpointed) and in one piece."""
+    from ropekit.finetune.train import ChunkedCausalLM
+
+    model = build(name)
+    ids = ids_of()
+    theirs = model(input_ids=ids, labels=ids).loss
+    theirs.backward()
+    expected = grads(model)
+    model.zero_grad()
+    chunk_bytes = chunk_positions * 4 * VOCAB * ids.shape[0] if chunk_positions else 2**30
+    ours = ChunkedCausalLM(model, chunk_bytes=chunk_bytes)(ids)
+    ours.backward()
+    got = grads(model)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    assert got.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-6, msg=f"{name}: gradient of {key}")
+    if name != "llama":  # the transform matters: without it the loss is far from transformers'
+        with torch.no_grad():
+            hidden = model.get_decoder()(input_ids=ids[:, :-1]).last_hidden_state
+            raw = F.cross_entropy(model.lm_head(hidden).flatten(0, 1), ids[:, 1:].flatten())
+        assert abs(float(raw - theirs)) > 1e-2
+
+
+def doubling(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with a final-logit transform ropekit does not know (its forward doubles the logits)."""
+    forward = model.forward
+
+    def doubled(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        out.logits = out.logits * 2
+        return out
+
+    model.forward = doubled
+    return model
+
+
+@pytest.mark.parametrize("name", list(ARCHITECTURES))
+def test_head_check_accepts_the_known_transforms(name: str) -> None:
+    from ropekit.integrations.head import check_head
+
+    model = build(name).train()
+    check_head(model)
+    assert model.training  # the mode is restored
+
+
+def test_unknown_transform_is_refused_before_training(tmp_path) -> None:
+    pytest.importorskip("accelerate")
+    from ropekit.finetune.train import FinetuneSettings, train
+    from ropekit.integrations.head import check_head
+
+    with pytest.raises(ValueError, match="transforms the output logits"):
+        check_head(doubling(build("llama")))
+    windows = ids_of(4, 16)
+    steps = []
+    settings = FinetuneSettings(target_length=16, steps=1, checkpoint_every=0, mixed_precision="no")
+    with pytest.raises(ValueError, match=r"transforms the output logits.*cannot train on its loss"):
+        train(
+            lambda: doubling(build("llama")),
+            windows,
+            windows[:1],
+            settings,
+            tmp_path,
+            on_step=steps.append,
+            progress=False,
+        )
+    assert not steps and not (tmp_path / "checkpoint").exists()
