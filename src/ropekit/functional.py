@@ -128,6 +128,35 @@ def _has_overlap(t: torch.Tensor) -> bool:
     return False
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """``[first, last + 1)`` storage offsets (in elements) that ``t`` addresses; ``t`` is not empty."""
+    start = t.storage_offset()
+    return start, start + 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True))
+
+
+def _aliasing(a: torch.Tensor, b: torch.Tensor) -> str:
+    """How two in-place targets share memory: ``"none"``, ``"same"`` (one view: same start, shape, strides and
+    dtype) or ``"overlap"`` (at least one element is addressed by both).
+
+    Views of one buffer whose elements interleave without meeting (q and k of a fused qkv projection) are
+    ``"none"``: when their spans intersect, the elements are marked exactly in a scratch mask of the joint span
+    (only on this rare path). Neither tensor may overlap itself (:func:`_check_target` refuses that first).
+    """
+    if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return "none"
+    if a.dtype != b.dtype:
+        return "overlap"  # one buffer read as two dtypes: conservative
+    if a.storage_offset() == b.storage_offset() and a.shape == b.shape and a.stride() == b.stride():
+        return "same"
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    if a1 <= b0 or b1 <= a0:
+        return "none"
+    base = min(a0, b0)
+    mask = torch.zeros(max(a1, b1) - base, dtype=torch.bool, device=a.device)
+    mask.as_strided(a.shape, a.stride(), a0 - base).fill_(True)
+    return "overlap" if bool(mask.as_strided(b.shape, b.stride(), b0 - base).any()) else "none"
+
+
 def _check_target(name: str, target: object, x: torch.Tensor, tables_need_grad: bool) -> torch.Tensor:
     """Validate an in-place or ``out=`` destination for ``x``."""
     if torch.is_grad_enabled() and (x.requires_grad or tables_need_grad):
@@ -234,7 +263,14 @@ def _rope_one(
     target: torch.Tensor | None,
     tables_need_grad: bool,
 ) -> torch.Tensor:
-    """Rotate one validated tensor: into ``target``, through autograd, or into a fresh tensor."""
+    """Rotate one validated tensor: into ``target``, through autograd, or into a fresh tensor.
+
+    While ``torch.jit.trace`` records, only dispatcher ops are seen (an extension writing into a fresh tensor
+    would leave an uninitialised ``empty_like`` in the graph), so the eager definition runs instead: the trace
+    then holds plain aten ops, exact, differentiable and exportable (``torch.onnx.export``).
+    """
+    if torch.jit.is_tracing():
+        return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, out=target)
     if target is not None:
         return apply_rope_into(x, cos, sin, target, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim)
     if torch.is_grad_enabled() and (x.requires_grad or tables_need_grad):
@@ -276,6 +312,11 @@ def apply_rope(
     Autograd: differentiable in ``x`` (the backward rotates the gradient by −θ and saves no activations) and in
     ``cos``/``sin`` when they require grad (then ``x`` is saved). In-place writes bump ``x``'s version counter,
     so autograd detects them as it does torch's own in-place ops.
+
+    Graphs: ``torch.compile`` (``fullgraph=True``) and ``torch.jit.trace`` record the eager definition (plain
+    aten ops: exact, differentiable, exportable with ``torch.onnx.export``). ``torch.jit.script`` is not
+    supported (TorchScript cannot compile keyword-only arguments and raises ``NotSupportedError``): trace or
+    compile instead.
     """
     if (
         rotary_dim is None
@@ -327,6 +368,10 @@ def apply_rope_qk(
         ``(q_rotated, k_rotated)`` (``q`` and ``k`` themselves if ``inplace``).
 
     Precision and autograd: as :func:`apply_rope`.
+
+    Graphs: as :func:`apply_rope` (trace or compile; ``torch.jit.script`` is unsupported). ``inplace=True`` with q and k sharing memory: one tensor (or one view) passed
+    twice is rotated once; views that share some elements raise ``ValueError``; disjoint views of one buffer
+    (q and k of a fused qkv projection) are fine.
     """
     if rotary_dim is None and type(k) is torch.Tensor and _plain_call(q, cos, sin, interleaved, seq_dim, inplace):
         fast = fast_qk()
@@ -347,6 +392,15 @@ def apply_rope_qk(
     if inplace:
         q_target = _check_target("inplace=True", q, q, tables_need_grad)
         k_target = _check_target("inplace=True", k, k, tables_need_grad)
+        shared = _aliasing(q, k)
+        if shared == "same":  # one tensor passed twice: rotate it once (a second pass would rotate it by 2θ)
+            return _rope_one(q, cos, sin, rotary_dim, interleaved, seq_dim, q_target, tables_need_grad), k
+        if shared == "overlap":
+            raise ValueError(
+                "inplace=True: q and k share memory (overlapping views of one buffer, e.g. q = heads 0-7 and "
+                "k = heads 6-9): the shared elements would be rotated twice; pass disjoint views or use the "
+                "out-of-place call"
+            )
     return (
         _rope_one(q, cos, sin, rotary_dim, interleaved, seq_dim, q_target, tables_need_grad),
         _rope_one(k, cos, sin, rotary_dim, interleaved, seq_dim, k_target, tables_need_grad),

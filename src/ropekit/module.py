@@ -10,7 +10,7 @@ from ropekit._validate import require_int
 from ropekit.config import RopeConfig
 from ropekit.functional import apply_rope_qk
 from ropekit.scaling.registry import Frequencies, frequencies
-from ropekit.tables import _check_positions, cos_sin
+from ropekit.tables import _check_positions, capturing, chunk_phases, cos_sin, graph_cos_sin
 
 
 class RotaryEmbedding(nn.Module):
@@ -55,6 +55,9 @@ class RotaryEmbedding(nn.Module):
         self._freqs = frequencies(config)
         self._cos: torch.Tensor | None = None
         self._sin: torch.Tensor | None = None
+        # For captured graphs, which cannot read positions: float64 inv_freq and the phases of every chunk level.
+        inv_freq = torch.as_tensor(self._freqs.inv_freq, dtype=torch.float64)
+        self._graph_freqs = (inv_freq, chunk_phases(inv_freq))
 
     @property
     def frequencies(self) -> Frequencies:
@@ -114,6 +117,8 @@ class RotaryEmbedding(nn.Module):
         positions, largest = _check_positions(positions)
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+        if largest is None and capturing() and positions.numel() and not positions.is_meta:
+            return self._graph_cos_sin(positions, device or positions.device, dtype)
         if largest is None:  # empty or meta positions
             empty = torch.empty(*positions.shape, self.rotary_dim // 2, device=device or positions.device, dtype=dtype)
             return empty, empty.clone()
@@ -128,6 +133,27 @@ class RotaryEmbedding(nn.Module):
         self._ensure_cache(largest + 1, device)
         index = positions.to(device)
         return self._cos[index], self._sin[index]
+
+    def _graph_cos_sin(
+        self, positions: torch.Tensor, device: torch.device, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tables while a graph is captured (``torch.compile``, ``torch.jit.trace``): no position value is read
+        and no cache is touched; the exact tables are computed in the graph (inductor fuses them), and the
+        checks eager mode makes on values (>= 0, < ``max_positions``) are assertions inside the graph."""
+        if self._dynamic and getattr(self.config.scaling, "fixed_seq_len", None) is None:
+            raise NotImplementedError(
+                f"{self.config.scaling.rope_type} recomputes its frequencies from the largest position, a value a "
+                "captured graph cannot read; compile or trace with fixed_seq_len set on the scaling config"
+            )
+        if self.max_positions is not None:
+            torch._assert_async(
+                (positions < self.max_positions).all(),
+                f"a position is beyond max_positions={self.max_positions} of this RotaryEmbedding",
+            )
+        inv_freq, phases = self._graph_freqs
+        return graph_cos_sin(
+            positions.to(device), inv_freq, phases, attention_factor=self._freqs.attention_factor, dtype=dtype
+        )
 
     def forward(
         self,

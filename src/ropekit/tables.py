@@ -19,7 +19,7 @@ import torch
 from ropekit._validate import require_float
 from ropekit.scaling.registry import Frequencies
 
-__all__ = ["cos_sin"]
+__all__ = ["capturing", "chunk_phases", "cos_sin", "graph_cos_sin"]
 
 #: 2π to 100 digits: exact enough to reduce 2**48 · inv_freq modulo 2π with error far below float64 spacing.
 _TWO_PI = Fraction(
@@ -29,14 +29,23 @@ _TWO_PI = Fraction(
 #: split into 16-bit chunks whose phases are reduced modulo 2π exactly (see :func:`_angles`).
 _LOW_BITS = 24
 _CHUNK_BITS = 16
+#: chunk levels covering every int64 position (bits 24 to 62), used where no position value may be read
+_ALL_LEVELS = -(-(63 - _LOW_BITS) // _CHUNK_BITS)
 _SIGNED_OR_BYTE = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _WIDE_UNSIGNED = tuple(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name))
+
+
+def capturing() -> bool:
+    """True while ``torch.compile`` or ``torch.jit.trace`` records a graph: no tensor value may be read then."""
+    return torch.compiler.is_compiling() or torch.jit.is_tracing()
 
 
 def _check_positions(positions: torch.Tensor, name: str = "positions") -> tuple[torch.Tensor, int | None]:
     """Validate integer positions; return them (wide unsigned types as int64) and their maximum.
 
-    The maximum is ``None`` for an empty tensor or a meta tensor (no values to read).
+    The maximum is ``None`` for an empty tensor or a meta tensor (no values to read), and while a graph is
+    captured (:func:`capturing`): then the sign check is an assertion inside the graph, which raises when a
+    compiled call meets a negative position (``RuntimeError``, same message) instead of breaking the graph.
     """
     if not isinstance(positions, torch.Tensor):
         raise TypeError(f"{name} must be an integer torch.Tensor, got {type(positions).__name__}")
@@ -48,6 +57,9 @@ def _check_positions(positions: torch.Tensor, name: str = "positions") -> tuple[
     if positions.dim() not in (1, 2):
         raise ValueError(f"{name} must be 1-D (seq,) or 2-D (batch, seq), got shape {tuple(positions.shape)}")
     if positions.is_meta or positions.numel() == 0:
+        return positions, None
+    if capturing():
+        torch._assert_async((positions >= 0).all(), f"{name} must be >= 0")
         return positions, None
     low, high = torch.aminmax(positions)
     if int(low) < 0:
@@ -108,10 +120,20 @@ def _angles(positions: torch.Tensor, freqs: torch.Tensor, largest: int) -> torch
     if largest < (1 << _LOW_BITS):
         return positions.to(torch.float64).unsqueeze(-1) * freqs  # (..., seq, rotary_dim/2)
     levels = -(-(largest.bit_length() - _LOW_BITS) // _CHUNK_BITS)
-    phases = torch.from_numpy(_chunk_phases(freqs.cpu().numpy().tobytes(), levels)).to(freqs.device)
+    return _chunked_angles(positions, freqs, chunk_phases(freqs, levels).to(freqs.device))
+
+
+def chunk_phases(freqs: torch.Tensor, levels: int = _ALL_LEVELS) -> torch.Tensor:
+    """``(levels, rotary_dim/2)`` float64 phases ``(2**(24 + 16 j) · f) mod 2π`` (CPU); the default covers
+    every int64 position. Computed once per set of frequencies, outside any graph."""
+    return torch.from_numpy(_chunk_phases(freqs.detach().cpu().to(torch.float64).numpy().tobytes(), levels))
+
+
+def _chunked_angles(positions: torch.Tensor, freqs: torch.Tensor, phases: torch.Tensor) -> torch.Tensor:
+    """The angles of :func:`_angles` from int64 ``positions`` and precomputed ``phases`` (one row per chunk)."""
     angles = (positions & ((1 << _LOW_BITS) - 1)).to(torch.float64).unsqueeze(-1) * freqs
     mask = (1 << _CHUNK_BITS) - 1
-    for j in range(levels):
+    for j in range(phases.shape[0]):
         chunk = (positions >> (_LOW_BITS + _CHUNK_BITS * j)) & mask  # (..., seq)
         angles = angles + chunk.to(torch.float64).unsqueeze(-1) * phases[j]
     return angles
@@ -155,6 +177,8 @@ def cos_sin(
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating dtype, got {dtype!r} (a torch.dtype such as torch.float32)")
     freqs = _check_inv_freq(inv_freq)
+    if largest is None and capturing() and positions.numel() and not positions.is_meta:
+        return graph_cos_sin(positions, freqs, chunk_phases(freqs), attention_factor=attention_factor, dtype=dtype)
     if largest is None:  # empty or meta positions: shapes only
         shape = (*positions.shape, freqs.shape[0])
         return (
@@ -162,6 +186,39 @@ def cos_sin(
             torch.empty(shape, dtype=dtype, device=positions.device),
         )
     angles = _angles(positions, freqs.to(positions.device), largest)  # (..., seq, rotary_dim/2)
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    if attention_factor != 1.0:
+        cos, sin = cos * attention_factor, sin * attention_factor
+    return cos.to(dtype), sin.to(dtype)
+
+
+def graph_cos_sin(
+    positions: torch.Tensor,
+    inv_freq: torch.Tensor,
+    phases: torch.Tensor,
+    *,
+    attention_factor: float = 1.0,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`cos_sin` for a graph being captured (``torch.compile``, ``torch.jit.trace``): no value is read.
+
+    Every position goes through all chunk levels (a zero chunk adds exactly 0), so the tables equal
+    :func:`cos_sin`'s at any int64 position without knowing the largest. The caller validates the positions
+    (:func:`_check_positions` asserts ``>= 0`` inside the graph).
+
+    Args:
+        positions: integer ``(seq,)`` or ``(batch, seq)``, values >= 0.
+        inv_freq: ``(rotary_dim // 2,)`` float64 frequencies.
+        phases: :func:`chunk_phases` of ``inv_freq`` with the default (all) levels.
+        attention_factor: multiplies cos and sin.
+        dtype: dtype of the returned tables.
+
+    Returns:
+        ``(cos, sin)`` of shape ``positions.shape + (rotary_dim // 2,)`` on ``positions.device``.
+    """
+    positions = positions.to(torch.int64)
+    device = positions.device
+    angles = _chunked_angles(positions, inv_freq.to(device), phases.to(device))
     cos, sin = torch.cos(angles), torch.sin(angles)
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor

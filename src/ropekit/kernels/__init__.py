@@ -7,7 +7,8 @@ itself, in place) and picks the backend from the tensors, never from a flag:
 * CPU tensors: a C++ kernel (:mod:`ropekit.kernels._cpu`), compiled on first use and cached per machine;
 * anything else, inputs a kernel declines (a last dim with stride != 1, an output that partly overlaps the
   input, an integer or complex dtype), a missing compiler or Triton, and code being traced by
-  ``torch.compile`` (inductor fuses the eager ops itself; an opaque extension call would break the graph):
+  ``torch.compile`` (inductor fuses the eager ops itself; an opaque extension call would break the graph) or
+  recorded by ``torch.jit.trace`` (which sees only dispatcher ops, so a kernel's write would be lost):
   :func:`ropekit.kernels.reference.rope_reference`, the readable definition and the test oracle.
 
 Mutation is tracked as torch tracks its own in-place ops: a kernel that writes into ``target`` bumps its autograd
@@ -95,7 +96,11 @@ def apply_rope_into(
     Returns:
         ``target``.
     """
-    if not torch.compiler.is_compiling() and not (target.is_inference() and not torch.is_inference_mode_enabled()):
+    if (
+        not torch.compiler.is_compiling()
+        and not torch.jit.is_tracing()
+        and not (target.is_inference() and not torch.is_inference_mode_enabled())
+    ):
         kernel = _triton_kernel() if x.is_cuda else _cpu.load()
         if kernel is not None and kernel(x, cos, sin, target, rotary_dim, interleaved, seq_dim, conjugate):  # type: ignore[operator]
             # The extension wrote behind the dispatcher's back: record the mutation as torch's in-place ops do.
@@ -109,8 +114,9 @@ def fast_qk() -> Callable[..., tuple] | None:
 
     It declines (returns ``(False, None, None)``) whatever is not the common case: CUDA or other devices,
     autograd, odd strides or overlaps, inference tensors outside inference mode, and every shape error, so the
-    Python path gives the error messages. Not used while ``torch.compile`` traces.
+    Python path gives the error messages. Not used while ``torch.compile`` or ``torch.jit.trace`` records a graph
+    (the extension is invisible to both: a trace would keep only its ``empty_like``).
     """
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
         return None
     return _cpu.load_qk()
