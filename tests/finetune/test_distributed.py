@@ -1,4 +1,8 @@
-"""Two CPU processes under `accelerate launch` (gloo) give the one-process first-step loss for the same global batch.
+"""Two CPU processes under `accelerate launch` (gloo) give the one-process first-step loss for the same global batch,
+and the shipped accelerate configs do what they say on a machine without GPUs.
+
+Each ``accelerate launch`` starts two workers that import torch and transformers (tens of seconds on 2 cores), so
+those tests are ``distributed`` and ``slow``; ``test_fsdp.py`` is the multi-process test of the default suite.
 
 accelerate 1.15 quirk: ``accelerate launch --cpu --num_processes 2`` starts ONE process (its CPU launcher needs
 mpirun for more); ``--multi_gpu --num_processes 2`` with ``ACCELERATE_USE_CPU=true`` starts two torchrun workers
@@ -16,9 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("accelerate")
-pytest.importorskip("transformers")
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -60,6 +61,8 @@ def _ropekit(args: list[str], launch: list[str] | None = None) -> subprocess.Com
     return subprocess.run(command, env={**os.environ, **_ENV}, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.distributed
+@pytest.mark.slow
 def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
     two = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "two", 1), ["--multi_gpu", "--num_machines", "1"])
     assert two.returncode == 0, two.stderr[-3000:]
@@ -70,24 +73,31 @@ def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
     assert _first_step_loss(tmp_path / "two") == pytest.approx(_first_step_loss(tmp_path / "one"), rel=1e-6)
 
 
+@pytest.mark.distributed
+@pytest.mark.slow
 def test_fsdp_config_on_cpu_runs_data_parallel_and_says_so(llama_dir, text_file, tmp_path):
-    """accelerate 1.15 runs FSDP only on GPUs: with sync_module_states off, an FSDP launch on CPU trains as plain
-    data parallelism (MULTI_CPU). ropekit says so and records it."""
-    config = tmp_path / "fsdp_no_sync.yaml"
-    config.write_text(
-        (CONFIGS / "fsdp.yaml").read_text().replace("sync_module_states: true", "sync_module_states: false")
-    )
-    run = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "fsdp", 1), ["--config_file", str(config)])
+    """accelerate 1.15 runs FSDP only on GPUs: launched on CPU, configs/fsdp.yaml (FSDP2) trains as plain data
+    parallelism (MULTI_CPU). ropekit says so and records it (test_fsdp.py runs the sharded path itself on CPU)."""
+    config = ["--config_file", str(CONFIGS / "fsdp.yaml")]
+    run = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "fsdp", 1), config)
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads((tmp_path / "fsdp" / "finetune" / "report.json").read_text())
     assert (report["processes"], report["distributed"]) == (2, "MULTI_CPU")
     assert "accelerate runs FSDP only on GPUs" in " ".join((run.stdout + run.stderr).split())
 
 
-def test_fsdp_config_for_gpus_on_cpu_is_a_clear_error(llama_dir, text_file, tmp_path):
-    """configs/fsdp.yaml (sync_module_states) on a machine without a GPU: accelerate refuses it; ropekit says why."""
-    config = ["--config_file", str(CONFIGS / "fsdp.yaml")]
-    result = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "out", 1), config)
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_fsdp1_config_with_sync_module_states_on_cpu_is_a_clear_error(llama_dir, text_file, tmp_path):
+    """An FSDP1 config with sync_module_states (broadcast from a GPU) on a machine without one: accelerate refuses it
+    in its FSDP plugin; ropekit says why and names the CPU alternative."""
+    fsdp1 = tmp_path / "fsdp1.yaml"
+    fsdp1.write_text(
+        (CONFIGS / "fsdp.yaml")
+        .read_text()
+        .replace("fsdp_version: 2", "fsdp_version: 1\n  fsdp_sync_module_states: true")
+    )
+    result = _ropekit(_finetune_args(llama_dir, text_file, tmp_path / "out", 1), ["--config_file", str(fsdp1)])
     assert result.returncode != 0
     assert "fsdp_sync_module_states" in result.stderr + result.stdout
     assert "configs/ddp.yaml" in " ".join((result.stderr + result.stdout).split())
@@ -101,4 +111,6 @@ def test_shipped_accelerate_configs_parse():
     fsdp = load_config_from_file(str(CONFIGS / "fsdp.yaml"))
     assert ddp.distributed_type.value == "MULTI_GPU"
     assert fsdp.distributed_type.value == "FSDP"
-    assert fsdp.fsdp_config["fsdp_use_orig_params"] is True  # LoRA needs per-parameter requires_grad
+    # FSDP2: the version accelerate shards on CPU (test_fsdp.py); it keeps per-parameter requires_grad (LoRA)
+    assert fsdp.fsdp_config["fsdp_version"] == 2
+    assert fsdp.fsdp_config["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
