@@ -93,8 +93,8 @@ def test_extend_refuses_existing_out(llama_dir, tmp_path):
     ("args", "message"),
     [
         (["--scaling", "nosuch", "--factor", "2", "--target-length", "128"], "unknown rope_type 'nosuch'"),
-        (["--scaling", "yarn", "--factor", "2", "--target-length", "64"], "above the model's original length 64"),
-        (["--scaling", "yarn", "--factor", "2", "--target-length", "64k"], "needs at least"),
+        (["--scaling", "yarn", "--factor", "2", "--target-length", "64"], "above the original length 64"),
+        (["--scaling", "yarn", "--target-length", "64k"], "needs at least"),
     ],
 )
 def test_finetune_bad_input_fails_before_training(llama_dir, text_file, tmp_path, args, message):
@@ -119,22 +119,28 @@ def test_finetune_missing_text_and_non_rope_model(llama_dir, tmp_path):
     assert result.exit_code == 2 and "not a RoPE model" in result.output
 
 
-def test_ctrl_c_stops_with_a_resumable_checkpoint(llama_dir, text_file, tmp_path):
+def test_ctrl_c_stops_with_a_resumable_checkpoint_and_keeps_the_old_out(llama_dir, text_file, tmp_path):
+    """Ctrl-C leaves a resumable checkpoint beside --out and the old --out as it was (issue 23 item 3)."""
+    from ropekit.finetune.output import partial_dir
+
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
     command = [sys.executable, "-m", "ropekit.cli", "finetune", "--model", str(llama_dir), "--text", str(text_file)]
     command += ["--scaling", "yarn", "--factor", "2", "--target-length", "128", "--steps", "100000", "--no-evaluate"]
-    command += ["--checkpoint-every", "0", "-o", str(out)]
+    command += ["--checkpoint-every", "0", "-o", str(out), "--force"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log = out / "finetune" / "loss.csv"
+    work = partial_dir(out) / "finetune"
+    log = work / "loss.csv"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (log.exists() and len(log.read_text().splitlines()) >= 4):
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr[-2000:]
-    assert "--resume" in stderr
-    step = json.loads((out / "finetune" / "checkpoint" / "progress.json").read_text())["step"]
+    assert "--resume" in stderr and str(work / "checkpoint") in stderr.replace("\n", "")
+    step = json.loads((work / "checkpoint" / "progress.json").read_text())["step"]
     rows = log.read_text().splitlines()
     assert step >= 2 and rows[-1].startswith(f"{step},")
-    assert not (out / "config.json").exists()
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]

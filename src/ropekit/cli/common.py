@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from ropekit._costs import MAX_BOUND_WORK as MAX_BOUND_WORK  # the cost policy, shared with the library
 from ropekit._costs import MAX_FACTOR as MAX_FACTOR  # the one bound, shared with the library
 
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
@@ -88,10 +89,6 @@ def check_range(
         raise fail(f"{option} must be > {above:g}, got {value!r}")
     if maximum is not None and value > maximum:
         raise fail(f"{option} must be <= {maximum:g}, got {value!r}")
-
-
-#: the exact base bound scans every m < L over d/2 frequencies: L × d up to 2^20 × 128 takes seconds for (A) on one core (about 4 s at 1M)
-MAX_BOUND_WORK = (1 << 20) * 128
 
 
 def check_bound_work(length: int, dim: int, length_option: str, dim_option: str) -> None:
@@ -297,6 +294,7 @@ def build_scaling(
     *,
     base: float | None = None,
     params: dict[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
     **extra: Any,
 ):
     """A scaling config from CLI options (``none``/``default`` give ``None``), built by the method's own
@@ -307,6 +305,8 @@ def build_scaling(
         factor, original_length, base: ``--factor``, ``--original-length`` and ``--base`` (each method uses the
             ones it has a field for; ``--base`` is the new base of ``--scaling base``).
         params: further fields from ``--param NAME=VALUE`` (:func:`parse_params`).
+        options: the command's own option for a field (e.g. ``{"beta_fast": "--beta-fast"}``), named in errors
+            about that field unless the user gave it as ``--param``; ``extra`` holds the values of those options.
     """
     from ropekit.scaling import get_scaling
     from ropekit.scaling.registry import MissingParameters
@@ -325,15 +325,21 @@ def build_scaling(
     original_length = values.pop("original_max_position_embeddings", original_length)
     base = values.pop("base", base)
     config_class = method.config_class
+    names = {**SCALING_OPTIONS, **(options or {}), **{field: f"--param {field}" for field in params or {}}}
     try:
         return config_class.from_options(factor=factor, original_length=original_length, base=base, **values)
     except MissingParameters as error:
-        options = ", ".join(SCALING_OPTIONS.get(field, f"--param {field}=...") for field in error.missing)
+        needed = dict.fromkeys(
+            names[field] if field in SCALING_OPTIONS or field in (options or {}) else f"--param {field}=..."
+            for field in error.missing
+        )
         raise fail(
-            f"--scaling {name} needs {options} (required fields of {config_class.__name__}: {error.missing})"
+            f"--scaling {name} needs {', '.join(needed)} (required fields of {config_class.__name__}: {error.missing})"
         ) from error
     except (TypeError, ValueError) as error:
         if str(error).startswith("unknown parameter"):
-            raise fail(f"--param: {error}") from error
-        names = {**SCALING_OPTIONS, **{field: f"--param {field}" for field in values}}
-        raise fail(name_option(str(error), names)) from error
+            unknown = str(error).split(";")[0]
+            given = [names.get(field, f"--param {field}") for field in values if repr(field) in unknown]
+            raise fail(f"{'/'.join(dict.fromkeys(given)) or '--param'}: {error}") from error
+        typed = {key: option for key, option in names.items() if key in values or key in SCALING_OPTIONS}
+        raise fail(name_option(str(error), typed)) from error

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, json_option, option_errors, parse_length, print_json
+from ropekit.cli.common import fail, json_option, option_errors, parse_length, parse_params, print_json
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -23,8 +24,10 @@ BETA_SLOW = typer.Option(None, "--beta-slow", help="YaRN beta_slow (default 1)."
 FIXED = typer.Option(None, "--fixed-seq-len", help="Freeze dynamic NTK / LongRoPE at this length, e.g. 32k.")
 FACTORS = typer.Option(None, "--factors", help="JSON file with per-pair factors (a list) for --scaling longrope.")
 LAYER_TYPES = typer.Option(None, "--layer-types", help="Per-layer-type models: comma-separated types to scale.")
+PARAM = typer.Option(None, "--param", help="Another field of the method, NAME=VALUE (repeatable), as `frequencies`.")
 OUT = typer.Option(..., "--out", "-o", help="The new model folder.")
 FORCE = typer.Option(False, "--force", help="Overwrite --out if it exists.")
+FORMAT = typer.Option(None, "--format", help="Output: folder or gguf (default: gguf when --out ends in .gguf).")
 
 _NAMES = {
     "target_length": "--target-length",
@@ -37,6 +40,16 @@ _NAMES = {
     "ramp": "--ramp",
     "base": "--base",
 }
+
+
+def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, exists_ok: bool = False) -> None:
+    """The one-line error for an ``--out`` that overlaps an input, exists without ``--force`` or has no parent."""
+    from ropekit.finetune.output import check_output
+
+    try:
+        check_output(out, inputs, force=force, exists_ok=exists_ok)
+    except (OSError, ValueError) as error:
+        raise fail(str(error)) from None
 
 
 def resolve_scaling(
@@ -52,31 +65,40 @@ def resolve_scaling(
     layer_types: str | None = None,
     extra: dict[str, Any] | None = None,
     factors: Path | None = None,
+    params: list[str] | None = None,
 ) -> tuple[Any, int, int | None, tuple[str, ...] | None, str | None]:
     """``(scaling, original length, target length or None, layer types, note)`` from the shared options.
 
-    Exits with a one-line error for contradictory or missing options, before any weights load.
+    Exits with a one-line error for contradictory or missing options, before any weights load. ``--factor`` is
+    relative to the original (pre-training) length, also for a model whose config already extends it.
     """
-    from ropekit.finetune.export import layer_types_of, load_config, model_rope, original_length_of
+    from ropekit.integrations.hf_config import first_scaled_type, load_config, original_length_of, rope_of
 
+    if scaling == "base" and base is not None:
+        scaling = None  # `--scaling base --base B` is the base change `--base B` alone names
     chosen = sum(bool(x) for x in (scaling, base is not None, plan))
     if chosen != 1:
         raise fail("give exactly one of --scaling NAME, --base B or --plan (with --target-length)")
     types = tuple(t.strip() for t in layer_types.split(",") if t.strip()) if layer_types else None
     try:
         config = load_config(model)
-    except FileNotFoundError as error:
-        raise fail(str(error)) from None
+        rope_of(config)  # refuses a model without RoPE
+    except (FileNotFoundError, ValueError) as error:  # the model's own config is at fault, not an option
+        message = str(error)
+        raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None
     with option_errors(**_NAMES):
-        nested = layer_types_of(config)
-        first = (
-            (types[0] if types else ("full_attention" if "full_attention" in nested else nested[0])) if nested else None
-        )
-        rope = model_rope(config, first)
+        rope = rope_of(config, first_scaled_type(config, types))  # the layers the method goes to
         original = (
             parse_length(original_length, "--original-length") if original_length else original_length_of(config, rope)
         )
     target = parse_length(target_length, "--target-length") if target_length else None
+    if target is not None and target <= original:
+        raise fail(f"--target-length must be above the original length {original:,}, got {target:,}")
+    if factor is not None and target is not None and math.floor(original * factor + 0.5) != target:
+        raise fail(
+            f"--factor {factor:g} and --target-length {target:,} disagree: --factor is relative to the original "
+            f"length {original:,}, so it means {math.floor(original * factor + 0.5):,} tokens; give one of them"
+        )
     if plan:
         if target is None:
             raise fail("--plan needs --target-length (the length to plan for)")
@@ -94,7 +116,8 @@ def resolve_scaling(
         return None, original, target, types, None
     from ropekit.cli.common import build_scaling
 
-    params = {k: v for k, v in (extra or {}).items() if v is not None}
+    typed = {k: v for k, v in (extra or {}).items() if v is not None}
+    options = {**_NAMES, "short_factor": "--factors", "long_factor": "--factors"}
     if factors is not None:
         try:
             values = json.loads(Path(factors).read_text())
@@ -102,11 +125,10 @@ def resolve_scaling(
             raise fail(f"--factors {str(factors)!r}: cannot read a JSON list ({error})") from None
         if not isinstance(values, list):
             raise fail(f"--factors {str(factors)!r} must hold a JSON list of per-pair factors")
-        params.update(short_factor=tuple(values), long_factor=tuple(values))
+        typed.update(short_factor=tuple(values), long_factor=tuple(values))
     if factor is None and target is not None:
         factor = target / original
-    with option_errors(**_NAMES):
-        spec = build_scaling(scaling, factor, original, **params)
+    spec = build_scaling(scaling, factor, original, params=parse_params(params), options=options, **typed)
     return spec, original, target, types, None
 
 
@@ -123,9 +145,11 @@ def extend_command(
     beta_slow: float | None = BETA_SLOW,
     fixed_seq_len: str | None = FIXED,
     factors: Path | None = FACTORS,
+    param: list[str] | None = PARAM,
     layer_types: str | None = LAYER_TYPES,
     out: Path = OUT,
     force: bool = FORCE,
+    output_format: str | None = FORMAT,
     json_output: bool = json_option("Print what was written as JSON."),
 ) -> None:
     """Copy a model with a new RoPE (a method, a base change or the planner's choice) that loads natively.
@@ -133,13 +157,16 @@ def extend_command(
     The new config.json makes transformers.AutoModelForCausalLM.from_pretrained(OUT) give, without ropekit, the
     logits of ropekit's patched model: methods transformers names are written as themselves, base changes as
     `default` with the new rope_theta, any other static per-pair scaling as `longrope` with explicit factors.
+    --factor is relative to the original (pre-training) length. OUT is written beside itself and swapped in at
+    the end; an OUT that is, holds or lies inside the model is refused. A .gguf OUT (or --format gguf) copies a GGUF
+    model's tensors as they are and sets llama.cpp's RoPE metadata (docs/llamacpp.md); llama.cpp's load-time flags
+    for the same RoPE are printed too.
     """
-    from ropekit.finetune.export import check_out_dir, extend
+    from ropekit.cli.gguf_out import choose_format, extend_to_gguf, flags_for, model_rope_of
+    from ropekit.finetune.export import extend
 
-    try:
-        check_out_dir(out, force=force)
-    except FileExistsError as error:
-        raise fail(str(error)) from None
+    kind = choose_format(out, model, output_format)
+    check_out(out, [("--model", model)], force=force)
     extra = {
         "ramp": ramp,
         "beta_fast": beta_fast,
@@ -158,13 +185,19 @@ def extend_command(
         layer_types=layer_types,
         extra=extra,
         factors=factors,
+        params=param,
     )
-    if target is not None and target <= original:
-        raise fail(f"--target-length must be above the original length {original:,}, got {target:,}")
+    if kind == "gguf":
+        extend_to_gguf(
+            model, spec, out, target=target, layer_types=types, force=force, note=note, json_output=json_output
+        )
+        return
     try:
         with option_errors(**_NAMES):
-            result = extend(model, spec, out, target_length=target, layer_types=types, force=force)
-    except (FileNotFoundError, FileExistsError, OSError) as error:
+            result = extend(
+                model, spec, out, target_length=target, original_length=original, layer_types=types, force=force
+            )
+    except OSError as error:
         raise fail(str(error)) from None
     summary = {
         "out": str(result.out),
@@ -173,6 +206,8 @@ def extend_command(
         "max_position_embeddings": result.config["max_position_embeddings"],
         "how": result.notes,
     }
+    flags, flag_text = flags_for(model_rope_of(model, spec, types))
+    summary["llamacpp_flags"] = flags
     if json_output:
         print_json(summary)
         return
@@ -181,3 +216,4 @@ def extend_command(
     typer.echo(f"wrote {result.out} (max_position_embeddings {result.config['max_position_embeddings']:,})")
     for line in result.notes:
         typer.echo(f"  rope: {line}")
+    typer.echo(f"  llama.cpp flags: {flag_text}")

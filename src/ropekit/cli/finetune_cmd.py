@@ -19,9 +19,11 @@ from ropekit.cli.extend_cmd import (
     LAYER_TYPES,
     MODEL,
     ORIGINAL,
+    PARAM,
     PLAN,
     RAMP,
     SCALING,
+    check_out,
     resolve_scaling,
 )
 
@@ -40,6 +42,7 @@ _NAMES = {
     "seed": "--seed",
     "max_grad_norm": "--max-grad-norm",
     "weight_decay": "--weight-decay",
+    "layer_types": "--layer-types",
 }
 
 
@@ -70,6 +73,7 @@ def finetune_command(
     beta_fast: float | None = BETA_FAST,
     beta_slow: float | None = BETA_SLOW,
     fixed_seq_len: str | None = FIXED,
+    param: list[str] | None = PARAM,
     layer_types: str | None = LAYER_TYPES,
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
     eval_tokens: str = typer.Option("16k", help="Tokens scored per perplexity length in the table."),
@@ -82,6 +86,8 @@ def finetune_command(
     """Fine-tune a model at a longer context with a RoPE method, then write it as `ropekit extend` does.
 
     Ctrl-C stops after the current step with a resumable checkpoint (--resume continues the same loss curve).
+    OUT is built beside itself and swapped in when the model is written; an OUT that is, holds or lies inside the
+    model or the text is refused. --factor is relative to the original (pre-training) length.
     """
     from rich.console import Console
 
@@ -90,6 +96,7 @@ def finetune_command(
 
     console = Console(stderr=True)
     target = parse_length(target_length, "--target-length", minimum=2)
+    check_out(out, [("--model", model), ("--text", text)], force=force, exists_ok=True)
     spec, original, _, types, note = resolve_scaling(
         model=model,
         scaling=scaling,
@@ -106,6 +113,7 @@ def finetune_command(
             "beta_slow": beta_slow,
             "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
         },
+        params=param,
     )
     if note:
         console.print(note, highlight=False)
@@ -152,7 +160,7 @@ def finetune_command(
         return
     if report.train.interrupted:
         console.print(
-            f"stopped after step {report.train.steps_done}; checkpoint in {out / 'finetune' / 'checkpoint'} "
+            f"stopped after step {report.train.steps_done}; checkpoint in {report.checkpoint} "
             "(run the same command with --resume to continue)",
             highlight=False,
         )

@@ -13,24 +13,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from ropekit.eval.text import EvalText
 
-def tokenize_text(tokenizer, path: str | Path) -> torch.Tensor:
-    """The 1-D int64 token stream of the text at ``path`` (see the module docstring).
+
+def tokenize_text(tokenizer, text: str | Path | EvalText) -> torch.Tensor:
+    """The 1-D int64 token stream of ``text`` (a path, or its documents already read; see the module docstring).
 
     Raises:
         FileNotFoundError, ValueError: as :func:`ropekit.eval.text.read_text` (missing, empty, binary, bad JSON).
     """
-    from ropekit.eval.text import read_text, tokenize
+    from ropekit.eval.text import EvalText, read_text, tokenize
 
     def encode(document: bytes) -> torch.Tensor:
         ids = tokenizer(document.decode("utf-8"), add_special_tokens=True)["input_ids"]
         return torch.tensor(ids, dtype=torch.int64)
 
     separator = [] if tokenizer.eos_token_id is None else [int(tokenizer.eos_token_id)]
-    return tokenize(read_text(path), encode, separator).ids
+    documents = text if isinstance(text, EvalText) else read_text(text)
+    return tokenize(documents, encode, separator).ids
 
 
 @dataclass(frozen=True)

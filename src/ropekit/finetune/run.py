@@ -1,9 +1,15 @@
 """``ropekit finetune`` end to end: check everything, train on accelerate, export natively, compare before/after.
 
-Every check that can fail (the model has RoPE, the target is above the original length, the method can be written
-natively, the text fills a window, the output folder is free or resumable) runs before any weights load. Output
-layout (``NEW_DIR``): exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus
-``finetune/`` with ``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
+Every check that can fail (the model has RoPE and a tokenizer, the target is above the original length and the
+model's current one, the method can be written natively, the text fills a window, the output folder is free or
+resumable and overlaps no input) runs before anything is written or any weights load. Output layout (``NEW_DIR``):
+exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus ``finetune/`` with
+``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
+
+The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit.finetune.output.partial_dir`) and swapped
+in when the model is written, so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps
+the resumable checkpoint that ``--resume`` continues (as does a finished ``NEW_DIR``'s own ``finetune/checkpoint``);
+after an error it is removed unless it holds a checkpoint.
 """
 
 from __future__ import annotations
@@ -18,15 +24,7 @@ from typing import Any
 import torch
 
 from ropekit.finetune.data import pack, tokenize_text
-from ropekit.finetune.export import (
-    check_out_dir,
-    extended_config,
-    layer_types_of,
-    load_config,
-    model_rope,
-    original_length_of,
-    save_extended,
-)
+from ropekit.finetune.export import save_extended
 from ropekit.finetune.train import (
     WORK_DIR,
     FinetuneSettings,
@@ -35,6 +33,14 @@ from ropekit.finetune.train import (
     fsdp_fallback_note,
     make_accelerator,
     train,
+)
+from ropekit.integrations.hf_config import (
+    extended_config,
+    first_scaled_type,
+    load_config,
+    load_tokenizer,
+    original_length_of,
+    rope_of,
 )
 from ropekit.scaling.registry import ScalingConfig
 
@@ -49,6 +55,7 @@ class FinetuneReport:
     notes: list[str]
     train: TrainResult
     rows: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,17 +74,9 @@ class FinetuneReport:
         }
 
 
-def _tokenizer(model: Path):
-    from transformers import AutoTokenizer
-
-    if model.suffix == ".gguf":
-        return AutoTokenizer.from_pretrained(model.parent, gguf_file=model.name, local_files_only=True)
-    return AutoTokenizer.from_pretrained(model, local_files_only=True)
-
-
 def _load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
-    from ropekit.finetune.export import load_model
     from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf_config import load_model
 
     loaded, _ = load_model(model, dtype=torch.float32, attention="sdpa")
     if layer_types is not None:
@@ -87,6 +86,12 @@ def _load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: 
 
 def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, Any]) -> None:
     saved = json.loads((work / "settings.json").read_text())
+    if saved.get("text_sha256") != identity["text_sha256"]:
+        raise ValueError(
+            f"--resume: --text {identity['text']!r} is not the text the interrupted run trained on (sha256 "
+            f"{identity['text_sha256'][:12]}…, recorded {str(saved.get('text_sha256'))[:12]}…); resuming would train "
+            "the remaining steps on other data: give the same text, or start over with --force"
+        )
     diff = [f"settings.{k}" for k, v in settings.to_dict().items() if saved["settings"].get(k) != v]
     diff += [k for k, v in identity.items() if saved.get(k) != v]
     if diff:
@@ -119,46 +124,67 @@ def finetune(
     ``original_length``: the pre-training length (default: from the config), the table's shorter length.
 
     Raises:
-        ValueError: not a RoPE model, a target not above the original length, a method transformers cannot
-            express, a text shorter than one window, or ``--resume`` with other settings / nothing to resume.
+        ValueError: not a RoPE model, no tokenizer, a target not above the original length (or below the model's
+            current one), a method transformers cannot express, a text shorter than one window, an ``out`` that
+            is, holds or lies inside the model or the text, or ``--resume`` with other settings, another text or
+            nothing to resume.
         FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
-        FileNotFoundError: no model or no text.
+        FileNotFoundError: no model, no text, or no parent folder for ``out``.
     """
+    from ropekit.eval.text import read_text
+    from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
+    from ropekit.finetune.output import check_output, partial_dir, publish
+
     source, out = Path(model), Path(out)
     target = settings.target_length
+    inputs = [("--model", source), ("--text", Path(text))]
+    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first; an existing out below
     config = load_config(source)
-    rope = model_rope(config, _first_type(config, layer_types))
+    rope = rope_of(config, first_scaled_type(config, layer_types))
+    check_tokenizer(source)
     original = original_length or original_length_of(config, rope)
     if target <= original:
         raise ValueError(
             f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
             "extends the context"
         )
+    check_not_shorter(config, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
-    work = out / WORK_DIR
-    identity = {"model": str(source.resolve()), "scaling": repr(scaling), "text": str(Path(text).resolve())}
+    if not Path(text).exists():
+        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
+    documents = read_text(text)
+    partial = partial_dir(out)
+    work, finished = partial / WORK_DIR, out / WORK_DIR
+    identity = {
+        "model": str(source.resolve()),
+        "scaling": repr(scaling),
+        "text": str(Path(text).resolve()),
+        "text_sha256": documents.sha256,
+    }
+    copy_from = None
     if resume:
-        if not (work / "checkpoint" / "progress.json").is_file():
+        if (work / "checkpoint" / "progress.json").is_file():
+            _same_settings(work, settings, identity)
+        elif (finished / "checkpoint" / "progress.json").is_file():
+            _same_settings(finished, settings, identity)
+            copy_from = finished
+        else:
             raise ValueError(f"--resume: no checkpoint in {str(work / 'checkpoint')!r} to resume from")
-        _same_settings(work, settings, identity)
     else:
-        if out.exists() and (work / "checkpoint").exists() and not force:
-            raise FileExistsError(
-                f"--out {str(out)!r} holds a fine-tune run; pass --resume to continue it if it was interrupted, "
-                "or --force to start over"
-            )
-        check_out_dir(out, force=force)
-        if out.exists() and out.resolve() == source.resolve():
-            raise ValueError(f"--out {str(out)!r} is the source model; choose a new folder")
+        for folder, where in ((partial, str(partial)), (out, f"--out {str(out)!r}")):
+            if (folder / WORK_DIR / "checkpoint").exists() and not force:
+                raise FileExistsError(
+                    f"{where} holds a fine-tune run of --out {str(out)!r}; pass --resume to continue it if it was "
+                    "interrupted, or --force to start over"
+                )
+        check_output(out, inputs, force=force)
     state = make_accelerator(settings)
     if not state.is_main_process:
         log = lambda message: None  # noqa: E731 - one process speaks
     if note := fsdp_fallback_note(state):
         log(note)
-    if not Path(text).exists():
-        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
-    tokenizer = _tokenizer(source)
-    packed = pack(tokenize_text(tokenizer, text), target)
+    tokenizer = load_tokenizer(source)
+    packed = pack(tokenize_text(tokenizer, documents), target)
     count = max(1, min(settings.heldout_windows, (len(packed.heldout) - 1) // target))
     heldout_windows = packed.heldout[: count * target].reshape(count, target)  # (count, target)
     log(
@@ -166,49 +192,49 @@ def finetune(
         f"{len(packed.heldout):,} held out; RoPE: {'; '.join(notes)}"
     )
 
-    if state.is_main_process and not resume:
-        if out.is_dir():
-            shutil.rmtree(out)
-        elif out.exists():
-            out.unlink()
-        work.mkdir(parents=True)
-        (work / "settings.json").write_text(json.dumps({"settings": settings.to_dict(), **identity}, indent=2) + "\n")
+    if state.is_main_process and (not resume or copy_from is not None):
+        if partial.exists():
+            shutil.rmtree(partial)
+        if copy_from is not None:
+            shutil.copytree(copy_from, work)
+        else:
+            work.mkdir(parents=True)
+            settings_json = {"settings": settings.to_dict(), **identity}
+            (work / "settings.json").write_text(json.dumps(settings_json, indent=2) + "\n")
     state.wait_for_everyone()
 
-    result = train(
-        lambda: _load_for_training(source, scaling, layer_types),
-        packed.windows,
-        heldout_windows,
-        settings,
-        work,
-        resume=resume,
-        on_step=on_step,
-        progress=progress,
-        title=f"fine-tune {original:,} → {target:,}",
-        accelerator=state,
-    )
-    report = FinetuneReport(out, original, target, notes, result)
+    try:
+        result = train(
+            lambda: _load_for_training(source, scaling, layer_types),
+            packed.windows,
+            heldout_windows,
+            settings,
+            work,
+            resume=resume,
+            on_step=on_step,
+            progress=progress,
+            title=f"fine-tune {original:,} → {target:,}",
+            accelerator=state,
+        )
+    except BaseException:
+        if state.is_main_process and not (work / "checkpoint" / "progress.json").is_file():
+            shutil.rmtree(partial, ignore_errors=True)  # nothing to resume: leave no trace
+        raise
+    report = FinetuneReport(out, original, target, notes, result, checkpoint=work / "checkpoint")
     if result.interrupted:
         return report
     if state.is_main_process:
-        save_extended(result.model, tokenizer, out, new_config, source=source if source.is_dir() else None)
+        save_extended(result.model, tokenizer, partial, new_config, source=source if source.is_dir() else None)
         result.model = None
+        publish(partial, out)
+        report.checkpoint = finished / "checkpoint"
         if evaluate:
             report.rows = before_after(
                 source, scaling, out, packed.heldout, original, target, layer_types, eval_tokens, passkey_trials, log
             )
-        (work / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
     return report
-
-
-def _first_type(config: dict[str, Any], layer_types: Sequence[str] | None) -> str | None:
-    nested = layer_types_of(config)
-    if not nested:
-        return None
-    if layer_types:
-        return layer_types[0]
-    return "full_attention" if "full_attention" in nested else nested[0]
 
 
 def before_after(

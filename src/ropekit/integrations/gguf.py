@@ -2,7 +2,8 @@
 
 transformers reads a GGUF file's metadata as a config and dequantises its tensors into an ordinary
 ``*ForCausalLM`` (``from_pretrained(folder, gguf_file=name)``); its tokenizer comes from the same file. This
-module says how to ask for that and what the file holds (its quantisation), for the report.
+module checks that a file is a whole GGUF file before anything reads it (:func:`check_gguf`) and says what the file
+holds (its quantisation), for the report; the loading arguments are :func:`ropekit.integrations.hf_config.source_of`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,55 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+#: the first four bytes of every GGUF file, and the format versions the ``gguf`` reader understands
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSIONS = (2, 3)
 
-def gguf_options(path: str | Path) -> tuple[Path, dict[str, Any]]:
-    """``(folder, {"gguf_file": name})``: the ``from_pretrained`` arguments that load ``path``."""
+
+def check_gguf(path: str | Path, option: str = "--model") -> Any:
+    """``path`` if it is a whole GGUF file: the magic, a known version, a header that parses, and tensor data that
+    fits in the file (a download cut short fails here, not deep inside transformers).
+
+    Args:
+        path: the ``.gguf`` file.
+        option: the option it came from, for the messages.
+
+    Returns:
+        The file's ``gguf.GGUFReader`` (its metadata and tensor table, read once).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: empty, not a GGUF file, an unknown version, or truncated/damaged (says which); or the ``gguf``
+            package is missing.
+    """
     path = Path(path)
-    return path.parent, {"gguf_file": path.name}
+    where = f"{option} {str(path)!r}"
+    if not path.is_file():
+        raise FileNotFoundError(f"{where}: no such GGUF file")
+    size = path.stat().st_size
+    if size == 0:
+        raise ValueError(f"{where} is empty (0 bytes), not a GGUF file")
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if head[:4] != GGUF_MAGIC:
+        raise ValueError(f"{where} is not a GGUF file (it starts with {head[:4]!r}, a GGUF file with {GGUF_MAGIC!r})")
+    version = int.from_bytes(head[4:8], "little") if len(head) == 8 else None
+    if version not in GGUF_VERSIONS:
+        raise ValueError(f"{where}: GGUF version {version} is not supported (known: {list(GGUF_VERSIONS)})")
+    try:
+        import gguf
+    except ImportError as error:
+        raise ValueError("reading a GGUF file needs the gguf package: pip install 'ropekit[hf]'") from error
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except (ValueError, OSError, IndexError, KeyError, OverflowError) as error:
+        raise ValueError(
+            f"{where} is truncated or damaged ({size:,} bytes; its header or tensor table does not parse: {error})"
+        ) from None
+    needed = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
+    if needed > size:
+        raise ValueError(f"{where} is truncated: it holds {size:,} bytes, its tensors need {needed:,}")
+    return reader
 
 
 def gguf_info(path: str | Path) -> dict[str, Any]:
@@ -32,10 +77,7 @@ def gguf_info(path: str | Path) -> dict[str, Any]:
     except ImportError as error:
         raise ValueError("reading a GGUF file needs the gguf package: pip install 'ropekit[hf]'") from error
     path = Path(path)
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as error:
-        raise ValueError(f"{str(path)!r} is not a readable GGUF file: {error}") from error
+    reader = check_gguf(path)
 
     def field(key: str) -> Any:
         item = reader.fields.get(key)

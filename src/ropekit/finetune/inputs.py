@@ -1,0 +1,61 @@
+"""Checks of what ``extend`` and ``finetune`` read, run before anything is written or loaded.
+
+Each raises a ``ValueError`` that names ``--model`` and says what to give instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ropekit.scaling.registry import ScalingConfig
+
+#: file names that hold a transformers model's weights (one of them must be in a folder ``extend`` copies)
+_WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model*.bin.index.json")
+
+
+def check_weights(folder: Path) -> None:
+    """Refuse a model folder without weights (its copy would not load).
+
+    Raises:
+        ValueError: no ``*.safetensors`` / ``pytorch_model*.bin`` (or their index) in ``folder``.
+    """
+    if not any(any(folder.glob(pattern)) for pattern in _WEIGHTS):
+        raise ValueError(
+            f"--model {str(folder)!r} holds no weights (no *.safetensors or pytorch_model*.bin file); its copy "
+            "would not load: give the folder save_pretrained wrote"
+        )
+
+
+def check_not_shorter(config: Mapping[str, Any], scaling: ScalingConfig | None, original: int, target: int) -> None:
+    """Refuse a scaled target shorter than the context the model already has (an extended model's
+    ``max_position_embeddings``): the factor is relative to the original length, not to the current one.
+
+    Raises:
+        ValueError: ``scaling`` is given and ``target`` is below the config's ``max_position_embeddings``.
+    """
+    current = int(config.get("max_position_embeddings") or 0)
+    if scaling is not None and target < current:
+        factor = getattr(scaling, "factor", None)
+        how = f" (the original length {original:,} × factor {factor:g})" if factor else ""
+        raise ValueError(
+            f"--model already has {current:,} tokens (its max_position_embeddings); the target {target:,}{how} would "
+            f"shrink it. The factor is relative to the original length {original:,}: ask for a factor of at least "
+            f"{current / original:g}, or a target of at least {current:,}"
+        )
+
+
+def check_tokenizer(model: Path) -> None:
+    """Refuse a model folder without tokenizer files (a ``.gguf`` file carries its own tokenizer).
+
+    Raises:
+        ValueError: none of ``tokenizer.json``, ``tokenizer.model``, ``vocab.json``, ... is in the folder.
+    """
+    from ropekit.integrations.hf_config import TOKENIZER_FILES, has_tokenizer
+
+    if not has_tokenizer(model):
+        raise ValueError(
+            f"--model {str(model)!r} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); fine-tuning reads "
+            "--text with the model's own tokenizer: copy them into the folder (tokenizer.save_pretrained)"
+        )
