@@ -259,6 +259,10 @@ class HFEvalModel(HeadScoring):
             source, options = path, {}
         options["local_files_only"] = True
         config = AutoConfig.from_pretrained(source, **options)
+        if self.gguf is not None:
+            from ropekit.integrations.gguf_read import apply_gguf_rope
+
+            apply_gguf_rope(config, path)  # the RoPE llama.cpp runs: transformers drops rope.scaling.* and rope_freqs
         native = rope_of(config)
         self.native_scaling = native.scaling
         self.rope = dataclasses.replace(native, scaling=None)
@@ -274,6 +278,8 @@ class HFEvalModel(HeadScoring):
             load["dtype"] = torch.float32  # no dtype in config.json: transformers' own default
         if device_map is not None:
             load["device_map"] = device_map
+        if self.gguf is not None:
+            load["config"] = config  # with the RoPE read from the file
         self.model = AutoModelForCausalLM.from_pretrained(source, **load).eval()
         if self.gguf is not None and chosen is None:
             self.model.to(torch.float32)  # GGUF weights are dequantised; auto means float32 for them

@@ -1,0 +1,103 @@
+"""GGUF out for ``ropekit extend`` and llama.cpp's load-time flags for ``extend`` and ``plan``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ropekit.cli.common import fail, print_json
+
+#: output kinds of ``extend --format``
+FORMATS = ("folder", "gguf")
+
+
+def choose_format(out: Path, model: Path, chosen: str | None) -> str:
+    """``gguf`` or ``folder``: ``--format`` if given, else from ``--out``'s suffix; a GGUF out needs a GGUF model."""
+    if chosen is not None and chosen not in FORMATS:
+        raise fail(f"--format must be one of {', '.join(FORMATS)}, got {chosen!r}")
+    kind = chosen or ("gguf" if out.suffix.lower() == ".gguf" else "folder")
+    if kind == "gguf" and model.suffix.lower() != ".gguf":
+        raise fail(
+            f"--format gguf needs a .gguf --model (its tensors are copied as they are), got {str(model)!r}; convert a "
+            "folder with llama.cpp's convert_hf_to_gguf.py first (docs/llamacpp.md)"
+        )
+    return kind
+
+
+def flags_for(rope: Any) -> tuple[list[str] | None, str]:
+    """``(flags, text)``: llama.cpp's load-time flags for ``rope`` (a RopeConfig with its scaling), or ``None`` and
+    the reason there are none."""
+    from ropekit.integrations.gguf_rope import llamacpp_flags, to_llamacpp
+
+    try:
+        flags = llamacpp_flags(to_llamacpp(rope, rope_freqs=False, betas=True))
+    except ValueError as error:
+        return None, f"no llama.cpp flags: {error}"
+    return flags, " ".join(flags)
+
+
+def model_rope_of(model: Path, spec: Any, layer_types: tuple[str, ...] | None) -> Any:
+    """The model's base RoPE with ``spec`` (for the flags): from the GGUF file's metadata or the folder's config."""
+    from ropekit.config import RopeConfig
+
+    if model.suffix.lower() == ".gguf":
+        from ropekit.integrations.gguf_read import read_file_rope
+
+        file = read_file_rope(model)
+        return RopeConfig(file.rope.n_rot, base=file.rope.freq_base, scaling=spec)
+    from ropekit.integrations.hf_config import first_scaled_type, load_config, rope_of
+
+    config = load_config(model)
+    rope = rope_of(config, first_scaled_type(config, layer_types))
+    return RopeConfig(rope.dim, base=rope.base, scaling=spec)
+
+
+def extend_to_gguf(
+    model: Path,
+    spec: Any,
+    out: Path,
+    *,
+    target: int | None,
+    layer_types: tuple[str, ...] | None,
+    force: bool,
+    note: str | None,
+    json_output: bool,
+) -> None:
+    """Write the GGUF file and print what was written, with the equivalent load-time flags."""
+    from ropekit.integrations.gguf_write import extend_gguf
+
+    try:
+        result = extend_gguf(model, spec, out, target_length=target, layer_types=layer_types, force=force)
+    except (ValueError, OSError) as error:
+        raise fail(f"--format gguf: {error}") from None
+    form = result.form
+    flags, text = flags_for(model_rope_of(model, spec, layer_types))
+    summary = {
+        "out": str(result.out),
+        "plan": note,
+        "architecture": result.architecture,
+        "context_length": result.context_length,
+        "rope": {
+            "freq_base": form.freq_base,
+            "scaling_type": form.scaling_type,
+            "factor": form.factor,
+            "original_context_length": form.original_context_length,
+            "attn_factor": form.attn_factor,
+            "rope_freqs": list(form.freq_factors) if form.freq_factors is not None else None,
+        },
+        "llamacpp_flags": flags,
+    }
+    if json_output:
+        print_json(summary)
+        return
+    if note:
+        typer.echo(note)
+    typer.echo(f"wrote {result.out} (context_length {result.context_length:,}; tensors copied as they are)")
+    extra = " with rope_freqs (per-pair factors)" if form.freq_factors is not None else ""
+    typer.echo(
+        f"  rope: scaling.type {form.scaling_type}, factor {form.factor:g}, freq_base {form.freq_base:.9g}, "
+        f"attn_factor {form.attn_factor:.9g}{extra}"
+    )
+    typer.echo(f"  llama.cpp flags for the original file instead: {text}")

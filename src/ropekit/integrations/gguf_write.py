@@ -1,0 +1,182 @@
+"""GGUF out: a copy of a GGUF file whose RoPE metadata makes llama.cpp compute a ropekit scaling.
+
+The tensors are copied byte for byte (same quantisation, no dequantisation); only RoPE metadata changes — the
+architecture's ``rope.freq_base``, ``rope.scaling.{type,factor,original_context_length,attn_factor}`` and
+``context_length`` — and, for per-pair methods, the ``rope_freqs`` tensor (F32, n_rot/2 divisors of θ_i). What each
+field means to llama.cpp is in :mod:`ropekit.integrations.gguf_rope`.
+
+Models with sliding-window layers (Gemma 3): llama.cpp scales only the other layers (``get_rope_freq_scale`` gives
+the sliding layers ``freq_scale`` 1 and their own base ``rope.freq_base_swa``), and YaRN then leaves them unchanged,
+as transformers does for ``rope_parameters`` keyed by layer type with the scaling on ``full_attention``. The
+attention factor and ``rope_freqs``, though, would reach every layer, so there only the named forms with their own
+attention factor are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropekit.integrations.gguf_read import ROPE_FREQS, FileRope, import_gguf, read_file_rope
+from ropekit.integrations.gguf_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
+
+
+def gguf_form(
+    file: FileRope,
+    scaling: Any,
+    *,
+    layer_types: Sequence[str] | None = None,
+) -> LlamaCppRope:
+    """The llama.cpp form that gives ``file``'s model ``scaling`` (replacing its own), or why there is none.
+
+    Args:
+        file: the source file's RoPE (:func:`read_file_rope`); its base and rotary dims are kept.
+        scaling: a ropekit scaling config, or ``None`` for plain RoPE.
+        layer_types: for models with sliding-window layers, the layer types to scale: only ``full_attention``
+            (the default), as llama.cpp never scales sliding layers.
+
+    Raises:
+        ValueError: the method cannot be expressed for this file (the message says why).
+    """
+    from ropekit.config import RopeConfig
+
+    if file.unmodelled:
+        raise ValueError(
+            f"the file's RoPE uses {', '.join(file.unmodelled)}, which ropekit does not model; it cannot rewrite it"
+        )
+    rope = RopeConfig(file.rope.n_rot, base=file.rope.freq_base, scaling=scaling)
+    if file.sliding:
+        extra = sorted(set(layer_types or ("full_attention",)) - {"full_attention"})
+        if extra:
+            raise ValueError(
+                f"layer_types {extra}: llama.cpp never scales sliding-window layers (they keep freq_scale 1 and "
+                "rope.freq_base_swa); only full_attention can be scaled in a GGUF file"
+            )
+    form = to_llamacpp(rope, rope_freqs=file.architecture in ROPE_FREQS_ARCHITECTURES and not file.sliding, betas=False)
+    original = getattr(scaling, "original_max_position_embeddings", None)
+    if form.original_context_length is None and original:
+        form = dataclasses.replace(form, original_context_length=int(original))  # informative: YaRN is off
+    if file.sliding and (form.freq_factors is not None or form.attn_factor != 1.0):
+        raise ValueError(
+            f"{scaling.rope_type} here needs an attention factor or per-pair factors, which llama.cpp would apply to "
+            "the sliding-window layers too; use linear, yarn with its own attention factor, or a base change"
+        )
+    return form
+
+
+def write_gguf(
+    source: str | Path, out: str | Path, form: LlamaCppRope, *, context_length: int, force: bool = False
+) -> Path:
+    """Copy ``source`` to ``out`` with ``form`` as its RoPE and ``context_length``; tensors byte for byte.
+
+    The file is written beside ``out`` and renamed into place when complete, so an interrupted write leaves any old
+    ``out`` as it was.
+
+    Raises:
+        FileExistsError: ``out`` exists and ``force`` is false, or it is not a regular file.
+        ValueError: ``out`` is ``source``, or ``source`` is not a readable GGUF file.
+    """
+    gguf = import_gguf()
+    source, out = Path(source), Path(out)
+    if out.exists() and not out.is_file():
+        raise FileExistsError(f"--out {str(out)!r} exists and is not a file")
+    if out.exists() and source.exists() and os.path.samefile(out, source):
+        raise ValueError(f"--out {str(out)!r} is the source model; choose a new file")
+    if out.exists() and not force:
+        raise FileExistsError(f"--out {str(out)!r} exists; pass --force to overwrite it")
+    reader = gguf.GGUFReader(str(source))
+    arch = str(reader.fields["general.architecture"].contents())
+    prefix = f"{arch}.rope."
+    rewritten = {f"{arch}.context_length"}
+    partial = out.with_name(f".{out.name}.partial")
+    writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
+    try:
+        for field in reader.fields.values():
+            name = field.name
+            if name.startswith("GGUF.") or name == "general.architecture" or name in rewritten:
+                continue
+            if name.startswith(prefix) and name not in (f"{prefix}dimension_count", f"{prefix}freq_base_swa"):
+                continue  # every RoPE key is rewritten below (a stale one would change what llama.cpp computes)
+            sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+            writer.add_key_value(name, field.contents(), field.types[0], sub_type=sub_type)
+        writer.add_uint32(f"{arch}.context_length", int(context_length))
+        writer.add_float32(f"{prefix}freq_base", float(form.freq_base))
+        writer.add_string(f"{prefix}scaling.type", form.scaling_type)
+        if form.scaling_type != "none":
+            writer.add_float32(f"{prefix}scaling.factor", float(form.factor))
+        if form.original_context_length is not None:
+            writer.add_uint32(f"{prefix}scaling.original_context_length", int(form.original_context_length))
+        if form.attn_factor != 1.0:
+            writer.add_float32(f"{prefix}scaling.attn_factor", float(form.attn_factor))
+        kept = [tensor for tensor in reader.tensors if tensor.name != ROPE_FREQS]
+        factors = None if form.freq_factors is None else np.asarray(form.freq_factors, dtype=np.float32)
+        if factors is not None:
+            writer.add_tensor_info(
+                ROPE_FREQS, factors.shape, factors.dtype, factors.nbytes, gguf.GGMLQuantizationType.F32
+            )
+        for tensor in kept:
+            writer.add_tensor_info(
+                tensor.name, tensor.data.shape, tensor.data.dtype, tensor.data.nbytes, tensor.tensor_type
+            )
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        if factors is not None:
+            writer.write_tensor_data(factors)
+        for tensor in kept:
+            writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
+        writer.close()
+        os.replace(partial, out)
+    finally:
+        writer.close()
+        partial.unlink(missing_ok=True)
+    return out
+
+
+@dataclass(frozen=True)
+class GGUFResult:
+    """What :func:`extend_gguf` wrote: the file, llama.cpp's form of the RoPE, and the context length."""
+
+    out: Path
+    form: LlamaCppRope
+    context_length: int
+    architecture: str
+
+
+def extend_gguf(
+    model: str | Path,
+    scaling: Any,
+    out: str | Path,
+    *,
+    target_length: int | None = None,
+    layer_types: Sequence[str] | None = None,
+    force: bool = False,
+) -> GGUFResult:
+    """Copy the GGUF file ``model`` to ``out`` with ``scaling`` in its RoPE metadata (tensors byte for byte).
+
+    Args:
+        model: a ``.gguf`` file.
+        scaling: a ropekit scaling config (``None``: plain RoPE at the file's base, dropping its own scaling).
+        out: the new ``.gguf`` file.
+        target_length: ``context_length`` to write; default the file's context length times the method's factor.
+        layer_types: see :func:`gguf_form`.
+        force: overwrite an existing ``out``.
+
+    Raises:
+        ValueError: the method cannot be expressed in llama.cpp for this file (the message says why).
+        FileExistsError: ``out`` exists and ``force`` is false.
+    """
+    from ropekit.finetune.export import default_target
+
+    file = read_file_rope(model)
+    form = gguf_form(file, scaling, layer_types=layer_types)
+    original = int(getattr(scaling, "original_max_position_embeddings", None) or file.context_length)
+    target = default_target(scaling, original) if target_length is None else int(target_length)
+    path = write_gguf(model, out, form, context_length=target, force=force)
+    return GGUFResult(path, form, target, file.architecture)

@@ -1,0 +1,179 @@
+"""GGUF out and GGUF in, on small synthetic files written here with the ``gguf`` package.
+
+Oracles: the source file's own bytes (tensors copied unchanged), the ``gguf`` package's reader (what the file says),
+and the port of llama.cpp's arithmetic in ``test_gguf_rope`` (what llama.cpp computes from what the file says).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ropekit.config import RopeConfig
+from ropekit.hf_format import from_hf_config
+from ropekit.integrations.gguf_read import apply_gguf_rope, gguf_rope_parameters, read_file_rope
+from ropekit.integrations.gguf_write import extend_gguf, gguf_form, write_gguf
+from ropekit.scaling import LinearScaling, Llama3Scaling, YarnScaling, frequencies
+
+gguf = pytest.importorskip("gguf")
+
+D, BASE, L0 = 64, 100000.0, 512
+
+
+def _port():
+    path = Path(__file__).with_name("_llamacpp_port.py")  # tests are no package: the helper is loaded by path
+    spec = importlib.util.spec_from_file_location("_llamacpp_port", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+llamacpp_reference = _port().llamacpp_reference
+
+
+def write_source(path: Path, *, arch: str = "llama", metadata: dict | None = None, rope_freqs=None) -> Path:
+    """A GGUF file with a llama.cpp header, a Q8_0 and an F32 tensor (and ``rope_freqs`` if given)."""
+    rng = np.random.default_rng(0)
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_uint32(f"{arch}.context_length", L0)
+    writer.add_uint32(f"{arch}.embedding_length", 128)
+    writer.add_uint32(f"{arch}.attention.head_count", 2)
+    writer.add_uint32(f"{arch}.rope.dimension_count", D)
+    writer.add_float32(f"{arch}.rope.freq_base", BASE)
+    writer.add_string("general.name", "synthetic")
+    for key, value in (metadata or {}).items():
+        if isinstance(value, str):
+            writer.add_string(f"{arch}.{key}", value)
+        elif isinstance(value, int):
+            writer.add_uint32(f"{arch}.{key}", value)
+        else:
+            writer.add_float32(f"{arch}.{key}", value)
+    quantised = gguf.quants.quantize(rng.standard_normal((8, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("blk.0.attn_q.weight", quantised, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.add_tensor("output_norm.weight", rng.standard_normal(128).astype(np.float32))
+    if rope_freqs is not None:
+        writer.add_tensor("rope_freqs.weight", np.asarray(rope_freqs, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def fields(path: Path) -> dict:
+    reader = gguf.GGUFReader(str(path))
+    return {name: field.contents() for name, field in reader.fields.items()}
+
+
+def tensors(path: Path) -> dict:
+    return {t.name: (t.tensor_type, bytes(np.asarray(t.data).tobytes())) for t in gguf.GGUFReader(str(path)).tensors}
+
+
+def test_tensors_are_copied_byte_for_byte_and_rope_keys_rewritten(tmp_path: Path) -> None:
+    source = write_source(tmp_path / "in.gguf", metadata={"rope.scaling.type": "linear", "rope.scaling.factor": 3.0})
+    result = extend_gguf(source, YarnScaling(factor=2.0, original_max_position_embeddings=L0), tmp_path / "out.gguf")
+    assert tensors(result.out) == tensors(source)  # same names, same quantisation, same bytes
+    written, before = fields(result.out), fields(source)
+    assert written["llama.rope.scaling.type"] == "yarn" and written["llama.rope.scaling.factor"] == 2.0
+    assert written["llama.rope.scaling.original_context_length"] == L0
+    assert written["llama.context_length"] == 2 * L0 and "llama.rope.scaling.attn_factor" not in written
+    unchanged = {k: v for k, v in before.items() if not k.startswith(("GGUF.", "llama.rope.", "llama.context"))}
+    assert {k: written[k] for k in unchanged} == unchanged
+
+
+def test_per_pair_methods_write_rope_freqs_that_llamacpp_divides_by(tmp_path: Path) -> None:
+    spec = Llama3Scaling(factor=4.0, original_max_position_embeddings=L0, low_freq_factor=1.0, high_freq_factor=4.0)
+    source = write_source(tmp_path / "in.gguf")
+    out = extend_gguf(source, spec, tmp_path / "out.gguf").out
+    file = read_file_rope(out)
+    assert file.rope.scaling_type == "none" and len(file.rope.freq_factors) == D // 2
+    angles, mscale = llamacpp_reference(file.rope)
+    np.testing.assert_allclose(angles, frequencies(RopeConfig(D, base=BASE, scaling=spec)).inv_freq, rtol=1e-6)
+    assert mscale == 1.0
+    again = extend_gguf(out, LinearScaling(factor=2.0), tmp_path / "linear.gguf").out
+    assert read_file_rope(again).rope.freq_factors is None  # the old scaling is replaced, rope_freqs included
+
+
+def test_existing_output_and_the_source_itself_are_refused(tmp_path: Path) -> None:
+    source = write_source(tmp_path / "in.gguf")
+    form = gguf_form(read_file_rope(source), LinearScaling(factor=2.0))
+    (tmp_path / "taken.gguf").write_bytes(b"mine")
+    with pytest.raises(FileExistsError, match="--force"):
+        write_gguf(source, tmp_path / "taken.gguf", form, context_length=2 * L0)
+    assert (tmp_path / "taken.gguf").read_bytes() == b"mine"
+    with pytest.raises(ValueError, match="source model"):
+        write_gguf(source, source, form, context_length=2 * L0, force=True)
+    write_gguf(source, tmp_path / "taken.gguf", form, context_length=2 * L0, force=True)
+    assert fields(tmp_path / "taken.gguf")["llama.rope.scaling.factor"] == 2.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.gguf", "taken.gguf"]  # no partial file left
+
+
+def test_sliding_window_models_are_scaled_as_llamacpp_scales_them(tmp_path: Path) -> None:
+    """Gemma 3: llama.cpp gives sliding layers freq_scale 1; what would reach them (attention, rope_freqs) is refused."""
+    source = write_source(tmp_path / "g.gguf", arch="gemma3", metadata={"attention.sliding_window": 512})
+    file = read_file_rope(source)
+    assert file.sliding
+    assert gguf_form(file, LinearScaling(factor=8.0)).scaling_type == "linear"
+    assert gguf_form(file, YarnScaling(factor=2.0, original_max_position_embeddings=L0)).attn_factor == 1.0
+    with pytest.raises(ValueError, match="never scales sliding-window layers"):
+        gguf_form(file, LinearScaling(factor=8.0), layer_types=["sliding_attention"])
+    paper = YarnScaling(factor=2.0, original_max_position_embeddings=L0, ramp="paper")
+    with pytest.raises(ValueError, match="rope_freqs"):
+        gguf_form(file, paper)
+    attention = YarnScaling(factor=2.0, original_max_position_embeddings=L0, attention_factor=1.5)
+    with pytest.raises(ValueError, match="sliding-window layers too"):
+        gguf_form(file, attention)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "rope_freqs"),
+    [
+        ({"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 256}, None),
+        ({"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.attn_factor": 0.9}, None),
+        ({"rope.scaling.type": "linear", "rope.scaling.factor": 2.0}, None),
+        ({"rope.scale_linear": 2.0}, None),  # the old key; type linear is llama.cpp's default
+        ({"rope.scaling.attn_factor": 1.2}, np.linspace(1.0, 3.0, D // 2)),
+        ({"rope.scaling.type": "yarn", "rope.scaling.factor": 2.0}, np.linspace(1.0, 3.0, D // 2)),
+    ],
+)
+def test_reading_gives_what_llamacpp_computes(tmp_path: Path, metadata: dict, rope_freqs) -> None:
+    """The transformers rope_parameters ropekit loads a GGUF file with give llama.cpp's frequencies and attention."""
+    path = write_source(tmp_path / "in.gguf", metadata=metadata, rope_freqs=rope_freqs)
+    params = gguf_rope_parameters(path)
+    config = {"rope_parameters": params, "head_dim": D, "max_position_embeddings": L0}
+    rope = from_hf_config(json.loads(json.dumps(config)))  # JSON-clean, as a config.json
+    ours = frequencies(rope, seq_len=4 * L0)
+    angles, mscale = llamacpp_reference(read_file_rope(path).rope)
+    np.testing.assert_allclose(ours.inv_freq, angles, rtol=1e-6)
+    assert ours.attention_factor == pytest.approx(mscale, rel=1e-6)
+    assert not math.isclose(float(np.max(angles / frequencies(RopeConfig(D, base=BASE)).inv_freq)), 0.0)
+
+
+def test_plain_files_load_unchanged_and_unmodelled_ones_are_refused(tmp_path: Path) -> None:
+    plain = write_source(tmp_path / "plain.gguf")
+    assert gguf_rope_parameters(plain) is None
+    assert apply_gguf_rope({"rope_theta": BASE}, plain) == {"rope_theta": BASE}
+    deepseek = write_source(tmp_path / "ds.gguf", metadata={"rope.scaling.yarn_log_multiplier": 0.1})
+    with pytest.raises(ValueError, match="does not model"):
+        gguf_rope_parameters(deepseek)
+    longrope = write_source(tmp_path / "phi.gguf", metadata={"rope.scaling.type": "longrope"})
+    with pytest.raises(ValueError, match="does not model"):
+        gguf_rope_parameters(longrope)
+
+
+def test_layer_typed_configs_get_the_scaling_on_full_attention_only(tmp_path: Path) -> None:
+    path = write_source(tmp_path / "g.gguf", metadata={"rope.scaling.type": "linear", "rope.scaling.factor": 8.0})
+    config = {
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": BASE},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        }
+    }
+    apply_gguf_rope(config, path)
+    assert config["rope_parameters"]["full_attention"]["rope_type"] == "linear"
+    assert config["rope_parameters"]["sliding_attention"] == {"rope_type": "default", "rope_theta": 10000.0}
