@@ -82,10 +82,14 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> 
     return torch.cat((turned.real, turned.imag, tail), dim=-1)
 
 
-def attention(name: str, q, k, v, inv_freq, scale: float | None = None, /, **params) -> torch.Tensor:
-    """Oracle attention: unrotated ``q`` ``(b, hq, s, d)``, ``k``/``v`` ``(b, hkv, s, d)`` → ``(b, hq, s, d)`` float64.
+def attention(
+    name: str, q, k, v, inv_freq, scale: float | None = None, /, *, rotated: bool = False, **params
+) -> torch.Tensor:
+    """Oracle attention: ``q`` ``(b, hq, s, d)``, ``k``/``v`` ``(b, hkv, s, d)`` → ``(b, hq, s, d)`` float64.
 
-    The score of (i, j) is ``(R(r_ij) q_i) · k_j``: RoPE's score depends only on the relative position r.
+    The score of (i, j) is ``(R(r_ij) q_i) · k_j``: RoPE's score depends only on the relative position r. With
+    ``rotated=True``, q and k come rotated at their true positions (inside a model), which already gives
+    ``i − j``, so q_i turns by ``r_ij − (i − j)`` more.
     """
     _, heads, length, dim = q.shape
     groups = heads // k.shape[1]
@@ -95,6 +99,9 @@ def attention(name: str, q, k, v, inv_freq, scale: float | None = None, /, **par
     table = relative_positions(name, length, **params)
     rel = torch.tensor([[0.0 if r is None else r for r in row] for row in table], dtype=torch.float64)
     allowed = torch.tensor([[r is not None for r in row] for row in table])
+    if rotated:
+        index = torch.arange(length, dtype=torch.float64)
+        rel = rel - (index[:, None] - index[None, :])
     turned = rotate(q[:, :, :, None, :], rel, inv_freq.double())  # (b, h, i, j, d): q_i rotated by r_ij
     scores = (turned * k[:, :, None, :, :]).sum(-1) * scale  # (b, h, i, j)
     scores = scores.masked_fill(~allowed, -math.inf)

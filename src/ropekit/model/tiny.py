@@ -19,6 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.attention.core import attend
+from ropekit.attention.registry import AttentionConfig
 from ropekit.config import RopeConfig
 from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
 from ropekit.model.tokenizer import VOCAB_SIZE
@@ -159,6 +161,8 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
         self.v_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
         self.o_proj = nn.Linear(config.n_heads * hd, config.d_model, bias=False)
+        #: a training-free attention method (:mod:`ropekit.attention`); None = plain causal sdpa
+        self.method: AttentionConfig | None = None
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape
@@ -169,7 +173,12 @@ class Attention(nn.Module):
         if self.rotary is not None:
             q, k = self.rotary(q, k, positions)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, s, hd)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        if self.method is None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            if positions.shape[-1] != seq or bool((positions != torch.arange(seq, device=positions.device)).any()):
+                raise ValueError("attention methods need positions 0 … seq-1 (they re-index positions themselves)")
+            out = attend(q, k, v, self.method, self.rotary.frequencies)  # (b, heads, s, hd)
         return self.o_proj(out.transpose(1, 2).reshape(batch, seq, -1))  # (b, s, d_model)
 
 
@@ -243,6 +252,14 @@ class TinyLM(nn.Module):
             raise ValueError(f"set_scaling needs position='rope', this model uses position={self.config.position!r}")
         self.config = dataclasses.replace(self.config, scaling=scaling)
         self._install_rotary()
+        return self
+
+    def set_attention(self, method: AttentionConfig | None) -> TinyLM:
+        """Attend with a training-free method of :mod:`ropekit.attention` (``None``: plain), in place; returns ``self``."""
+        if method is not None and self.config.position != "rope":
+            raise ValueError(f"attention methods need position='rope', this model uses {self.config.position!r}")
+        for block in self.blocks:
+            block.attn.method = method
         return self
 
     def num_parameters(self) -> int:

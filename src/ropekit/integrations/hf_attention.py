@@ -1,0 +1,144 @@
+"""Training-free attention methods (:mod:`ropekit.attention`) inside transformers models, without forking their code.
+
+:func:`apply_attention` registers one attention function, ``"ropekit"``, in transformers' attention-function
+registry (``AttentionInterface``, with sdpa's mask builder under the same name in ``AttentionMaskInterface``) and
+switches the model to it with ``set_attn_implementation``. The function receives the queries and keys the model
+has already rotated (with whatever scaling :func:`ropekit.integrations.hf.apply_scaling` installed) and re-positions
+them per the method (:func:`ropekit.attention.core.attend`); layers without a method fall through to sdpa.
+
+Per-layer-type models (Gemma 3): the method goes to the full-attention (global) layers only by default; the
+sliding-window layers keep sdpa and their window. ``model.ropekit_attention_layer_types`` records which.
+
+Positions: the queries are taken as the last tokens of the keys (prefill, or KV-cached decoding one token at a
+time, batch without left padding); a padding mask transformers passes is applied on top of the method's pattern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch import nn
+
+from ropekit.attention.core import attend
+from ropekit.attention.registry import AttentionConfig
+from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling, rotary_modules
+from ropekit.integrations.hf_config import DEFAULT_LAYER_TYPES, rope_of
+
+__all__ = ["IMPLEMENTATION", "apply_attention"]
+
+#: the name the attention function is registered under in transformers
+IMPLEMENTATION = "ropekit"
+
+
+class _Binding:
+    """What one attention layer runs: the method and where its frequencies live (a plain object, so the model is
+    not registered as a submodule of its own layer)."""
+
+    def __init__(self, method: AttentionConfig, parent: nn.Module, name: str, layer_type: str | None) -> None:
+        self.method, self.parent, self.name, self.layer_type = method, parent, name, layer_type
+
+    def frequencies(self):
+        adapter = getattr(self.parent, self.name)  # looked up per call: set_scaling replaces the adapter
+        rotary = adapter.rotaries[self.layer_type] if adapter.per_layer_type else adapter.rotary
+        return rotary.frequencies
+
+
+def _forward(module: nn.Module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
+    """transformers attention function: ``(b, heads, q_len, d)`` rotated q/k → ``((b, q_len, heads, d), None)``."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    binding = getattr(module, "ropekit_attention", None)
+    if binding is None:
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    if dropout:
+        raise ValueError(f"ropekit attention methods run in eval mode only (attention dropout {dropout})")
+    if getattr(module, "attn_logit_softcapping", None) or kwargs.get("softcap"):
+        raise ValueError(f"{type(module).__name__}: attention-logit soft-capping is not supported by ropekit methods")
+    out = attend(query, key, value, binding.method, binding.frequencies(), scale=scaling, attention_mask=attention_mask)
+    return out.transpose(1, 2).contiguous(), None  # (b, q_len, heads, d)
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(IMPLEMENTATION, _forward)
+    AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
+
+
+def _layer_type(model: nn.Module, module: nn.Module) -> str | None:
+    types = getattr(model.config, "layer_types", None) or getattr(model.config.get_text_config(), "layer_types", None)
+    index = getattr(module, "layer_idx", None)
+    return types[index] if types is not None and index is not None else None
+
+
+def attention_layers(model: nn.Module) -> list[nn.Module]:
+    """The self-attention modules of a transformers decoder (those with ``q_proj`` and a ``layer_idx``)."""
+    return [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "layer_idx")]
+
+
+def apply_attention(
+    model: nn.Module, method: AttentionConfig | None, *, layer_types: Sequence[str] | None = None
+) -> nn.Module:
+    """Make ``model`` attend with ``method`` (``None``: back to sdpa), in place; returns ``model``.
+
+    The model's current RoPE (its own, or the scaling :func:`~ropekit.integrations.hf.apply_scaling` installed)
+    stays: the method composes with it. A model still on transformers' own rotary module first gets ropekit's
+    float64 one at its native scaling, so re-positioning uses exactly the frequencies that rotated q and k.
+
+    Args:
+        layer_types: on per-layer-type models, which layer types get the method (default: full attention only).
+
+    Raises:
+        ValueError: not a RoPE model ropekit can patch, or ``layer_types`` names a type the model lacks.
+    """
+    native = rope_of(model)
+    layers = attention_layers(model)
+    if not layers:
+        raise ValueError(f"{type(model).__name__} has no attention layers with q_proj and layer_idx")
+    if method is None:
+        for layer in layers:
+            layer.ropekit_attention = None
+        model.set_attn_implementation(getattr(model, "ropekit_previous_attention", "sdpa"))
+        model.ropekit_attention_layer_types = None
+        return model
+    targets = rotary_modules(model)
+    if not any(isinstance(getattr(parent, name), HFRotaryAdapter) for parent, name in targets):
+        apply_scaling(model, native.scaling)
+        targets = rotary_modules(model)
+    parent, name = targets[0]
+    present = sorted({t for t in (_layer_type(model, m) for m in layers) if t is not None})
+    adapter = getattr(parent, name)
+    if adapter.per_layer_type:
+        chosen = (
+            ([t for t in DEFAULT_LAYER_TYPES if t in present] or present) if layer_types is None else list(layer_types)
+        )
+        if not chosen or any(t not in present for t in chosen):
+            raise ValueError(f"layer_types must name some of {present}, got {chosen!r}")
+    elif layer_types is not None:
+        raise ValueError(
+            f"layer_types={list(layer_types)!r} given, but {type(model).__name__} has one RoPE for all layers"
+        )
+    else:
+        chosen = None
+    for layer in layers:
+        layer_type = _layer_type(model, layer) if adapter.per_layer_type else None
+        wanted = chosen is None or layer_type in chosen
+        layer.ropekit_attention = _Binding(method, parent, name, layer_type) if wanted else None
+    _register()
+    if model.config._attn_implementation != IMPLEMENTATION:
+        model.ropekit_previous_attention = model.config._attn_implementation
+        model.set_attn_implementation(IMPLEMENTATION)
+    model.ropekit_attention_layer_types = sorted(chosen) if chosen is not None else None
+    return model
+
+
+def describe_attention(model: Any) -> dict[str, Any] | None:
+    """The method the model's layers run (``None`` for sdpa) and, on per-layer-type models, where."""
+    bindings = [b for b in (getattr(m, "ropekit_attention", None) for m in attention_layers(model)) if b is not None]
+    if not bindings:
+        return None
+    return {**bindings[0].method.describe(), "layer_types": getattr(model, "ropekit_attention_layer_types", None)}
