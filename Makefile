@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test report lint bench
+.PHONY: setup test report lint bench screenshot
 
 $(BIN)/ropekit: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_apply.py
+
+# docs/report.png: the default report at 1200 px in headless Chromium (needs /usr/bin/chromium: apt-get install chromium)
+screenshot: setup
+	$(BIN)/python benchmarks/report_screenshot.py --out docs/report.png --force
