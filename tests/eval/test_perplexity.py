@@ -150,3 +150,16 @@ def test_bad_arguments_raise_naming_the_argument(kwargs: dict, match: str) -> No
     args = {"length": 20, "mode": "nonoverlap", "stride": 4, "max_tokens": 100} | kwargs
     with pytest.raises(ValueError, match=match):
         perplexity_at(uniform, successor_data(100), args.pop("length"), 8, **args)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_non_finite_losses_are_refused_not_reported(bad: float) -> None:
+    """Hostile-testing issue, item 11: a model that overflows must not yield a NaN or inf perplexity silently."""
+
+    def overflowing(ids: torch.Tensor) -> torch.Tensor:
+        out = uniform(ids)
+        out[:, 5:, 0] = bad  # one poisoned logit per position from 5 on
+        return out
+
+    with pytest.raises(RuntimeError, match=r"non-finite losses .* at length 8 .* first at position 6"):
+        perplexity_at(overflowing, successor_data(40), 8, 4)

@@ -256,3 +256,28 @@ def test_report_model_line_shows_the_gates():
     line = model_line({"dtype": "float32", "gates": [[0.5, 0.25], [0.125, 1.0]]})
     assert "gates sigmoid(β) per head: layer 0: 0.500, 0.250; layer 1: 0.125, 1.000." in line
     assert "gates" not in model_line({"dtype": "float32"})
+
+
+def test_memory_is_kept_in_fp32_for_half_activations():
+    for dtype, kept in (
+        (torch.float16, torch.float32),
+        (torch.bfloat16, torch.float32),
+        (torch.float64, torch.float64),
+    ):
+        memory = Memory.empty(1, 2, 4, 4, like=torch.zeros(1, dtype=dtype))
+        assert memory.matrix.dtype == kept and memory.norm.dtype == kept
+
+
+@pytest.mark.parametrize("rule", ["linear", "delta"])
+def test_fp16_long_stream_stays_finite_and_matches_float64(seed, rule):
+    """Hostile-testing issue, item 11: in fp16 the normaliser z (a sum over every token) overflowed within 3k
+    tokens here (about 12.8k in the issue's model), so σ(Q) z = inf and the retrieval was inf/inf = NaN. Oracle: the same layer in float64."""
+    attn = layer(segment_length=256, rule=rule)
+    x = 2.5 * torch.randn(1, 3072, 32)
+    with torch.no_grad():
+        want, want_memory = attn.double()(x.double())
+        got, memory = attn.half()(x.half())
+    assert torch.isfinite(got).all()
+    assert memory.norm.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=2e-2 * float(want.abs().max()))
+    torch.testing.assert_close(memory.norm.double(), want_memory.norm, rtol=1e-3, atol=0)

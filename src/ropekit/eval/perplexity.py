@@ -48,6 +48,18 @@ def _ppl(total: float, count: int) -> float | None:
     return math.exp(total / count) if count else None
 
 
+def _require_finite(losses: torch.Tensor, length: int, start: int) -> None:
+    """A NaN or infinite loss would make the perplexity NaN or inf: refuse it instead of reporting it."""
+    bad = ~torch.isfinite(losses)
+    if bool(bad.any()):
+        first = int(bad.nonzero()[0, 0])
+        raise RuntimeError(
+            f"the model gave non-finite losses (NaN or inf) for {int(bad.sum())} of {len(losses)} tokens at length "
+            f"{length} (window starting at token {start}, first at position {first + 1}); the model overflowed "
+            "(e.g. fp16 or bf16 activations): no perplexity is reported; try float32"
+        )
+
+
 def token_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
     """Per-token negative log-likelihood of ``ids[1:]`` given the prefix from full logits: ``(len(ids) - 1,)`` float64.
 
@@ -90,6 +102,7 @@ def perplexity_at(
 
     Raises:
         ValueError: an argument is out of range, or ``data`` is shorter than one window.
+        RuntimeError: the model gave a NaN or infinite loss (a non-finite perplexity is never reported).
     """
     require_int("length", length, minimum=2)
     require_int("train_length", train_length, minimum=1)
@@ -105,6 +118,7 @@ def perplexity_at(
     while start + length + 1 <= len(data) and counts["inside"] + counts["beyond"] < max_tokens:
         window = data[start : start + length + 1]
         losses = losses_of(window)  # (length,)
+        _require_finite(losses, length, start)
         positions = torch.arange(length)  # position of the predicting token within the window
         scored = torch.ones(length, dtype=torch.bool)
         if mode == "sliding" and start > 0:

@@ -18,6 +18,9 @@ Choices the paper leaves open, made here and stated once:
   NaN appears in the forward or the backward pass (a ``where`` over ``num / 0`` would put NaN in the gradient).
 * **Memory keys are position-free.** The memory reads and writes with the projections *before* RoPE, so a
   stored fact is found by content whatever its offset inside its segment; RoPE rotates only the local attention.
+* **Precision.** The memory (``M``, ``z``) is kept, updated and read in fp32 (fp64 for fp64 activations) whatever
+  the activations' dtype: ``z`` sums σ(K) over every token stored, so in fp16 ``σ(Q) z`` overflows after about
+  12k tokens and the retrieval becomes inf/inf = NaN. Only the retrieval's result is cast back.
 * **Grouped-query attention.** Keys and values exist per KV head, so the memory (``M``, ``z``) is kept per KV
   head and read by every query head of its group (as a KV cache would be); the gate ``β`` is per query head.
 
@@ -56,9 +59,14 @@ class Memory:
 
     @classmethod
     def empty(cls, batch: int, kv_heads: int, d_k: int, d_v: int, *, like: torch.Tensor) -> Memory:
-        """``M_0 = 0``, ``z_0 = 0`` with ``like``'s dtype and device."""
-        zeros = dict(dtype=like.dtype, device=like.device)
+        """``M_0 = 0``, ``z_0 = 0`` on ``like``'s device, in its accumulation dtype (fp32, fp64 for fp64)."""
+        zeros = dict(dtype=accumulation_dtype(like), device=like.device)
         return cls(torch.zeros(batch, kv_heads, d_k, d_v, **zeros), torch.zeros(batch, kv_heads, d_k, **zeros))
+
+
+def accumulation_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype the memory is kept in for activations like ``x``: fp64 for fp64, fp32 otherwise."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
@@ -75,16 +83,18 @@ def retrieve(sigma_q: torch.Tensor, memory: Memory) -> torch.Tensor:
         memory: the memory to read.
 
     Returns:
-        ``(batch, heads, seq, d_v)``.
+        ``(batch, heads, seq, d_v)`` in ``sigma_q``'s dtype (computed in the memory's, at least fp32).
     """
+    compute = torch.promote_types(accumulation_dtype(sigma_q), memory.matrix.dtype)
     group = sigma_q.shape[1] // memory.matrix.shape[1]
-    matrix = memory.matrix.repeat_interleave(group, dim=1)  # (b, heads, d_k, d_v)
-    norm = memory.norm.repeat_interleave(group, dim=1)  # (b, heads, d_k)
-    numerator = sigma_q @ matrix  # (b, heads, seq, d_v)
-    denominator = (sigma_q * norm[:, :, None, :]).sum(-1, keepdim=True)  # (b, heads, seq, 1)
+    matrix = memory.matrix.to(compute).repeat_interleave(group, dim=1)  # (b, heads, d_k, d_v)
+    norm = memory.norm.to(compute).repeat_interleave(group, dim=1)  # (b, heads, d_k)
+    sq = sigma_q.to(compute)
+    numerator = sq @ matrix  # (b, heads, seq, d_v)
+    denominator = (sq * norm[:, :, None, :]).sum(-1, keepdim=True)  # (b, heads, seq, 1)
     # Guard for the empty memory (z = 0, hence M = 0 and numerator = 0): divide by 1 instead of 0.
     safe = torch.where(denominator == 0, torch.ones_like(denominator), denominator)
-    return numerator / safe
+    return (numerator / safe).to(sigma_q.dtype)
 
 
 def update(sigma_k: torch.Tensor, values: torch.Tensor, memory: Memory, rule: str = "linear") -> Memory:
@@ -97,10 +107,12 @@ def update(sigma_k: torch.Tensor, values: torch.Tensor, memory: Memory, rule: st
         rule: ``"linear"`` or ``"delta"`` (which stores only what the memory does not already return).
     """
     require_choice("rule", rule, MEMORY_UPDATES)
+    compute = torch.promote_types(accumulation_dtype(sigma_k), memory.matrix.dtype)
+    sigma_k, values = sigma_k.to(compute), values.to(compute)  # the memory accumulates in fp32 (see module doc)
     if rule == "delta":
         values = values - retrieve(sigma_k, memory)  # (b, kv, seq, d_v)
-    matrix = memory.matrix + sigma_k.transpose(-1, -2) @ values  # (b, kv, d_k, d_v)
-    return Memory(matrix, memory.norm + sigma_k.sum(dim=2))
+    matrix = memory.matrix.to(compute) + sigma_k.transpose(-1, -2) @ values  # (b, kv, d_k, d_v)
+    return Memory(matrix, memory.norm.to(compute) + sigma_k.sum(dim=2))
 
 
 class InfiniAttention(nn.Module):
