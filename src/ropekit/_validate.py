@@ -43,3 +43,27 @@ def require_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
     return str(value)
+
+
+def require_rotary_dim(
+    name: str, value: object, *, head_dim: int | None = None, minimum: int = 2, note: str = ""
+) -> int:
+    """Return ``value`` as an int rotary dim: even (dims rotate in pairs), ``>= minimum``, ``<= head_dim`` if given.
+
+    The one check of a rotary dim; every failure names ``name``, the value and the rule it breaks (``note``, e.g.
+    ``" (from head_dim)"``, is appended to the message).
+
+    Example:
+        >>> require_rotary_dim("rotary_dim", 64, head_dim=128)
+        64
+        >>> require_rotary_dim("rotary_dim", 7)
+        Traceback (most recent call last):
+        ...
+        ValueError: rotary_dim must be even (dims rotate in pairs), got 7
+    """
+    dim = require_int(name, value, minimum=minimum)
+    if head_dim is not None and dim > head_dim:
+        raise ValueError(f"{name} must be <= head_dim ({head_dim}), got {dim}{note}")
+    if dim % 2:
+        raise ValueError(f"{name} must be even (dims rotate in pairs), got {dim}{note}")
+    return dim

@@ -16,7 +16,7 @@ from ropekit.config import RopeConfig
 from ropekit.scaling import LinearScaling, Llama3Scaling, NTKScaling, YarnScaling, frequencies, inv_freq
 from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base
 from ropekit.theory.decay import roformer_upper_bound, similarity_margin
-from ropekit.theory.published import PAPER_BOUND, PUBLISHED_HEAD_DIM, SU_BOUND
+from ropekit.theory.published import PAPER_BOUND, PUBLISHED_ROTARY_DIM, SU_BOUND
 
 #: Men et al.'s fit of their Table 1: base ≈ 0.0424·L^1.628 (arXiv 2405.14591, §4).
 PAPER_FIT = (0.0424, 1.628)
@@ -79,12 +79,12 @@ def bound_figure(
     lengths = [2**k for k in range(math.ceil(math.log2(min_context)), math.floor(math.log2(max_context)) + 1)]
     smallest = [smallest_feasible_base(length, head_dim) for length in lengths]
     robust = [(length, base_bound(length, head_dim).robust_base) for length in lengths if length <= robust_up_to]
-    span = np.geomspace(lengths[0], max(lengths[-1], max(PAPER_BOUND) if head_dim == PUBLISHED_HEAD_DIM else 0), 60)
+    span = np.geomspace(lengths[0], max(lengths[-1], max(PAPER_BOUND) if head_dim == PUBLISHED_ROTARY_DIM else 0), 60)
     fig, ax = plt.subplots(figsize=(7.5, 5))
     ax.plot(lengths, smallest, marker="o", markersize=4, color="C0", zorder=4, label="ropekit: smallest feasible (A)")
     if robust:
         ax.plot(*zip(*robust, strict=True), marker="s", markersize=4, color="C2", zorder=4, label="ropekit: robust (B)")
-    if head_dim == PUBLISHED_HEAD_DIM:
+    if head_dim == PUBLISHED_ROTARY_DIM:
         ax.plot(span, PAPER_FIT[0] * span ** PAPER_FIT[1], color="C1", linewidth=0.8, alpha=0.6, label="paper's fit")
         ax.scatter(
             list(PAPER_BOUND), list(PAPER_BOUND.values()), marker="x", color="C1", zorder=3, label="Men et al., Table 1"

@@ -236,7 +236,7 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     import ropekit.plots as plots
     import ropekit.theory.bound as bound
 
-    plan_module = importlib.import_module("ropekit.theory.plan")  # ropekit.theory.plan is also a function
+    plan_module = importlib.import_module("ropekit.theory.planning")
     from ropekit.config import RopeConfig
     from ropekit.scaling import LinearScaling, frequencies
 

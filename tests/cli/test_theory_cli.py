@@ -61,9 +61,9 @@ def test_bound_accepts_length_suffixes(monkeypatch, text, length):
 
 def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
     """Above the islands' limit, --robust computes (B) by the downward sweep: the same value, islands null."""
-    import ropekit.cli.bound_cmd as bound_cmd
+    import ropekit._costs as costs
 
-    monkeypatch.setattr(bound_cmd, "ROBUST_AUTO_LIMIT", 1024)
+    monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
     data = run_json("bound", "--context", "2048", "--head-dim", "64", "--robust")
     expected = base_bound(2048, 64)
     assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
@@ -73,9 +73,9 @@ def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
 
 def test_bound_islands_above_the_limit_walks_them(monkeypatch):
     """--islands walks the islands at any L (here above a lowered limit): the full base_bound, islands included."""
-    import ropekit.cli.bound_cmd as bound_cmd
+    import ropekit._costs as costs
 
-    monkeypatch.setattr(bound_cmd, "ROBUST_AUTO_LIMIT", 1024)
+    monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
     expected = base_bound(2048, 64)
     for extra in (["--islands"], ["--robust", "--islands"]):
         data = run_json("bound", "--context", "2048", "--head-dim", "64", *extra)
@@ -194,7 +194,7 @@ def test_plot_writes_png_and_svg(tmp_path, args, suffix):
     ("args", "message"),
     [
         (["bound", "--context", "12q"], "length must look like"),
-        (["bound", "--context", "1k", "--head-dim", "7"], "head_dim must be even"),
+        (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim: rotary_dim must be even"),
         (["plan", "--train-length", "4k", "--target-length", "1k"], "target_length must be >= train_length"),
         (["plan", "--base", "1", "--train-length", "1k", "--target-length", "2k"], "base must be > 1"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "must be even"),

@@ -38,7 +38,7 @@ from ropekit.scaling import (
     registry,
 )
 from ropekit.scaling.registry import MissingParameters
-from ropekit.theory.plan import plan
+from ropekit.theory import plan
 
 runner = CliRunner()
 

@@ -1,6 +1,6 @@
 """The compiled loops of the base bound (``ropekit.theory._bound_jit``) against the numpy path they replace.
 
-Oracles: the numpy walk and search of :class:`ropekit.theory.bound._Sums` (``ROPEKIT_NO_JIT=1``), direct summation
+Oracles: the numpy walk and search of :class:`ropekit.theory._certificates._Sums` (``ROPEKIT_NO_JIT=1``), direct summation
 of B_m(u) = Σ_i cos(m·e^(−x_i·u)), and the same loops run uncompiled as plain Python. Skipped without numba.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ropekit.theory import _bound_jit, base_bound, smallest_feasible_base
-from ropekit.theory.bound import _Sums
+from ropekit.theory._certificates import _Sums
 
 pytest.importorskip("numba")
 

@@ -75,7 +75,7 @@ def test_similarity_sum_is_the_direct_cosine_sum_for_any_frequencies():
 def test_first_negative_m_matches_a_direct_scan(head_dim, base, limit):
     """The first m with B_m < −tolerance(m), against np.cos of every m < limit (no block identity)."""
     from ropekit.theory import first_negative_m
-    from ropekit.theory.bound import tolerance
+    from ropekit.theory.decay import tolerance
 
     theta = base ** -(np.arange(0, head_dim, 2) / head_dim)
     m = np.arange(limit, dtype=np.float64)

@@ -6,7 +6,8 @@ import time
 
 import typer
 
-from ropekit._costs import ROBUST_AUTO_LIMIT  # the one cut-off, shared with plan and the report
+from ropekit import _costs
+from ropekit._costs import ISLANDS_COST, MAX_CONTEXT, MAX_ROTARY_DIM, ROBUST_ALONE_COST
 from ropekit.cli.common import (
     check_bound_work,
     check_range,
@@ -20,33 +21,24 @@ from ropekit.cli.common import (
 
 #: islands shown in the table (JSON has all of them).
 SHOWN_ISLANDS = 5
-#: the largest context length: (A) alone takes about 4 s at 1M on one core, (A), (B) and the islands about 2.5 minutes
-MAX_CONTEXT = 1 << 20
-#: the largest rotary dim (the cost grows with d: about 35 s for d = 1024 at 64k)
-MAX_ROTARY_DIM = 1024
-#: the robust bound's islands grow fast with d (about 40 s of CPU at L = 4k for d = 128, minutes for d = 256):
-#: by default it is computed only up to this d
-ROBUST_AUTO_DIM = 128
 
 
 def bound_command(
     context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024; at most 1M)."),
-    rotary_dim: int = typer.Option(128, "--rotary-dim", help="Rotary dimension d (even, at most 1024)."),
+    rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
     head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
         metavar="",
-        help=f"Also compute the robust bound (default: only when L <= {ROBUST_AUTO_LIMIT:,} and d <= {ROBUST_AUTO_DIM}, "
-        "with the islands; "
-        "above that, --robust computes it alone: about 15 s at 1M on 2 idle cores).",
+        help=f"Also compute the robust bound (default: only when L <= {_costs.ROBUST_AUTO_LIMIT:,} and "
+        f"d <= {_costs.ROBUST_AUTO_DIM}, with the islands; otherwise --robust computes it alone: {ROBUST_ALONE_COST}).",
     ),
     with_islands: bool = typer.Option(
         False,
         "--islands",
         metavar="",
-        help="With --robust above the default cut-off: also walk the feasible islands between (A) and (B) "
-        "(about 12 s at 128k and 2.5 minutes at 1M on 2 idle cores).",
+        help=f"With --robust beyond the default: also walk the feasible islands between (A) and (B) ({ISLANDS_COST}).",
     ),
     json_output: bool = json_option("Print JSON instead of a table."),
 ) -> None:
@@ -58,32 +50,31 @@ def bound_command(
     from rich.table import Table
 
     from ropekit.theory.bound import base_bound, robust_base_only, smallest_feasible_base
-    from ropekit.theory.published import PAPER_BOUND, PUBLISHED_HEAD_DIM, SU_BOUND, face_value_check
+    from ropekit.theory.published import PAPER_BOUND, PUBLISHED_ROTARY_DIM, SU_BOUND, face_value_check
 
     length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
-    head_dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
-    check_range(dim_option, head_dim, minimum=2, maximum=MAX_ROTARY_DIM)
-    check_bound_work(length, head_dim, "--context", dim_option)
+    dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
+    check_range(dim_option, dim, minimum=2, maximum=MAX_ROTARY_DIM)
+    check_bound_work(length, dim, "--context", dim_option)
     if with_islands and robust is False:
         raise fail("--islands walks the islands below the robust bound (B); it cannot go with --no-robust")
-    with_robust = (
-        robust if robust is not None else with_islands or (length <= ROBUST_AUTO_LIMIT and head_dim <= ROBUST_AUTO_DIM)
-    )
+    by_default = _costs.robust_by_default(length, dim)
+    with_robust = robust if robust is not None else with_islands or by_default
     start = time.perf_counter()
-    with option_errors(head_dim=dim_option, rotary_dim=dim_option, context_length="--context", length="--context"):
-        if with_robust and (length <= ROBUST_AUTO_LIMIT or with_islands):
-            bound = base_bound(length, head_dim)
+    with option_errors(rotary_dim=dim_option, context_length="--context"):
+        if with_robust and (by_default or with_islands):
+            bound = base_bound(length, dim)
             smallest, robust_base, islands = bound.smallest_base, bound.robust_base, bound.islands
             certified = bound.certified
-        elif with_robust:  # (B) alone: the islands between (A) and (B) cost minutes at this L
-            smallest = smallest_feasible_base(length, head_dim)
-            robust_base, islands, certified = robust_base_only(length, head_dim), None, True
+        elif with_robust:  # (B) alone: the islands between (A) and (B) cost minutes here
+            smallest = smallest_feasible_base(length, dim)
+            robust_base, islands, certified = robust_base_only(length, dim), None, True
         else:
-            smallest = smallest_feasible_base(length, head_dim)
+            smallest = smallest_feasible_base(length, dim)
             robust_base = islands = certified = None
     seconds = time.perf_counter() - start
     published = None
-    if head_dim == PUBLISHED_HEAD_DIM and length in PAPER_BOUND:
+    if dim == PUBLISHED_ROTARY_DIM and length in PAPER_BOUND:
         published = {}
         for source, table in (("paper", PAPER_BOUND), ("su", SU_BOUND)):
             check = face_value_check(length, table[length])
@@ -96,8 +87,7 @@ def bound_command(
         print_json(
             {
                 "context_length": length,
-                "head_dim": head_dim,
-                "rotary_dim": head_dim,
+                "rotary_dim": dim,
                 "smallest_base": smallest,
                 "robust_base": robust_base,
                 "islands": None if islands is None else [list(pair) for pair in islands],
@@ -108,24 +98,22 @@ def bound_command(
             }
         )
         return
-    table = Table(title=f"Base bound for L = {length:,}, d = {head_dim} (Men et al., arXiv 2405.14591)")
+    table = Table(title=f"Base bound for L = {length:,}, d = {dim} (Men et al., arXiv 2405.14591)")
     table.add_column("")
     table.add_column("base", justify="right")
     table.add_column("note")
     table.add_row("(A) smallest feasible", f"{smallest:.6g}", "B_m >= 0 for every m < L; bases just above may fail")
     if robust_base is None:
-        why = f"L > {ROBUST_AUTO_LIMIT:,}" if length > ROBUST_AUTO_LIMIT else f"d > {ROBUST_AUTO_DIM}"
-        if robust is False:
-            why = "--no-robust"
-        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it (about 13 s more at 1M)")
+        why = "--no-robust" if robust is False else _beyond_default(length, dim)
+        table.add_row("(B) robust", "not computed", f"{why}; --robust computes it ({ROBUST_ALONE_COST})")
     else:
         table.add_row("(B) robust", f"{robust_base:.6g}", "every base above is feasible")
         if islands is None:
             table.add_row(
                 "islands",
                 "not computed",
-                f"L > {ROBUST_AUTO_LIMIT:,}: (B) alone, by the downward sweep; --islands walks them (about 12 s "
-                "at 128k and 2.5 minutes at 1M on 2 idle cores)",
+                f"{_beyond_default(length, dim)}: (B) alone, by the downward sweep; --islands walks them "
+                f"({ISLANDS_COST})",
             )
         else:
             table.add_row("islands", str(len(islands)), "feasible intervals from (A) up to (B)")
@@ -148,3 +136,8 @@ def bound_command(
             shown.add_row(f"{low:.8g}", f"{high:.8g}", f"{(high - low) / low:.2%}")
         console.print(shown)
     console.print(f"computed in {seconds:.1f} s")
+
+
+def _beyond_default(length: int, dim: int) -> str:
+    """Why the robust bound's islands are not computed by default here (see :func:`ropekit._costs.robust_by_default`)."""
+    return f"L > {_costs.ROBUST_AUTO_LIMIT:,}" if length > _costs.ROBUST_AUTO_LIMIT else f"d > {_costs.ROBUST_AUTO_DIM}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from ropekit._costs import MAX_CONTEXT, ROBUST_AUTO_DIM, ROBUST_AUTO_LIMIT
 from ropekit.cli.common import (
     MAX_HEAD_DIM,
     check_bound_work,
@@ -13,11 +14,6 @@ from ropekit.cli.common import (
     parse_length,
     print_json,
 )
-
-#: the largest target: the plan computes the exact bound (A) at the target, about 4 s at 1M on one core
-MAX_TARGET = 1 << 20
-#: the robust bound is computed by default only up to this rotary dim (its cost grows steeply with d)
-ROBUST_AUTO_DIM = 128
 
 
 def plan_command(
@@ -30,7 +26,8 @@ def plan_command(
         None,
         "--robust/--no-robust",
         metavar="",
-        help="Compute the robust bound (default: only when the target <= 16k and the rotary dim <= 128).",
+        help=f"Compute the robust bound (default: only when the target <= {ROBUST_AUTO_LIMIT // 1024}k and the "
+        f"rotary dim <= {ROBUST_AUTO_DIM}).",
     ),
     json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:
@@ -38,13 +35,13 @@ def plan_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ropekit.theory.plan import plan
+    from ropekit.theory import plan
 
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
-    train = parse_length(train_length, "--train-length", maximum=MAX_TARGET)
+    train = parse_length(train_length, "--train-length", maximum=MAX_CONTEXT)
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
-    target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_TARGET)
+    target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_CONTEXT)
     check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
     options = {
         "head_dim": "--head-dim",
@@ -53,8 +50,6 @@ def plan_command(
     }
     options |= {"train_length": "--train-length", "target_length": "--target-length"}
     with option_errors(**options):
-        if robust is None and (rotary_dim or head_dim) > ROBUST_AUTO_DIM:
-            robust = False  # minutes to hours: only on request
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
     if json_output:
         print_json(result.to_dict())

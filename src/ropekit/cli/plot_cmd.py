@@ -8,8 +8,15 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import (
+from ropekit._costs import (
+    MAX_CONTEXT,
     MAX_FACTOR,
+    MAX_ROTARY_DIM,
+    ROBUST_AUTO_DIM,
+    ROBUST_AUTO_LIMIT,
+    robust_by_default,
+)
+from ropekit.cli.common import (
     check_bound_work,
     check_output_file,
     check_range,
@@ -25,13 +32,6 @@ KINDS = ("decay", "bound", "wavelengths", "scaling")
 SUFFIXES = (".png", ".svg")
 #: the bound figure starts at this context length (plots.bound_figure's min_context)
 BOUND_MIN_CONTEXT = 1024
-#: the largest lengths computed: the bound figure's sum over powers of two up to 1M takes about a minute per
-#: power above 512k; the robust bound (with its islands) is exact up to 64k in about a minute
-MAX_CONTEXT = 1 << 20
-MAX_ROBUST = 1 << 16
-MAX_ROTARY_DIM = 1024
-#: the robust bound is drawn only up to this rotary dim (its cost grows steeply with d)
-ROBUST_MAX_DIM = 128
 
 
 @contextmanager
@@ -46,15 +46,17 @@ def plot_command(
     kind: str = typer.Argument(..., help=f"Which figure: {', '.join(KINDS)}."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output file; .png or .svg picks the format."),
     output: Path | None = typer.Option(None, "--output", hidden=True, help="Old name of --out."),
-    rotary_dim: int = typer.Option(128, "--rotary-dim", help="Rotary dimension d (even)."),
+    rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
     head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     base: float = typer.Option(10000.0, help="RoPE base b (decay, wavelengths, scaling)."),
     train_length: str = typer.Option("4k", help="Training length T = L0 (wavelengths, scaling)."),
     factor: float = typer.Option(4.0, help="Scaling factor s (wavelengths, scaling)."),
     max_distance: str = typer.Option("64k", help="Largest distance m (decay; at most 1M)."),
-    max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M; 64k takes ~30 s)."),
+    max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M)."),
     robust_up_to: str = typer.Option(
-        "4k", help="Compute the robust bound up to this length (bound; at most 64k; only for d <= 128)."
+        "4k",
+        help=f"Compute the robust bound up to this length (bound; at most {ROBUST_AUTO_LIMIT // 1024}k; only for "
+        f"d <= {ROBUST_AUTO_DIM}).",
     ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite the file if it exists."),
     json_output: bool = json_option("Print the written file as JSON."),
@@ -78,9 +80,9 @@ def plot_command(
         lengths["max_context"] = parse_length(
             max_context, "--max-context", minimum=BOUND_MIN_CONTEXT, maximum=MAX_CONTEXT
         )
-        lengths["robust_up_to"] = parse_length(robust_up_to, "--robust-up-to", maximum=MAX_ROBUST)
+        lengths["robust_up_to"] = parse_length(robust_up_to, "--robust-up-to", maximum=ROBUST_AUTO_LIMIT)
         check_bound_work(lengths["max_context"], dim, "--max-context", dim_option)
-        if dim > ROBUST_MAX_DIM:  # the robust bound's islands take minutes to hours above d = 128
+        if not robust_by_default(lengths["robust_up_to"], dim):  # the islands take minutes to hours there
             lengths["robust_up_to"] = 0
     else:
         lengths["train_length"] = parse_length(train_length, "--train-length")

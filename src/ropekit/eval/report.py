@@ -23,12 +23,12 @@ from ropekit.scaling.registry import frequencies
 def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
     """Wavelengths, critical dimension and the base bound for each length (numpy only).
 
-    Per length: the smallest feasible base (A) and, up to :data:`ROBUST_AUTO_LIMIT`, the robust base (B)
-    of Men et al. (arXiv 2405.14591); whether the model's base is feasible there (exact: B_m(base) >= 0 for every
+    Per length: the smallest feasible base (A) and, where :func:`ropekit._costs.robust_by_default` allows, the
+    robust base (B) of Men et al. (arXiv 2405.14591); whether the model's base is feasible there (exact: B_m(base) >= 0 for every
     m < length, from the first negative m) and whether it clears (B) (``None`` where (B) was not computed).
     """
+    from ropekit._costs import robust_by_default
     from ropekit.theory import (
-        ROBUST_AUTO_LIMIT,
         base_bound,
         critical_dimension,
         extrapolation_limit,
@@ -43,7 +43,7 @@ def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
     first_negative = max_context_length(rope.base, d)
     rows = []
     for length in lengths:
-        if length <= ROBUST_AUTO_LIMIT:
+        if robust_by_default(length, d):
             bound = base_bound(length, d)
             smallest, robust = bound.smallest_base, bound.robust_base
         else:

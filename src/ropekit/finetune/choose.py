@@ -1,4 +1,4 @@
-"""The method ``--plan`` picks from ropekit's planner (:func:`ropekit.theory.plan.plan`), and why.
+"""The method ``--plan`` picks from ropekit's planner (:func:`ropekit.theory.plan`), and why.
 
 * With training (``finetune --plan``): Men et al.'s recipe (arXiv 2405.14591 §5) — keep the base when it already
   clears the base bound at the target length, else change it to the planner's suggested base (a round base verified
@@ -36,7 +36,7 @@ def plan_scaling(rope: RopeConfig, original: int, target: int, *, training: bool
         ValueError: the planner refuses the arguments (e.g. a target below the original length).
     """
     from ropekit.scaling import BaseChange
-    from ropekit.theory.plan import plan
+    from ropekit.theory import plan
 
     result = plan(rope.head_dim, rope.base, original, target, rotary_dim=rope.rotary_dim, robust=False)
     if training:

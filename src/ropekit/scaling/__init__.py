@@ -12,7 +12,7 @@ transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans
 * ``from_hf``/``to_hf``/``hf_required``/``hf_rotary_dim``/``hf_model_keys``: its transformers keys, with each
   transformers quirk documented once, in the method's own docstring;
 * ``depends_on_seq_len`` and ``recompute_length``: how its frequencies follow the sequence length;
-* ``plan_order``, ``plan_why`` and ``plan_summary``: whether and how it appears in :func:`ropekit.theory.plan.plan`;
+* ``plan_order``, ``plan_why`` and ``plan_summary``: whether and how it appears in :func:`ropekit.theory.plan`;
 * ``describe``: its JSON description in evaluation results.
 """
 

@@ -78,7 +78,7 @@ class ScalingConfig:
     hf_required: ClassVar[tuple[str, ...]] = ()
     #: True when ``to_hf_dict`` writes ``partial_rotary_factor`` even for a full rotary dim.
     hf_always_writes_partial: ClassVar[bool] = False
-    #: position among the training-free methods of :func:`ropekit.theory.plan.plan`; ``None``: not in plans.
+    #: position among the training-free methods of :func:`ropekit.theory.plan`; ``None``: not in plans.
     plan_order: ClassVar[float | None] = None
     #: one sentence for the plan's "why": what the method does.
     plan_why: ClassVar[str] = ""

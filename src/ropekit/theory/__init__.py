@@ -10,20 +10,19 @@ numpy only: nothing here imports torch, so ``import ropekit.theory`` and the the
   ``max_context_length``).
 * :mod:`~ropekit.theory.published` — the published bound tables (Men et al. Table 1, Su) and their face-value check.
 * :mod:`~ropekit.theory.similar_tokens` — Monte Carlo check of E[qᵀR_m k*] − E[qᵀR_m k] = 2σ²B_m.
-* :mod:`~ropekit.theory.plan` — given a model and a target length: bound, safe base, training-free methods.
+* :mod:`~ropekit.theory.planning` — :func:`plan`: given a model and a target length, the bound, a safe base and
+  the training-free methods.
 
 Frequencies of scaled configs come from :mod:`ropekit.scaling` (also numpy only), the one source of truth.
 """
 
 from ropekit.theory.bound import (
-    ROBUST_AUTO_LIMIT,
     BaseBound,
     base_bound,
     crude_feasible_base,
     max_context_length,
     robust_base_only,
     smallest_feasible_base,
-    tolerance,
 )
 from ropekit.theory.decay import (
     first_negative_m,
@@ -31,8 +30,9 @@ from ropekit.theory.decay import (
     roformer_upper_bound,
     similarity_margin,
     similarity_sum,
+    tolerance,
 )
-from ropekit.theory.plan import MethodPlan, Plan, plan
+from ropekit.theory.planning import MethodPlan, Plan, plan
 from ropekit.theory.published import PAPER_BOUND, SU_BOUND, FaceValue, face_value_check
 from ropekit.theory.similar_tokens import SimilarTokenCheck, similar_token_check
 from ropekit.theory.wavelengths import (
@@ -46,7 +46,6 @@ from ropekit.theory.wavelengths import (
 
 __all__ = [
     "PAPER_BOUND",
-    "ROBUST_AUTO_LIMIT",
     "SU_BOUND",
     "BaseBound",
     "FaceValue",

@@ -1,14 +1,14 @@
 """The witness walk and witness search of :mod:`ropekit.theory.bound`, compiled with numba when it is installed.
 
-Below the smallest feasible base, :func:`ropekit.theory.bound._walk_infeasible` needs some 24,000 witnesses at
+Below the smallest feasible base, :func:`ropekit.theory._search.walk_infeasible` needs some 24,000 witnesses at
 L = 2**20 (an m with B_m < 0 and the stretch of bases it covers). Finding and walking each one takes a few dozen
 numpy operations on a handful of values, so in numpy the time goes to Python, not arithmetic. This file holds the
 two inner loops as plain loops that numba compiles:
 
-* :func:`_walk_loop`, the certified walk of :meth:`~ropekit.theory.bound._Sums.walk`: the same formulas and
+* :func:`_walk_loop`, the certified walk of :meth:`~ropekit.theory._margins._Margins.walk`: the same formulas and
   stopping rules, float64 throughout, one loop per m;
-* :func:`_search_loop`, the search of :meth:`~ropekit.theory.bound._Sums.around` followed by
-  :meth:`~ropekit.theory.bound._Sums.confirmed_negative`: B_m(u) for m in circles around given centres by the
+* :func:`_search_loop`, the search of :meth:`~ropekit.theory._margins._Margins.around` followed by
+  :meth:`~ropekit.theory._margins._Margins.confirmed_negative`: B_m(u) for m in circles around given centres by the
   rotation cos((m+1)θ) = cos(mθ)cos θ − sin(mθ)sin θ (restarted from exact values every ``_RESTART`` m, so its
   error stays below 1e-13 per pair), and the candidates below −tolerance(m)/2 confirmed by direct summation.
 
@@ -108,7 +108,7 @@ def _walk_loop(
     at: np.ndarray,
     crossed: np.ndarray,
 ) -> None:
-    """Walk each m[j] from start[j] towards until[j] (see :meth:`_Sums.walk`); write the ends to ``at``, ``crossed``.
+    """Walk each m[j] from start[j] towards until[j] (see :meth:`~ropekit.theory._margins._Margins.walk`); write the ends to ``at``, ``crossed``.
 
     Plain Python too (numba compiles it as it stands), so the tests can run it uncompiled.
     """
@@ -157,7 +157,7 @@ def _search_loop(centres: np.ndarray, u: float, width: int, x: np.ndarray, unit:
     """The m in [0, length) within ``width`` of some centre with B_m(u) < −tolerance(m) by direct summation.
 
     Sorted and without repeats. Candidates come from the rotation (values below −tolerance(m)/2); each is then
-    summed directly, so a returned m is a witness exactly as :meth:`_Sums.confirmed_negative` defines one.
+    summed directly, so a returned m is a witness exactly as :meth:`~ropekit.theory._margins._Margins.confirmed_negative` defines one.
     """
     pairs = x.shape[0]
     theta = np.exp(-x * u)

@@ -17,6 +17,7 @@ B_m < 0" in one place, :func:`first_negative_m`; :func:`similarity_margin` and t
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -27,13 +28,18 @@ ArrayLike = float | int | np.ndarray | list
 _EPS = float(np.finfo(np.float64).eps)
 #: distances per chunk in :func:`similarity_sum` (bounds the (chunk, d/2) temporary to a few MB).
 _CHUNK = 8192
-#: :func:`first_negative_m` evaluates blocks of at most this many consecutive m with one matrix product.
+#: :func:`margin_chunks` evaluates blocks of at most this many consecutive m with one matrix product.
 _MAX_BLOCK = 1024
 
 
-def tolerance(m: ArrayLike, head_dim: int) -> float | np.ndarray:
-    """Values of B_m with |B_m| below this count as zero: 8·(d/2)·(m+1)·ε bounds the rounding of the phases."""
-    return 8 * (head_dim // 2) * (np.asarray(m, dtype=np.float64) + 1) * _EPS
+def tolerance(m: ArrayLike, rotary_dim: int) -> float | np.ndarray:
+    """Values of B_m with |B_m| below this count as zero: 8·(d/2)·(m+1)·ε bounds the rounding of the phases.
+
+    Example:
+        >>> float(tolerance(0, 128)) == 512 * 2.0**-52
+        True
+    """
+    return 8 * (rotary_dim // 2) * (np.asarray(m, dtype=np.float64) + 1) * _EPS
 
 
 def similarity_sum(m: ArrayLike, frequencies: np.ndarray) -> np.ndarray:
@@ -59,13 +65,64 @@ def similarity_sum(m: ArrayLike, frequencies: np.ndarray) -> np.ndarray:
     return out.reshape(m.shape)
 
 
+def margin_chunks(
+    frequencies: np.ndarray, limit: int, *, start: int = 0, first: int = 4
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (m0, B_m for m = m0, m0+1, …) in growing chunks until m reaches ``limit``: the one block scan.
+
+    Blocks of K consecutive m share cos(kf), sin(kf) for k < K; each block start m0 contributes cos(m0 f),
+    sin(m0 f); one matrix product combines them (cos((m0+k)f) = cos(m0 f)cos(kf) − sin(m0 f)sin(kf)). The error is
+    about (d/2)·m·ε, from the phases m0·f. Chunks start with ``first`` blocks and double up to 2**20 values, so an
+    early stop costs little. Used by :func:`first_negative_m` and by the base bound's full scans.
+
+    Args:
+        frequencies: the d/2 angular frequencies, shape ``(d/2,)``.
+        limit: scan m < limit.
+        start: the first m scanned.
+        first: blocks in the first chunk.
+
+    Yields:
+        (the chunk's first m, its values, shape ``(J·K,)`` with m = m0 + j·K + k, cut at ``limit``).
+    """
+    block = int(min(_MAX_BLOCK, 2 ** math.ceil(math.log2(math.sqrt(max(limit - start, 0)) + 1))))
+    offsets = np.arange(block, dtype=np.float64)[:, None] * frequencies  # (K, d/2)
+    rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d): [cos kf | −sin kf]
+    columns = first
+    while start < limit:
+        count = min(columns, -(-(limit - start) // block))
+        starts = (start + block * np.arange(count, dtype=np.float64))[None, :] * frequencies[:, None]  # (d/2, J)
+        cols = np.concatenate([np.cos(starts), np.sin(starts)], axis=0)  # (d, J)
+        # (J, K) straight from the product (transposed operands cost BLAS nothing; a transposed result a copy)
+        yield start, (cols.T @ rows.T).reshape(-1)[: limit - start]  # (J·K,): m = start + j·K + k
+        start += count * block
+        columns = min(2 * columns, max(1, (1 << 20) // block))
+
+
+def negative_in_chunk(start: int, values: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
+    """The m of one chunk of :func:`margin_chunks` with B_m < −tolerance(m), confirmed by direct summation.
+
+    Candidates are the block values below −tolerance(m)/2 (the block values are good to ~(d/2)·m·ε); each is
+    confirmed with :func:`similarity_sum`, so the answer does not depend on the block identity's rounding.
+
+    Returns:
+        The confirmed m, sorted, int64.
+    """
+    rotary_dim = 2 * frequencies.size
+    # tolerance(m) grows with m: a first pass against the chunk's smallest one keeps a small superset
+    rough = np.flatnonzero(values < -tolerance(start, rotary_dim) / 2)
+    m = start + rough
+    m = m[values[rough] < -tolerance(m, rotary_dim) / 2]
+    if not m.size:
+        return m
+    return m[similarity_sum(m, frequencies) < -tolerance(m, rotary_dim)]
+
+
 def first_negative_m(frequencies: np.ndarray, limit: int, *, start: int = 0) -> int | None:
     """The first m in [start, limit) with B_m < −tolerance(m) for the frequencies f, or ``None`` if there is none.
 
-    Every m is checked: blocks of K consecutive m are evaluated with one matrix product
-    (cos((m0+k)f) = cos(m0 f)cos(k f) − sin(m0 f)sin(k f)), growing chunks stop at the first chunk that holds a
-    candidate, and candidates are confirmed by direct summation (:func:`similarity_sum`), so the answer does not
-    depend on the block identity's rounding. For b = 1e4, d = 128 this is 1707.
+    Every m is checked: :func:`margin_chunks` evaluates them a block at a time and stops at the first chunk that
+    holds a confirmed negative m (:func:`negative_in_chunk`). For b = 1e4, d = 128 this is 1707
+    (tests/theory/test_decay.py checks it against direct summation).
 
     Args:
         frequencies: the d/2 angular frequencies, shape ``(d/2,)``.
@@ -74,29 +131,17 @@ def first_negative_m(frequencies: np.ndarray, limit: int, *, start: int = 0) -> 
 
     Returns:
         The first negative m, or ``None``.
+
+    Example:
+        >>> from ropekit.scaling.registry import inv_freq
+        >>> first_negative_m(inv_freq(128, 10000.0), 1 << 16)
+        1707
     """
     frequencies = np.asarray(frequencies, dtype=np.float64)
-    head_dim = 2 * frequencies.size
-    length = limit - start
-    if length <= 0:
-        return None
-    block = int(min(_MAX_BLOCK, 2 ** math.ceil(math.log2(math.sqrt(length) + 1))))
-    offsets = np.arange(block, dtype=np.float64)[:, None] * frequencies  # (K, d/2)
-    rows = np.concatenate([np.cos(offsets), -np.sin(offsets)], axis=1)  # (K, d): [cos kf | −sin kf]
-    columns = 4
-    while start < limit:
-        count = min(columns, -(-(limit - start) // block))
-        starts = (start + block * np.arange(count, dtype=np.float64))[None, :] * frequencies[:, None]  # (d/2, J)
-        values = (rows @ np.concatenate([np.cos(starts), np.sin(starts)], axis=0)).T.reshape(-1)  # m = start + j·K + k
-        m = start + np.arange(min(values.size, limit - start))
-        values = values[: m.size]
-        candidates = m[values < -tolerance(m, head_dim) / 2]  # the block values are good to ~(d/2)·m·ε
-        if candidates.size:
-            confirmed = candidates[similarity_sum(candidates, frequencies) < -tolerance(candidates, head_dim)]
-            if confirmed.size:
-                return int(confirmed[0])
-        start += count * block
-        columns = min(2 * columns, max(1, (1 << 20) // block))
+    for chunk_start, values in margin_chunks(frequencies, limit, start=start):
+        negative = negative_in_chunk(chunk_start, values, frequencies)
+        if negative.size:
+            return int(negative[0])
     return None
 
 

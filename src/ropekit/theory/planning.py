@@ -6,8 +6,8 @@ For head dim d, base b, training length T and target length L (numpy only; frequ
 * **The base bound** (Men et al., "Base of RoPE Bounds Context Length", arXiv 2405.14591, eq. 8): whether
   B_m(b) = Σ_i cos(m·θ_i) stays >= 0 for every m < L (:func:`~ropekit.theory.bound.max_context_length`, exact and
   cheap), the smallest base that does (:func:`~ropekit.theory.bound.smallest_feasible_base`), the robust base
-  above which every base does (:func:`~ropekit.theory.bound.base_bound`, by default only for L <=
-  ROBUST_AUTO_LIMIT), and a round base verified feasible.
+  above which every base does (:func:`~ropekit.theory.bound.base_bound`, by default only where
+  :func:`ropekit._costs.robust_by_default` allows), and a round base verified feasible.
 * **Periods** (Liu et al., arXiv 2310.05209): the dims that complete a period within T, the critical dimension and
   the extrapolation limit.
 * **Training-free methods** at s = L/T: linear interpolation (arXiv 2306.15595), NTK-aware (b·s^(d/(d−2))), YaRN
@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ropekit._validate import require_float, require_int
+from ropekit._costs import ISLANDS_COST, ROBUST_AUTO_DIM, ROBUST_AUTO_LIMIT, robust_by_default
+from ropekit._validate import require_float, require_int, require_rotary_dim
 from ropekit.config import RopeConfig
 from ropekit.scaling import frequencies
 from ropekit.scaling.registry import SCALINGS, PairGroups, ScalingConfig, inv_freq
-from ropekit.theory.bound import ROBUST_AUTO_LIMIT, base_bound, max_context_length, smallest_feasible_base
+from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base
 from ropekit.theory.decay import first_negative_m
 from ropekit.theory.wavelengths import critical_dimension, extrapolation_limit, periodic_pairs
 
@@ -144,9 +145,10 @@ class Plan:
             safe += f"; every base >= {self.robust_base:.4g} is feasible ({self.islands} feasible islands below it)."
         else:
             reason = (
-                f"target > {ROBUST_AUTO_LIMIT:,} tokens: the islands take minutes (over 4 at 1M); robust=True forces it"
-                if self.target_length > ROBUST_AUTO_LIMIT
-                else "not requested"
+                "not requested"
+                if robust_by_default(self.target_length, self.rotary_dim)
+                else f"by default only for targets <= {ROBUST_AUTO_LIMIT:,} tokens and rotary dims <= "
+                f"{ROBUST_AUTO_DIM}: the islands take {ISLANDS_COST}; robust=True forces it"
             )
             safe += (
                 f"; the robust bound was not computed ({reason}), and bases just above the smallest can fail "
@@ -200,7 +202,8 @@ def plan(
     """Say whether ``base`` clears the bound at ``target_length``, which base would, and how each method scales.
 
     Cost: :func:`smallest_feasible_base` at the target (seconds up to 32k, about 4 s at 1M on 2 idle cores) plus
-    the robust bound when computed (seconds up to 16k).
+    the robust bound and its islands when computed (seconds up to the default cut-off of
+    :func:`ropekit._costs.robust_by_default`: 64k tokens at rotary dims up to 128).
 
     Args:
         head_dim: the attention head size (>= 4).
@@ -208,7 +211,8 @@ def plan(
         train_length: T, the length the model was trained at (>= 1).
         target_length: L, the length wanted (>= ``train_length``).
         rotary_dim: how many leading dims rotate (even, 4 <= rotary_dim <= head_dim); ``None`` means all.
-        robust: compute the robust bound and islands; ``None`` does so when L <= ``ROBUST_AUTO_LIMIT`` (65,536).
+        robust: compute the robust bound and islands; ``None`` does so when
+            :func:`ropekit._costs.robust_by_default` says so (L <= 65,536 and rotary dim <= 128).
 
     Returns:
         A :class:`Plan`; ``plan.lines()`` explains it, ``plan.to_dict()`` is JSON-ready.
@@ -222,29 +226,25 @@ def plan(
         >>> round(p.method("ntk").parameters["base"])
         40890
     """
-    require_int("head_dim", head_dim, minimum=4)
+    head_dim = require_int("head_dim", head_dim, minimum=4)
     base = require_float("base", base, above=1.0)
-    require_int("train_length", train_length, minimum=1)
+    train_length = require_int("train_length", train_length, minimum=1)
     # Below 3 tokens the base bound is degenerate (every base > 1 keeps B_1 >= 0): no plan to make.
-    require_int("target_length", target_length, minimum=3)
+    target_length = require_int("target_length", target_length, minimum=3)
     if target_length < train_length:
         raise ValueError(
             f"target_length must be >= train_length ({train_length}), got {target_length}; a plan extends the context"
         )
-    if rotary_dim is not None:
-        require_int("rotary_dim", rotary_dim, minimum=4)
-        if rotary_dim > head_dim:
-            raise ValueError(f"rotary_dim must be <= head_dim ({head_dim}), got {rotary_dim}")
-    dim = head_dim if rotary_dim is None else rotary_dim
-    if dim % 2:
-        name = "head_dim" if rotary_dim is None else "rotary_dim"
-        raise ValueError(f"{name} must be even (dims rotate in pairs), got {dim}")
+    if rotary_dim is None:
+        dim = require_rotary_dim("head_dim", head_dim, minimum=4)
+    else:
+        dim = rotary_dim = require_rotary_dim("rotary_dim", rotary_dim, head_dim=head_dim, minimum=4)
 
     factor = target_length / train_length
     rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
     first_negative = max_context_length(base, dim, limit=target_length)
     robust_base = islands = None
-    if robust if robust is not None else target_length <= ROBUST_AUTO_LIMIT:
+    if robust if robust is not None else robust_by_default(target_length, dim):
         bound = base_bound(target_length, dim)  # its walk to the first island is smallest_feasible_base's
         smallest, robust_base, islands = bound.smallest_base, bound.robust_base, len(bound.islands)
     else:
@@ -277,7 +277,7 @@ def plan(
             f"(B_m < 0 from m = {first_negative:,}): the model was trained below the bound."
         ),
         "B is not monotone in b: the feasible bases form islands, so 'smallest feasible' is not 'every larger base'; "
-        "check a chosen base with max_context_length(base, head_dim).",
+        "check a chosen base with max_context_length(base, rotary_dim).",
         *[spec.plan_why for spec in specs if spec.plan_why],
     ]
     return Plan(
@@ -322,7 +322,7 @@ def _method(rope: RopeConfig, spec: ScalingConfig, factor: float, target_length:
     blended = ~kept & ~interpolated
     derived, summary = spec.plan_summary(rope, freqs, PairGroups(kept, interpolated, blended))
     parameters: dict[str, float | int] = {**spec.hf_params(), **derived}
-    first = _first_negative(freqs.inv_freq, target_length)
+    first = first_negative_m(freqs.inv_freq, target_length)
     summary += (
         f"; B_m >= 0 for every m < {target_length:,}"
         if first is None
@@ -339,11 +339,6 @@ def _method(rope: RopeConfig, spec: ScalingConfig, factor: float, target_length:
         first_negative=first,
         summary=summary,
     )
-
-
-def _first_negative(frequencies: np.ndarray, length: int) -> int | None:
-    """The first m < ``length`` with Σ_i cos(m·f_i) < −tolerance(m), for any frequencies f."""
-    return first_negative_m(frequencies, length)
 
 
 def _round_feasible_base(smallest: float, dim: int, length: int, robust: float | None) -> float:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from ropekit.theory.bound import max_context_length
 
-#: head dim of both published tables.
-PUBLISHED_HEAD_DIM = 128
+#: rotary dim of both published tables.
+PUBLISHED_ROTARY_DIM = 128
 
 #: Men et al., Table 1: context length -> base.
 PAPER_BOUND: dict[int, float] = {
@@ -70,11 +70,11 @@ class FaceValue:
         return self.first_negative is None
 
 
-def face_value_check(context_length: int, base: float, head_dim: int = PUBLISHED_HEAD_DIM) -> FaceValue:
+def face_value_check(context_length: int, base: float, rotary_dim: int = PUBLISHED_ROTARY_DIM) -> FaceValue:
     """Check every m < L for a published base (exact: :func:`~ropekit.theory.bound.max_context_length`).
 
     Example:
         >>> face_value_check(2**20, PAPER_BOUND[2**20]).first_negative
         874868
     """
-    return FaceValue(context_length, base, max_context_length(base, head_dim, limit=context_length))
+    return FaceValue(context_length, base, max_context_length(base, rotary_dim, limit=context_length))

@@ -11,7 +11,7 @@ import numpy as np
 
 from ropekit._plotting import pyplot, save_figure
 from ropekit.eval.page import html_page
-from ropekit.theory.bound import tolerance
+from ropekit.theory.decay import tolerance
 
 
 def write_page(payload: dict[str, Any], out: Path) -> Path:
