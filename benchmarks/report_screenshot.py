@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,32 +85,40 @@ class Chromium:
         self._events: list[dict[str, Any]] = []
         to_browser, self._from_us = os.pipe()  # the browser reads commands on fd 3
         self._from_browser, to_us = os.pipe()  # and writes replies and events on fd 4
-
-        # fds 3 and 4 are open here (os.pipe takes the lowest free fds), so subprocess can keep them; in the child,
-        # before exec, they become the browser's ends of the two pipes
-        def pipes_on_3_and_4() -> None:
-            high_in, high_out = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser, to_us))
-            os.dup2(high_in, 3)
-            os.dup2(high_out, 4)
-
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in __exit__) its stderr: a file, since a pipe
+        # nobody reads could fill and stall it
+        # posix_spawn moves the two ends onto fds 3 and 4 in the child (no Python runs between fork and exec, which
+        # matters in a process with torch's threads); copies at fds >= 10 first, so neither dup2 clobbers the other
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (to_browser, to_us)]
         command = [str(binary), *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            pass_fds=(3, 4),
-            preexec_fn=pipes_on_3_and_4,
-        )
-        os.close(to_browser)
-        os.close(to_us)
+        try:
+            self._pid = os.posix_spawn(
+                command[0],
+                command,
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, self._log.fileno(), 2),
+                    (os.POSIX_SPAWN_DUP2, high[0], 3),
+                    (os.POSIX_SPAWN_DUP2, high[1], 4),
+                ],
+            )
+        finally:
+            for fd in (to_browser, to_us, *high):
+                os.close(fd)
+        self._status: int | None = None
         self._session: str | None = None
 
     def __enter__(self) -> Chromium:
-        target = self.send("Target.createTarget", url="about:blank")["targetId"]
-        self._session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            self.send(f"{domain}.enable")
+        try:
+            target = self.send("Target.createTarget", url="about:blank")["targetId"]
+            self._session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                self.send(f"{domain}.enable")
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -119,15 +128,23 @@ class Chromium:
         except (ChromiumError, OSError):
             pass
         finally:
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            deadline = time.monotonic() + 10
+            while self._exited() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self._exited() is None:
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
             os.close(self._from_us)
             os.close(self._from_browser)
-            if self._process.stderr is not None:
-                self._process.stderr.close()
+            self._log.close()
+
+    def _exited(self) -> int | None:
+        """The browser's exit status once it has exited (reaped here), else ``None``."""
+        if self._status is None:
+            pid, status = os.waitpid(self._pid, os.WNOHANG)
+            if pid:
+                self._status = os.waitstatus_to_exitcode(status)
+        return self._status
 
     def send(self, method: str, **params: Any) -> dict[str, Any]:
         """Send one command (to the page once attached) and return its result."""
@@ -155,7 +172,9 @@ class Chromium:
         """Load ``url`` in a ``width`` × ``height`` viewport and wait for its load event (images included)."""
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
         self._events.clear()
-        self.send("Page.navigate", url=url)
+        navigated = self.send("Page.navigate", url=url)
+        if navigated.get("errorText"):
+            raise ChromiumError(f"{url}: {navigated['errorText']}")
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:
@@ -179,12 +198,15 @@ class Chromium:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self._from_browser], [], [], max(0.0, left))
             chunk = os.read(self._from_browser, 1 << 20) if ready else b""
-            if not chunk:
-                stderr = ""
-                if self._process.poll() is not None and self._process.stderr is not None:
-                    stderr = self._process.stderr.read().decode(errors="replace")[-2000:]
-                why = "exited" if self._process.poll() is not None else f"sent nothing for {self.timeout:g} s"
-                raise ChromiumError(f"chromium {why}; stderr: {stderr}")
+            if not chunk:  # silence, or the end of the pipe (the browser is exiting)
+                for _ in range(100 if ready else 0):
+                    if self._exited() is not None:
+                        break
+                    time.sleep(0.05)
+                self._log.seek(0)
+                stderr = self._log.read().decode(errors="replace")[-2000:]
+                why = f"exited ({self._exited()})" if ready else f"sent nothing for {self.timeout:g} s"
+                raise ChromiumError(f"chromium {why}; its stderr ends: {stderr}")
             self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
         message = json.loads(raw)
