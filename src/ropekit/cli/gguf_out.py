@@ -101,3 +101,17 @@ def extend_to_gguf(
         f"attn_factor {form.attn_factor:.9g}{extra}"
     )
     typer.echo(f"  llama.cpp flags for the original file instead: {text}")
+
+
+def plan_flags(
+    names: list[str], *, head_dim: int, base: float, rotary_dim: int | None, factor: float, train_length: int
+) -> dict[str, tuple[list[str] | None, str]]:
+    """llama.cpp's load-time flags for each planned method (built as the plan builds it), or why there are none."""
+    from ropekit.config import RopeConfig
+    from ropekit.scaling.registry import SCALINGS
+
+    result = {}
+    for name in names:
+        spec = SCALINGS[name].config_class.from_options(factor=factor, original_length=train_length)
+        result[name] = flags_for(RopeConfig(head_dim, base=base, rotary_dim=rotary_dim, scaling=spec))
+    return result

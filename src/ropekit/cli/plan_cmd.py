@@ -51,8 +51,18 @@ def plan_command(
     options |= {"train_length": "--train-length", "target_length": "--target-length"}
     with option_errors(**options):
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
+    from ropekit.cli.gguf_out import plan_flags
+
+    flags = plan_flags(
+        [method.name for method in result.methods],
+        head_dim=head_dim,
+        base=base,
+        rotary_dim=rotary_dim,
+        factor=result.factor,
+        train_length=train,
+    )
     if json_output:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "llamacpp_flags": {name: value[0] for name, value in flags.items()}})
         return
     console = Console()
     for line in result.lines():
@@ -70,3 +80,6 @@ def plan_command(
             f"none below {result.target_length:,}" if method.first_negative is None else f"{method.first_negative:,}",
         )
     console.print(table)
+    console.print("llama.cpp flags for these methods (on a GGUF file without RoPE scaling):", highlight=False)
+    for name, (_, text) in flags.items():
+        console.print(f"  {name}: {text}", highlight=False)

@@ -170,9 +170,9 @@ def _per_pair(rope: RopeConfig, *, rope_freqs: bool) -> LlamaCppRope:
             return _checked(rope, LlamaCppRope(d, new_base))
     if not rope_freqs:
         raise ValueError(
-            f"{spec.rope_type} here needs per-pair frequency factors (llama.cpp's rope_freqs tensor), which this "
-            "target cannot carry (no load-time flag sets them, and only some architectures read the tensor: "
-            f"{', '.join(ROPE_FREQS_ARCHITECTURES)})"
+            f"{spec.rope_type} needs per-pair frequency factors (llama.cpp's rope_freqs tensor), which no load-time "
+            f"flag sets and only GGUF files of these architectures carry: {', '.join(ROPE_FREQS_ARCHITECTURES)} "
+            "(write one with `ropekit extend --out NAME.gguf`)"
         )
     factors = tuple(float(x) for x in inv_freq(d, rope.base) / values)
     return _checked(rope, LlamaCppRope(d, float(rope.base), attn_factor=attention, freq_factors=factors))
