@@ -126,7 +126,7 @@ def gguf_rope_parameters(path: str | Path) -> dict[str, Any] | None:
         ValueError: the file's RoPE uses inputs ropekit does not model, or is not a readable GGUF file.
     """
     from ropekit.config import RopeConfig
-    from ropekit.finetune.export import native_rope
+    from ropekit.hf_format import to_hf_dict
     from ropekit.scaling import LinearScaling, LongRopeScaling, YarnScaling
 
     file = read_file_rope(path)
@@ -162,8 +162,7 @@ def gguf_rope_parameters(path: str | Path) -> dict[str, Any] | None:
             original_max_position_embeddings=original,
             attention_factor=theirs.attention_factor,
         )
-    native = native_rope(RopeConfig(rope.n_rot, base=rope.freq_base, scaling=spec), original_length=original)
-    return native.rope_parameters
+    return to_hf_dict(RopeConfig(rope.n_rot, base=rope.freq_base, scaling=spec))
 
 
 def apply_gguf_rope(config: Any, path: str | Path) -> Any:
