@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ropekit._validate import require_float, require_int
+from ropekit._validate import require_float, require_int, require_rotary_dim
 
 if TYPE_CHECKING:
     from ropekit.scaling.registry import ScalingConfig
@@ -43,14 +43,10 @@ class RopeConfig:
         object.__setattr__(self, "head_dim", require_int("head_dim", self.head_dim, minimum=1))
         object.__setattr__(self, "base", require_float("base", self.base, above=1.0))
         if self.rotary_dim is not None:
-            object.__setattr__(self, "rotary_dim", require_int("rotary_dim", self.rotary_dim, minimum=2))
-            if self.rotary_dim > self.head_dim:
-                raise ValueError(f"rotary_dim must be <= head_dim ({self.head_dim}), got {self.rotary_dim}")
-        if self.dim % 2:
-            raise ValueError(
-                f"rotary_dim must be even (dims rotate in pairs), got {self.dim}"
-                + ("" if self.rotary_dim is not None else " (from head_dim)")
-            )
+            rotary_dim = require_rotary_dim("rotary_dim", self.rotary_dim, head_dim=self.head_dim)
+            object.__setattr__(self, "rotary_dim", rotary_dim)
+        else:
+            require_rotary_dim("rotary_dim", self.head_dim, minimum=1, note=" (from head_dim)")
         if not isinstance(self.interleaved, bool):
             raise TypeError(f"interleaved must be a bool, got {self.interleaved!r}")
         if self.scaling is not None:

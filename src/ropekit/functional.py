@@ -20,7 +20,7 @@ from numbers import Integral
 
 import torch
 
-from ropekit._validate import require_int
+from ropekit._validate import require_rotary_dim
 from ropekit.kernels import apply_rope_into, fast_qk
 from ropekit.kernels.reference import rope_reference
 from ropekit.permute import half_split_to_interleaved, interleaved_to_half_split
@@ -58,9 +58,7 @@ def _check_tables(cos: torch.Tensor, sin: torch.Tensor, rotary_dim: int | None) 
     if rotary_dim is None:
         rotary_dim = 2 * half
     else:
-        rotary_dim = require_int("rotary_dim", rotary_dim, minimum=2)
-        if rotary_dim % 2:
-            raise ValueError(f"rotary_dim must be even (dims rotate in pairs), got {rotary_dim}")
+        rotary_dim = require_rotary_dim("rotary_dim", rotary_dim)
         if rotary_dim != 2 * half:
             raise ValueError(f"rotary_dim must equal 2 * cos.shape[-1] = {2 * half}, got {rotary_dim}")
     return table_shape, rotary_dim
@@ -79,7 +77,7 @@ def _check_x(name: str, x: torch.Tensor, table_shape: tuple[int, ...], table_dev
         )
     head_dim = x_shape[3]
     if rotary_dim > head_dim:
-        raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}{where}")
+        raise ValueError(f"rotary_dim must be <= head_dim ({head_dim}), got {rotary_dim}{where}")
     seq = x_shape[seq_dim]
     if table_shape[-2] != seq:
         raise ValueError(

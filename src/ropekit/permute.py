@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ropekit._validate import require_int
+from ropekit._validate import require_int, require_rotary_dim
 
 __all__ = ["half_split_to_interleaved", "interleaved_to_half_split"]
 
@@ -15,9 +15,7 @@ def _permute_rows(weight: torch.Tensor, head_dim: int, rotary_dim: int | None, *
         what = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__
         raise TypeError(f"weight must be a 2-D (out_features, in_features) or 1-D bias tensor, got {what}")
     head_dim = require_int("head_dim", head_dim, minimum=2)
-    rotary_dim = head_dim if rotary_dim is None else require_int("rotary_dim", rotary_dim, minimum=2)
-    if rotary_dim % 2 or rotary_dim > head_dim:
-        raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], got {rotary_dim}")
+    rotary_dim = require_rotary_dim("rotary_dim", head_dim if rotary_dim is None else rotary_dim, head_dim=head_dim)
     if weight.shape[0] % head_dim:
         raise ValueError(f"weight.shape[0]={weight.shape[0]} is not a multiple of head_dim={head_dim}")
     # Half-split row j < r/2 holds interleaved row 2j and row r/2 + j holds row 2j + 1: the same pair, the same

@@ -23,36 +23,21 @@ from ropekit.cli.common import (
     print_json,
     refuse_overwrite,
 )
+from ropekit.cli.method_options import (  # noqa: F401  (METHOD_NAMES, SPECIAL_METHODS: re-exported)
+    DEFAULT_METHODS,
+    METHOD_NAMES,
+    METHODS,
+    PARAM,
+    SPECIAL_METHODS,
+    parse_methods,
+    parse_params,
+)
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
-
-#: what ``--methods`` accepts besides the registry's rope_type names (kept equal to it by a test, so the help can
-#: list the names without importing the registry: ``ropekit --help`` stays free of numpy)
-SPECIAL_METHODS = ("none", "native")
-METHOD_NAMES = (
-    "none",
-    "native",
-    "base",
-    "default",
-    "ntk",
-    "dynamic",
-    "linear",
-    "llama3",
-    "longrope",
-    "proportional",
-    "yarn",
-)
-DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
 
 MODEL = typer.Option(
     "tiny",
     help="'tiny' (bundled), a tiny checkpoint directory, a transformers model directory, or a .gguf file (dequantised).",
-)
-METHODS = typer.Option(
-    DEFAULT_METHODS,
-    help="Comma-separated methods: none (plain RoPE), native (the model's own scaling) or a rope_type name: "
-    + ", ".join(METHOD_NAMES[2:])
-    + ". Methods the model cannot run (longrope without searched factors, base) are reported as skipped.",
 )
 FACTOR = typer.Option("auto", help="'auto' (s = length / training length) or a number >= 1.")
 DEVICE_MAP = typer.Option(
@@ -86,25 +71,6 @@ def parse_factor(text: str) -> float | str:
     return value
 
 
-def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:
-    """Method names from ``--methods``, each checked against the registry (the error lists every valid name)."""
-    from ropekit.scaling import get_scaling, list_scalings
-
-    valid = ", ".join((*SPECIAL_METHODS, *list_scalings()))
-    items = [m.strip() for m in str(text).split(",")]
-    if not any(items):
-        raise fail(f"{option} must name at least one method, got {text!r}; valid: {valid}")
-    if not all(items):
-        raise fail(f"{option} has an empty item in {text!r}; valid names: {valid}")
-    for name in items:
-        if name not in SPECIAL_METHODS:
-            try:
-                get_scaling(name)
-            except ValueError:
-                raise fail(f"{option}: unknown rope_type {name!r}; valid: {valid}") from None
-    return tuple(dict.fromkeys(items))
-
-
 def build_settings(
     *,
     methods: str,
@@ -118,13 +84,14 @@ def build_settings(
     trials: int = 1,
     seed: int = 0,
     names: dict[str, str] | None = None,
+    params: str | None = None,
 ):
     """SweepSettings from CLI strings; ``names`` maps a setting to the option the user typed for it."""
     from ropekit.eval.perplexity import MODES
     from ropekit.eval.sweep import SweepSettings
 
     options = {field: "--" + field.replace("_", "-") for field in (*PERPLEXITY_ONLY, *PASSKEY_ONLY, "factor")}
-    options |= names or {}
+    options |= (names or {}) | {"params": "--param"}
     if mode not in MODES:
         raise fail(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if stride is not None and mode != "sliding":
@@ -141,6 +108,7 @@ def build_settings(
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
+            params=parse_params(params),
         )
 
 
@@ -361,10 +329,17 @@ def perplexity_command(
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
     text: Path | None = TEXT,
+    param: str | None = PARAM,
 ) -> None:
     """Perplexity against length per method: over all scored tokens and over those beyond the training length."""
     settings = build_settings(
-        methods=methods, multiples=multiples, factor=factor, mode=mode, stride=stride, max_tokens=max_tokens
+        methods=methods,
+        multiples=multiples,
+        factor=factor,
+        mode=mode,
+        stride=stride,
+        max_tokens=max_tokens,
+        params=param,
     )
     _evaluate(
         model=model,
@@ -396,9 +371,11 @@ def passkey_command(
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
     text: Path | None = TEXT,
+    param: str | None = PARAM,
 ) -> None:
     """Passkey retrieval accuracy over lengths × needle depths per method."""
     settings = build_settings(
+        params=param,
         methods=methods,
         passkey_multiples=multiples,
         depths=depths,

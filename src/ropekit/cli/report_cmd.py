@@ -22,6 +22,7 @@ from ropekit.cli.eval_cmd import (
     read_sweep_text,
     run_with_progress,
 )
+from ropekit.cli.method_options import PARAM
 
 DEFAULT_OUT = Path("report")
 #: files a report writes (refused without --force when --out already holds one)
@@ -47,6 +48,7 @@ def report_command(
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
     text: Path | None = TEXT,
+    param: str | None = PARAM,
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:
@@ -75,6 +77,7 @@ def report_command(
         trials=trials,
         seed=seed,
         names=names,
+        params=param,
     )
     refuse_overwrite(out, REPORT_FILES, "--out", force=force)  # fail before the sweep, not after minutes of it
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)

@@ -1,10 +1,16 @@
-"""Which scaling config each evaluated method gets at a given length."""
+"""Which scaling (and which attention method) each evaluated method gets at a given length.
+
+A method name is a RoPE scaling (``none``, ``native`` or a ``rope_type``), a training-free attention method of
+:mod:`ropekit.attention` (``self_extend``: plain RoPE plus Self-Extend), or both joined by ``+``
+(``yarn+self_extend``: the attention method on top of the scaling).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling
+from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
+from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings
 
 #: what ``--methods`` means by default: every training-free method that needs no searched parameters
 DEFAULT_METHODS = ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
@@ -37,6 +43,7 @@ def scaling_for(
         LookupError: the method needs parameters that cannot be derived here.
         ValueError: the method is unknown or a parameter is out of range.
     """
+    method = split_method(method)[0]
     if method == "none":
         return None
     if method == "native":
@@ -56,3 +63,88 @@ def describe_scaling(scaling: ScalingConfig | None) -> dict[str, Any]:
     if scaling is None:
         return {"rope_type": "default"}
     return scaling.describe()
+
+
+#: the training length used to check ``--param`` values before a model is known (ranges only)
+CHECK_LENGTH = 4096
+
+
+def split_method(method: str) -> tuple[str, str | None]:
+    """``"yarn+self_extend"`` → ``("yarn", "self_extend")``; ``"self_extend"`` → ``("none", "self_extend")``;
+    ``"yarn"`` → ``("yarn", None)``.
+
+    Raises:
+        ValueError: an unknown name, more than one ``+``, or a ``+`` not followed by an attention method (the message
+            lists the valid names).
+    """
+    parts = str(method).split("+")
+    attentions, scalings = list_attentions(), ("none", "native", *list_scalings())
+    valid = f"scalings: {', '.join(scalings)}; attention methods: {', '.join(attentions)} (join as scaling+attention)"
+    if len(parts) == 1 and parts[0] in attentions:
+        return "none", parts[0]
+    if len(parts) > 2 or parts[0] not in scalings or (len(parts) == 2 and parts[1] not in attentions):
+        raise ValueError(f"unknown rope_type or attention method {method!r}; {valid}")
+    return parts[0], parts[1] if len(parts) == 2 else None
+
+
+def attention_for(
+    method: str, *, train_length: int, length: int, params: dict[str, Any] | None = None
+) -> AttentionConfig | None:
+    """The attention config of ``method`` at ``length`` (``None`` when it names no attention method).
+
+    Parameters not in ``params`` are derived by the method from the training length and ``length`` (Self-Extend:
+    the authors' rule of thumb); ``params`` may hold parameters of other methods, which this one ignores.
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
+    name = split_method(method)[1]
+    if name is None:
+        return None
+    spec = get_attention(name)
+    own = {k: v for k, v in (params or {}).items() if k in spec.parameters()}
+    return spec.from_options(train_length=train_length, length=length, **own)
+
+
+def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
+    """Every ``--param`` name must belong to an attention method in ``methods``.
+
+    Raises:
+        ValueError: a parameter no listed attention method has (names it and the allowed ones).
+    """
+    names = [a for a in (split_method(m)[1] for m in methods) if a is not None]
+    allowed = sorted({p for a in names for p in get_attention(a).parameters()})
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        where = f"allowed for {', '.join(dict.fromkeys(names))}: {allowed}" if names else "no attention method listed"
+        raise ValueError(f"unknown params {unknown}; {where}")
+    for name in dict.fromkeys(names):  # ranges checked now, not lengths into a sweep
+        spec = get_attention(name)
+        own = {k: v for k, v in params.items() if k in spec.parameters()}
+        try:
+            spec.from_options(train_length=CHECK_LENGTH, length=CHECK_LENGTH, **own)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"params of {name}: {error}") from error
+
+
+def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | None:
+    """Make an evaluation model attend with ``method`` (``None``: plain), the tiny model or a transformers one.
+
+    Returns:
+        On a model with one RoPE per layer type (Gemma 3), the layer types that got the method (the global,
+        full-attention layers); ``None`` otherwise.
+
+    Raises:
+        LookupError: a model without RoPE (a sweep skips the method).
+    """
+    inner = model.model
+    from ropekit.model.tiny import TinyLM
+
+    if isinstance(inner, TinyLM):
+        if method is not None and inner.config.position != "rope":
+            raise LookupError(f"position={inner.config.position!r} model: attention methods need RoPE")
+        inner.set_attention(method)
+        return None
+    from ropekit.integrations.hf_attention import apply_attention
+
+    return apply_attention(inner, method).ropekit_attention_layer_types

@@ -27,8 +27,11 @@ class PasskeyCell:
     correct: int
 
     def __post_init__(self) -> None:
-        require_int("trials", self.trials, minimum=1)
-        require_int("correct", self.correct, minimum=0)
+        # store what the checks return: plain numbers, so numpy inputs still give a JSON-ready to_dict()
+        object.__setattr__(self, "length", require_int("length", self.length, minimum=0))
+        object.__setattr__(self, "depth", require_float("depth", self.depth))
+        object.__setattr__(self, "trials", require_int("trials", self.trials, minimum=1))
+        object.__setattr__(self, "correct", require_int("correct", self.correct, minimum=0))
         if self.correct > self.trials:
             raise ValueError(f"correct must be <= trials ({self.trials}), got {self.correct}")
 
@@ -94,10 +97,11 @@ def passkey_grid(
     Raises:
         ValueError: ``trials`` or ``batch_size`` < 1, a depth outside [0, 1], or a length too short for an episode.
     """
-    require_int("trials", trials, minimum=1)
-    require_int("batch_size", batch_size, minimum=1)
+    trials = require_int("trials", trials, minimum=1)
+    batch_size = require_int("batch_size", batch_size, minimum=1)
+    depths = [require_float("depth", depth) for depth in depths]
     for depth in depths:
-        if not 0.0 <= require_float("depth", depth) <= 1.0:
+        if not 0.0 <= depth <= 1.0:
             raise ValueError(f"depth must be in [0, 1] (0 = start of the filler), got {depth!r}")
     cells = []
     for length in lengths:

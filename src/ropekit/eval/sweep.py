@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
+from ropekit.eval.methods import attention_for, check_params, describe_scaling, factor_for, scaling_for, set_attention
 from ropekit.eval.models import EvalModel
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import MODES, perplexity_at
@@ -44,22 +44,29 @@ class SweepSettings:
     max_tokens: int = 16384
     trials: int = 10
     seed: int = 0
+    #: parameters of the attention methods (``--param``); the ones not given are derived per length
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.methods:
             raise ValueError("methods must name at least one method, got none")
+        check_params(self.methods, self.params)
+        # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
+        checked: dict[str, Any] = {}
         for name in ("multiples", "passkey_multiples"):
-            for value in getattr(self, name):
-                require_float(name, value, above=0.0)
-        for depth in self.depths:
-            if not 0.0 <= require_float("depths", depth) <= 1.0:
+            checked[name] = tuple(require_float(name, value, above=0.0) for value in getattr(self, name))
+        checked["depths"] = tuple(require_float("depths", depth) for depth in self.depths)
+        for depth in checked["depths"]:
+            if not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depths must be in [0, 1] (0 = start of the filler), got {depth!r}")
         if self.factor != "auto":
-            require_float("factor", self.factor, at_least=1.0)
+            checked["factor"] = require_float("factor", self.factor, at_least=1.0)
         require_choice("mode", self.mode, MODES)
         for name in ("stride", "max_tokens", "trials"):
-            require_int(name, getattr(self, name), minimum=1)
-        require_int("seed", self.seed, minimum=0)
+            checked[name] = require_int(name, getattr(self, name), minimum=1)
+        checked["seed"] = require_int("seed", self.seed, minimum=0)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -201,11 +208,14 @@ def run_sweep(
     encode = lambda text: model.encode(text).numpy()  # noqa: E731
     needed = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
     for method in settings.methods:
+        attention = None
         for index, length in enumerate(needed):
             factor = factor_for(length, train_length, settings.factor)
             try:
                 scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
                 model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
+                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
+                where = set_attention(model, attention) if attention is not None else None
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 cost = forward_tokens(settings, train_length, len(ids), perplexity=perplexity, passkey=passkey)
@@ -219,6 +229,7 @@ def run_sweep(
                 "method": method,
                 "factor": factor,
                 "scaling": describe_scaling(scaling),
+                "attention": None if attention is None else {**attention.describe(), "layer_types": where},
                 "eval_text_sha256": digest,
                 "eval_text_tokens": len(ids),
             }
@@ -252,6 +263,8 @@ def run_sweep(
             if on_step is not None:
                 on_step(f"{method} @ {length}")
         model.set_scaling(model.native_scaling)
+        if attention is not None:
+            set_attention(model, None)
     return result
 
 

@@ -73,18 +73,19 @@ class TinyConfig:
             "train_length",
             "max_positions",
         ):
-            require_int(name, getattr(self, name), minimum=1)
+            # store what the check returns: plain ints, so numpy inputs still give a JSON-ready to_dict()
+            object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=1))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads, got n_heads={self.n_heads}")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads, got {self.n_kv_heads}")
         require_choice("position", self.position, POSITION_ENCODINGS)
-        require_float("rope_base", self.rope_base, above=1.0)
+        object.__setattr__(self, "rope_base", require_float("rope_base", self.rope_base, above=1.0))
         require_choice("memory_update", self.memory_update, MEMORY_UPDATES)
         if self.position == "infini":
             if self.segment_length is None:
                 raise ValueError("segment_length is required with position='infini' (an integer >= 1), got None")
-            require_int("segment_length", self.segment_length, minimum=1)
+            object.__setattr__(self, "segment_length", require_int("segment_length", self.segment_length, minimum=1))
             if self.scaling is not None:
                 raise ValueError(
                     f"scaling must be None with position='infini' (positions restart every segment), got {self.scaling}"

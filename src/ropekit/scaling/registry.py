@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ropekit._costs import MAX_FACTOR
-from ropekit._validate import require_float, require_int
+from ropekit._validate import require_float, require_int, require_rotary_dim
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -332,9 +332,7 @@ def inv_freq(rotary_dim: int, base: float) -> np.ndarray:
     Returns:
         float64 array of shape ``(rotary_dim // 2,)``, decreasing from 1.
     """
-    require_int("rotary_dim", rotary_dim, minimum=2)
-    if rotary_dim % 2:
-        raise ValueError(f"rotary_dim must be even (dims rotate in pairs), got {rotary_dim}")
+    rotary_dim = require_rotary_dim("rotary_dim", rotary_dim)
     base = require_float("base", base, above=1.0)
     exponents = np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim
     return base**-exponents

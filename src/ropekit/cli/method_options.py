@@ -1,0 +1,98 @@
+"""``--methods`` and ``--param``: which methods an evaluation runs (RoPE scalings, training-free attention methods,
+or a scaling+attention pair) and the attention methods' parameters.
+
+The names are listed here (kept equal to the registries by tests) so the help text needs no import of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ropekit.cli.common import fail
+
+#: attention methods ``--methods`` accepts, alone (plain RoPE) or after a scaling and a ``+`` (``yarn+self_extend``)
+ATTENTION_NAMES = ("self_extend", "rerope", "leaky_rerope", "dual_chunk", "sinks")
+
+METHODS_HELP = (
+    " Attention methods (training-free, they change which relative positions attention sees): "
+    + ", ".join(ATTENTION_NAMES)
+    + "; alone or on top of a scaling as scaling+method, e.g. yarn+self_extend."
+)
+
+#: what ``--methods`` accepts besides the registry's rope_type names (kept equal to it by a test, so the help can
+#: list the names without importing the registry: ``ropekit --help`` stays free of numpy)
+SPECIAL_METHODS = ("none", "native")
+METHOD_NAMES = (
+    "none",
+    "native",
+    "base",
+    "default",
+    "ntk",
+    "dynamic",
+    "linear",
+    "llama3",
+    "longrope",
+    "proportional",
+    "yarn",
+)
+DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
+
+METHODS = typer.Option(
+    DEFAULT_METHODS,
+    help="Comma-separated methods: none (plain RoPE), native (the model's own scaling) or a rope_type name: "
+    + ", ".join(METHOD_NAMES[2:])
+    + ". Methods the model cannot run (longrope without searched factors, base) are reported as skipped."
+    + METHODS_HELP,
+)
+
+
+PARAM = typer.Option(
+    None,
+    "--param",
+    help="Attention-method parameters, e.g. group=4,window=64 (self_extend), window=128 (rerope), window=128,k=8 "
+    "(leaky_rerope), chunk_size=176,local_window=16 (dual_chunk), n_sink=4,window=252 (sinks). Those not given are "
+    "derived per length from the training length (Self-Extend: the authors' rule (L - window) * group + window >= "
+    "length).",
+)
+
+
+def parse_params(text: str | None, option: str = "--param") -> dict[str, Any]:
+    """``"group=4,window=64,k=2.5"`` → ``{"group": 4, "window": 64, "k": 2.5}`` (integers stay integers)."""
+    if text is None:
+        return {}
+    params: dict[str, Any] = {}
+    for item in str(text).split(","):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            raise fail(f"{option} items must look like name=value, got {item.strip()!r} in {text!r}")
+        if key in params:
+            raise fail(f"{option} gives {key!r} twice in {text!r}")
+        try:
+            params[key] = int(value)
+        except ValueError:
+            try:
+                params[key] = float(value)
+            except ValueError:
+                raise fail(f"{option} {key}={value!r}: the value must be a number") from None
+    return params
+
+
+def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:
+    """Method names from ``--methods``, each checked against the registry (the error lists every valid name)."""
+    from ropekit.eval.methods import split_method
+    from ropekit.scaling import list_scalings
+
+    valid = ", ".join((*SPECIAL_METHODS, *list_scalings(), *ATTENTION_NAMES))
+    items = [m.strip() for m in str(text).split(",")]
+    if not any(items):
+        raise fail(f"{option} must name at least one method, got {text!r}; valid: {valid}")
+    if not all(items):
+        raise fail(f"{option} has an empty item in {text!r}; valid names: {valid}")
+    for name in items:
+        try:
+            split_method(name)
+        except ValueError:
+            raise fail(f"{option}: unknown rope_type {name!r}; valid: {valid} (or scaling+attention)") from None
+    return tuple(dict.fromkeys(items))
