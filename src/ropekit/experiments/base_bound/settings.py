@@ -7,12 +7,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ropekit._costs import ROBUST_AUTO_LIMIT
 from ropekit._validate import require_float, require_int
 from ropekit.model.tasks import minimum_length
 from ropekit.model.tiny import TinyConfig
 
-#: the largest training context (the planned bases need the exact bound and its islands at this length)
-MAX_CONTEXT = 65536
 #: the keys of :func:`planned_models`' rows, in order
 MODEL_KEYS = ("10", "100", "quarter", "half", "init", "smallest", "robust", "robust10", "nope")
 
@@ -47,15 +46,22 @@ class ExperimentSettings:
     models: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "trials", "distance_bins"):
-            require_int(name, getattr(self, name), minimum=1)
-        require_int("heldout_windows", self.heldout_windows, minimum=2)  # the interval needs a spread
-        require_float("lr", self.lr, above=0.0)
-        # a passkey episode must fit the context; above 64k the bound's islands take hours to plan
-        require_int("context", self.context, minimum=2 * minimum_length())
-        if self.context > MAX_CONTEXT:
-            raise ValueError(f"context must be <= {MAX_CONTEXT} (the bound is planned exactly), got {self.context!r}")
-        require_int("seed", self.seed, minimum=0)
+        # store what the checks return (plain Python numbers: numpy scalars would leak into the JSON written)
+        names = ("steps", "batch_size", "trials", "distance_bins")
+        checked: dict[str, Any] = {name: require_int(name, getattr(self, name), minimum=1) for name in names}
+        checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=2)  # a spread
+        checked["lr"] = require_float("lr", self.lr, above=0.0)
+        # a passkey episode must fit the context; the planned bases need the exact bound with its islands
+        checked["context"] = require_int("context", self.context, minimum=2 * minimum_length())
+        if checked["context"] > ROBUST_AUTO_LIMIT:
+            raise ValueError(
+                f"context must be <= {ROBUST_AUTO_LIMIT} (the bound and its islands are planned exactly), "
+                f"got {self.context!r}"
+            )
+        checked["seed"] = require_int("seed", self.seed, minimum=0)
+        checked["task_fraction"] = require_float("task_fraction", self.task_fraction, at_least=0.0)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
         if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
         if self.models is not None:
