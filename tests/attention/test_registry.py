@@ -105,3 +105,20 @@ def test_cli_errors(args, message):
     result = CliRunner().invoke(app, ["eval", "perplexity", *args])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
+
+
+def test_plan_suggests_self_extend_by_the_rule():
+    import json
+
+    from typer.testing import CliRunner
+
+    from ropekit.cli.app import app
+
+    args = ["plan", "--head-dim", "64", "--train-length", "4k", "--target-length", "16k", "--no-robust", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = {row["method"]: row for row in json.loads(result.stdout)["attention_methods"]}
+    assert set(rows) == set(list_attentions())
+    assert rows["self_extend"]["params"] == {"group": 5, "window": 1024}  # (4096 − 1024) · 5 + 1024 = 16384
+    assert rows["self_extend"]["eval"] == "--methods self_extend --param group=5,window=1024"
+    assert rows["rerope"]["max_relative_position"] == 2048

@@ -61,8 +61,12 @@ def plan_command(
         factor=result.factor,
         train_length=train,
     )
+    from ropekit.attention.plan import attention_plan
+
+    attention = attention_plan(train, target)
     if json_output:
-        print_json({**result.to_dict(), "llamacpp_flags": {name: value[0] for name, value in flags.items()}})
+        llamacpp = {name: value[0] for name, value in flags.items()}
+        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention})
         return
     console = Console()
     for line in result.lines():
@@ -83,3 +87,21 @@ def plan_command(
     console.print("llama.cpp flags for these methods (on a GGUF file without RoPE scaling):", highlight=False)
     for name, (_, text) in flags.items():
         console.print(f"  {name}: {text}", highlight=False)
+    print_attention_plan(console, attention, target)
+
+
+def print_attention_plan(console, rows: list[dict], target: int) -> None:
+    """The training-free attention methods at the target: parameters, largest relative position, how to evaluate."""
+    from rich.table import Table
+
+    table = Table(title=f"training-free attention methods at {target:,} tokens (frequencies unchanged)")
+    for column in ("method", "parameters", "largest relative position"):
+        table.add_column(column)
+    for row in rows:
+        params = ", ".join(f"{k}={v:g}" for k, v in row["params"].items())
+        table.add_row(row["method"], params, f"{row['max_relative_position']:,.0f}")
+    console.print(table)
+    for row in rows:
+        if "rule" in row:
+            console.print(f"{row['method']} rule of thumb: {row['rule']}", highlight=False)
+            console.print(f"evaluate it: ropekit eval passkey {row['eval']}", highlight=False)
