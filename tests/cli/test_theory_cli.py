@@ -1,6 +1,6 @@
 """The theory commands: ``bound``, ``inspect``, ``plan`` and ``plot``, each with ``--json`` and clear errors.
 
-Oracles: the library functions the commands wrap (called directly here), FACTS.md's numbers, the file signatures
+Oracles: the library functions the commands wrap (called directly here), the published numbers, the file signatures
 of PNG and SVG, and ``sys.modules`` of a fresh interpreter for the import-cost promise.
 """
 

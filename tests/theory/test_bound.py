@@ -105,7 +105,7 @@ def test_max_context_length_is_the_inverse(head_dim, length):
 
 
 def test_first_negative_distance_for_llama_base():
-    """b = 1e4, d = 128: B_m >= 0 for m < 1707 and B_1707 < 0 (FACTS.md), by direct summation."""
+    """b = 1e4, d = 128: B_m >= 0 for m < 1707 and B_1707 < 0, by direct summation."""
     assert max_context_length(10000.0, 128) == 1707
     theta = 10000.0 ** -(np.arange(0, 128, 2) / 128)
     values = np.cos(np.outer(np.arange(1708, dtype=np.float64), theta)).sum(axis=1)

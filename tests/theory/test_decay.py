@@ -1,4 +1,4 @@
-"""Long-term decay: the ones-vector score g, RoFormer's upper bound and B_m(b), against seed 001 and closed forms."""
+"""Long-term decay: the ones-vector score g, RoFormer's upper bound and B_m(b), against closed forms."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ropekit.theory import max_context_length, ones_score, roformer_upper_bound,
 
 
 def test_d4_score_is_periodic_with_period_200_pi():
-    """b = 1e4, d = 4: θ = {1, 0.01}, so g(x) = 2cos x + 2cos(0.01x) repeats every 200π (seed 001)."""
+    """b = 1e4, d = 4: θ = {1, 0.01}, so g(x) = 2cos x + 2cos(0.01x) repeats every 200π."""
     x = np.linspace(0, 700, 97)
     np.testing.assert_allclose(ones_score(x + 200 * np.pi, 4), ones_score(x, 4), atol=1e-9)
     np.testing.assert_allclose(ones_score(x, 4), 2 * np.cos(x) + 2 * np.cos(0.01 * x), atol=1e-12)

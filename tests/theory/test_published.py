@@ -1,7 +1,7 @@
 """The published bound tables at face value: does each printed base satisfy its own condition?
 
 Oracle: the known answers were computed once with :func:`max_context_length` (every m checked) and are recorded
-here; two are cross-checked by direct summation over every m. FACTS.md: 5.1e8 first goes negative at 874,868.
+here; two are cross-checked by direct summation over every m. 5.1e8 first goes negative at 874,868.
 """
 
 from __future__ import annotations

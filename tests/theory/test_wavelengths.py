@@ -1,7 +1,7 @@
 """Wavelengths, periodic pairs, critical dimension and extrapolation limit against published numbers and closed forms.
 
-Oracles: seed 004 (Llama 2: 92 dims complete a period within 4096 tokens; with base 500 all 128, longest 2850.9),
-Liu et al.'s formulas written out here, and the NTK-aware base 40,890 (FACTS.md).
+Oracles: Llama 2 (92 dims complete a period within 4096 tokens; with base 500 all 128, longest 2850.9),
+Liu et al.'s formulas written out here, and the NTK-aware base 40,890 (b·s^(d/(d−2)) for b = 1e4, s = 4, d = 128).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """matplotlib figures for evaluation reports (imported lazily; Agg backend, PNG output).
 
-The wavelength figure is a theory figure and lives in :mod:`ropekit.plots`; it is re-exported here for reports.
+The report's wavelength figure is a theory figure: :func:`ropekit.plots.wavelength_figure`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 
 from ropekit._plotting import label_axes, pyplot, save_figure
-from ropekit.plots import wavelength_figure
 
-__all__ = ["passkey_figure", "perplexity_figure", "save_figure", "wavelength_figure"]
+__all__ = ["passkey_figure", "perplexity_figure"]
 
 
 def perplexity_figure(rows: list[dict[str, Any]], train_length: int, path: Path) -> Path:

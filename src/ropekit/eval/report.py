@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ropekit.eval.figures import passkey_figure, perplexity_figure, wavelength_figure
+from ropekit.eval.figures import passkey_figure, perplexity_figure
 from ropekit.eval.methods import scaling_for
 from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
+from ropekit.plots import wavelength_figure
 from ropekit.scaling.registry import frequencies
 
 

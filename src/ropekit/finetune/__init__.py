@@ -1,0 +1,15 @@
+"""Continued training at a longer context on ``accelerate``, exported as a checkpoint transformers loads natively.
+
+Nothing is imported here (torch, transformers and accelerate load with the modules):
+
+* :mod:`~ropekit.finetune.run` — ``ropekit finetune`` end to end: checks, training, export, before/after.
+* :mod:`~ropekit.finetune.train` — the training loop (full-length windows; the chunked loss of
+  :mod:`ropekit.integrations.head`).
+* :mod:`~ropekit.finetune.data` — training text → token windows of the target length.
+* :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
+* :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
+* :mod:`~ropekit.finetune.inputs` and :mod:`~ropekit.finetune.output` — what is read is checked before anything
+  is written, and what the user owns is never overwritten.
+"""
+
+__all__ = ["choose", "data", "export", "inputs", "output", "run", "train"]

@@ -3,7 +3,7 @@
 * With training (``finetune --plan``): Men et al.'s recipe (arXiv 2405.14591 §5) — keep the base when it already
   clears the base bound at the target length, else change it to the planner's suggested base (a round base verified
   feasible at every distance below the target).
-* Training-free (``extend --plan``): the first of YaRN, Llama 3, NTK, linear (best measured first, FACTS.md and
+* Training-free (``extend --plan``): the first of YaRN, Llama 3, NTK, linear (best measured first, in
   docs/evaluation.md) whose frequencies keep B_m >= 0 for every m below the target; YaRN when none does.
 """
 

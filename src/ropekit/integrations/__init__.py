@@ -1,1 +1,12 @@
-"""Interop with other libraries (transformers). Imports of those libraries happen inside functions."""
+"""The one layer that knows transformers and GGUF (imported inside functions; optional extras ``hf`` and ``gguf``).
+
+* :mod:`~ropekit.integrations.hf_config` — what a transformers config says about its RoPE (layer types, the original
+  length, "has RoPE") and how a model, its config and its tokenizer are loaded offline.
+* :mod:`~ropekit.integrations.hf` — ropekit's scaling methods inside transformers models (patching the rotary
+  modules); :mod:`~ropekit.integrations.hf_attention` the training-free attention methods.
+* :mod:`~ropekit.integrations.head` — the output head and the chunked cross-entropy, for evaluation and training.
+* :mod:`~ropekit.integrations.gguf`, :mod:`~ropekit.integrations.gguf_read`, :mod:`~ropekit.integrations.gguf_rope`
+  and :mod:`~ropekit.integrations.gguf_write` — GGUF files: loading, llama.cpp's RoPE, and writing it back.
+"""
+
+__all__ = ["gguf", "gguf_read", "gguf_rope", "gguf_write", "head", "hf", "hf_attention", "hf_config"]

@@ -29,7 +29,7 @@ class DynamicScaling(ScalingConfig):
 
     * ``fixed_seq_len=None`` (transformers-compatible): the base follows the ``seq_len`` of each call,
       n = max(seq_len, L). Keys already in a KV cache keep the rotation of the length they were written at,
-      so results depend on history (FACTS.md, "known problem").
+      so results depend on history (tests/scaling/test_length_modes.py reproduces it).
     * ``fixed_seq_len=N``: the base is computed once for n = max(N, L) and never changes, so a KV cache stays
       consistent. This is a ropekit option; transformers cannot express it.
 

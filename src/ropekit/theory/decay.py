@@ -2,7 +2,7 @@
 
 All three are functions of the relative distance m and the frequencies θ_i = b^(−2i/d):
 
-* g(m) = 2·Σ_i cos(m·θ_i): the score ⟨R_m 1, 1⟩ of all-ones query and key (seed 001).
+* g(m) = 2·Σ_i cos(m·θ_i): the score ⟨R_m 1, 1⟩ of all-ones query and key.
 * RoFormer's bound (arXiv 2104.09864, §3.4.3): by Abel summation |Σ_j h_j e^{i m θ_j}| <=
   (max_j |h_{j+1} − h_j|)·Σ_j |S_j| with S_j = Σ_{k<j} e^{i m θ_k}; the relative part (1/(d/2))·Σ_{j=1}^{d/2} |S_j|
   decays with m, though not monotonically.
@@ -152,7 +152,7 @@ def _distances(m: ArrayLike) -> np.ndarray:
 def ones_score(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarray:
     """g(m) = 2·Σ_i cos(m·θ_i): the RoPE score of all-ones query and key at relative distance m.
 
-    Example (seed 001): with b = 1e4 and d = 4, θ = {1, 0.01} and g has period 200π; with d = 256, g(0) = 256 and
+    Example (tests/theory/test_decay.py): with b = 1e4 and d = 4, θ = {1, 0.01} and g has period 200π; with d = 256, g(0) = 256 and
     g(1000) ≈ 49.3.
 
     Args:

@@ -1,6 +1,6 @@
 """Monte Carlo check of the similar-token property behind the base bound (numpy only).
 
-Men et al. (arXiv 2405.14591, Theorem 1; seed 000): for i.i.d. random query and key vectors q, k with per-entry
+Men et al. (arXiv 2405.14591, Theorem 1): for i.i.d. random query and key vectors q, k with per-entry
 standard deviation σ and a similar key k* = q + ε (ε zero-mean, independent),
 
     E[qᵀ R_m k*] − E[qᵀ R_m k] = σ²·tr(R_m) = 2σ²·B_m(b),   B_m(b) = Σ_i cos(m·θ_i).

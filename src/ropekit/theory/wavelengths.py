@@ -39,7 +39,7 @@ def periodic_pairs(wavelengths: np.ndarray, length: int) -> np.ndarray:
     """Boolean mask of the pairs whose wavelength fits inside ``length`` tokens (λ_i <= length).
 
     Example: Llama 2 (d 128, base 1e4) at 4096 tokens: pairs 0..45 (pair 45: λ = 4080.2; pair 46: 4711.7),
-    i.e. 92 of 128 dims (seed 004).
+    i.e. 92 of 128 dims (tests/theory/test_wavelengths.py).
     """
     require_int("length", length, minimum=1)
     return np.asarray(wavelengths, dtype=np.float64) <= length

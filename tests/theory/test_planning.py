@@ -1,6 +1,6 @@
 """The extension plan against closed forms (NTK base, YaRN's corrected dims, Llama 3's bands) and direct sums.
 
-Oracles: FACTS.md's formulas written out here (not the registry's code), B_m summed directly with ``np.cos``, and
+Oracles: the papers' formulas written out here (not the registry's code), B_m summed directly with ``np.cos``, and
 :func:`base_bound` / :func:`max_context_length` for the bound's numbers.
 """
 
