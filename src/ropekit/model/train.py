@@ -17,12 +17,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ropekit._validate import require_float, require_int
+from ropekit._validate import require_choice, require_float, require_int
 from ropekit.model.checkpoint import save
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 from ropekit.model.tokenizer import byte_ids
+
+TASK_MIXES = ("passkey", "suite")
+#: with ``task_mix="suite"``, the share of task sequences that stay passkey episodes
+SUITE_PASSKEY_SHARE = 0.25
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +40,9 @@ class TrainConfig:
     warmup: int = 100
     weight_decay: float = 0.1
     task_fraction: float = 0.2
+    #: what the task share holds: "passkey" episodes only, or "suite": a quarter passkey, the rest RULER-style tasks
+    #: (:func:`ropekit.eval.tasks.suite.mixture_sample`)
+    task_mix: str = "passkey"
     seed: int = 0
     minutes: float | None = None
     checkpoint_every: int = 250
@@ -54,6 +61,7 @@ class TrainConfig:
             if value > 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
+        require_choice("task_mix", self.task_mix, TASK_MIXES)
         if self.minutes is not None:
             object.__setattr__(self, "minutes", require_float("minutes", self.minutes, above=0.0))
         if not isinstance(self.device, str) or not self.device:
@@ -72,11 +80,26 @@ def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step:
     rows = []
     for _ in range(train.batch_size):
         if rng.random() < train.task_fraction and episodes_fit:
-            rows.append(passkey_episode(rng, corpus, length).ids)
+            if train.task_mix == "suite" and rng.random() >= SUITE_PASSKEY_SHARE:
+                rows.append(_suite_sequence(rng, corpus, length))
+            else:
+                rows.append(passkey_episode(rng, corpus, length).ids)
         else:
             start = int(rng.integers(0, len(corpus) - length))
             rows.append(corpus[start : start + length].astype(np.int64))
     return torch.from_numpy(np.stack(rows))
+
+
+_PIECES: dict[str, object] = {}
+
+
+def _suite_sequence(rng: np.random.Generator, corpus: np.ndarray, length: int) -> np.ndarray:
+    """A RULER-style task sequence with its answer (imported here: training is the suite's only user in model/)."""
+    from ropekit.eval.tasks.base import Pieces
+    from ropekit.eval.tasks.suite import mixture_sample
+
+    pieces = _PIECES.setdefault("bytes", Pieces(byte_ids))
+    return mixture_sample(rng, length, corpus, pieces)
 
 
 def progress_fraction(train: TrainConfig, step: int, elapsed_s: float) -> float:

@@ -1,0 +1,222 @@
+"""What every synthetic task shares: samples, haystacks of an exact token count, needle placement, random words.
+
+A sample is built from token-id pieces, each encoded once with the model's own tokenizer and then concatenated
+(never re-tokenized as one string), so its length in tokens is exact by construction: the haystack is cut to
+exactly the tokens that the needles, the question and (for training) the answer leave. RULER (Hsieh et al., arXiv
+2404.06654) fits its haystacks by a binary search on the amount of filler; the word-list tasks here do the same
+(:func:`largest_fitting`) and then pad with the haystack to the exact count.
+
+Typical use (what every task module does)::
+
+    pieces = Pieces(encode)                                  # caches the encoding of repeated strings
+    needles = [pieces.ids(needle_text)]
+    question = pieces.ids(question_text)
+    fill = length - sum(map(len, needles)) - len(question)  # tokens left for the haystack
+    stream, bounds = haystack.stream(rng, fill, pieces)      # exactly ``fill`` tokens
+    context, starts = insert_needles(stream, bounds, needles, [depth])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: RULER's noise haystack (the sentence it repeats; ``type_haystack: noise``)
+NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+#: haystack kinds: RULER's repeated noise sentences, the evaluation text (``--text``), or other needles
+HAYSTACKS = ("noise", "text", "needles")
+CONSONANTS = "bdfghklmnprstvz"
+VOWELS = "aeiou"
+
+Encode = Callable[[bytes], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question about a sample's context.
+
+    Attributes:
+        ids: the question and its answer prefix, token ids appended to the context.
+        answers: the reference strings; scoring looks for each in the model's output (RULER's string match).
+        target: token ids of the canonical answer (all references, in the order the text gives them); used to train,
+            and by the teacher-forced shortcut (greedy output that starts with it contains every reference).
+        budget: the most tokens greedy decoding may produce (at least ``len(target)``).
+        metric: ``"all"`` (RULER's ``string_match_all``) or ``"part"`` (``string_match_part``).
+    """
+
+    ids: np.ndarray
+    answers: tuple[str, ...]
+    target: np.ndarray
+    budget: int
+    metric: str = "all"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One generated sample: a context and the questions asked about it (each after the same context).
+
+    Attributes:
+        task: the task's name.
+        context: ``(n,)`` int64 token ids (haystack with needles).
+        questions: asked one after the other, each directly after ``context`` (a shared prefill).
+        depth: where the asked needle was placed (fraction of the haystack; ``nan`` where no needle).
+        needle_starts: token index in ``context`` where each needle starts (the asked one first).
+    """
+
+    task: str
+    context: np.ndarray
+    questions: tuple[Question, ...]
+    depth: float = float("nan")
+    needle_starts: tuple[int, ...] = ()
+
+    @property
+    def length(self) -> int:
+        """Tokens of the context and its longest question: the sample's length."""
+        return len(self.context) + max(len(q.ids) for q in self.questions)
+
+    def prompt(self, index: int = 0) -> np.ndarray:
+        """Context followed by question ``index``."""
+        return np.concatenate([self.context, self.questions[index].ids])
+
+    def sequence(self, index: int = 0) -> np.ndarray:
+        """Context, question ``index`` and its canonical answer: a training sequence."""
+        return np.concatenate([self.context, self.questions[index].ids, self.questions[index].target])
+
+
+@dataclass
+class Pieces:
+    """Encodes strings with the model's tokenizer, caching repeated ones (the noise sentence, templates)."""
+
+    encode: Encode
+    cache: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def ids(self, text: str) -> np.ndarray:
+        if text not in self.cache:
+            self.cache[text] = np.asarray(self.encode(text.encode()), dtype=np.int64)
+        return self.cache[text]
+
+
+def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
+    """A pronounceable pseudo-word (consonant-vowel syllables): never an English word the haystack could hold."""
+    return "".join(
+        CONSONANTS[rng.integers(len(CONSONANTS))] + VOWELS[rng.integers(len(VOWELS))] for _ in range(syllables)
+    )
+
+
+def distinct_words(rng: np.random.Generator, count: int, syllables: int = 3, avoid: Sequence[str] = ()) -> list[str]:
+    """``count`` different pseudo-words, none in ``avoid``."""
+    words: list[str] = []
+    seen = set(avoid)
+    while len(words) < count:
+        word = random_word(rng, syllables)
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def random_number(rng: np.random.Generator, digits: int = 7) -> str:
+    """A ``digits``-digit decimal number without a leading zero (RULER's needle values are 7 digits)."""
+    return str(int(rng.integers(10 ** (digits - 1), 10**digits)))
+
+
+def random_uuid(rng: np.random.Generator) -> str:
+    """A version-4 UUID from ``rng`` (deterministic, unlike :func:`uuid.uuid4`)."""
+    import uuid
+
+    raw = bytearray(rng.integers(0, 256, 16, dtype=np.uint8).tobytes())
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+@dataclass(frozen=True)
+class Haystack:
+    """Where filler comes from.
+
+    Attributes:
+        kind: ``"noise"`` (:data:`NOISE` repeated), ``"text"`` (a random contiguous slice of ``text``) or
+            ``"needles"`` (distractor needles drawn by ``distractor``).
+        text: token ids of the evaluation text (``kind="text"``).
+        distractor: ``rng → text`` of one distractor needle (``kind="needles"``).
+    """
+
+    kind: str
+    text: np.ndarray | None = None
+    distractor: Callable[[np.random.Generator], str] | None = None
+
+    def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, list[int]]:
+        """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
+
+        Raises:
+            ValueError: ``text`` has no more than ``count`` tokens.
+        """
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64), [0]
+        if self.kind == "text":
+            size = len(self.text)
+            if size <= count:
+                raise ValueError(f"the haystack text has {size:,} tokens; this sample needs more than {count:,}")
+            start = int(rng.integers(0, size - count))
+            return np.asarray(self.text[start : start + count], dtype=np.int64), list(range(count + 1))
+        units, total, bounds = [], 0, [0]
+        while total < count:
+            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.ids(self.distractor(rng))
+            units.append(unit)
+            total += len(unit)
+            bounds.append(min(total, count))
+        return np.concatenate(units)[:count], bounds
+
+
+def insert_needles(
+    stream: np.ndarray, bounds: list[int], needles: Sequence[np.ndarray], depths: Sequence[float]
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Put each needle at its depth (0 = start of the haystack, 1 = its end), at the unit boundary at or before it.
+
+    Returns:
+        The context, and each needle's first token index in it (in the order the needles were given).
+    """
+    cuts = []
+    for depth in depths:
+        target = round(depth * len(stream))
+        cuts.append(max(b for b in bounds if b <= target))
+    order = sorted(range(len(needles)), key=lambda i: (cuts[i], i))
+    parts, starts, previous, offset = [], [0] * len(needles), 0, 0
+    for i in order:
+        parts.append(stream[previous : cuts[i]])
+        offset += cuts[i] - previous
+        starts[i] = offset
+        parts.append(needles[i])
+        offset += len(needles[i])
+        previous = cuts[i]
+    parts.append(stream[previous:])
+    return np.concatenate(parts).astype(np.int64), tuple(starts)
+
+
+def largest_fitting(size: Callable[[int], int], budget: int, lowest: int = 1) -> int:
+    """The largest ``n >= lowest`` with ``size(n) <= budget`` (``size`` non-decreasing), by doubling then bisection;
+    ``lowest - 1`` when even ``lowest`` does not fit. RULER fits its haystacks the same way."""
+    if size(lowest) > budget:
+        return lowest - 1
+    low, high = lowest, max(1, 2 * lowest)
+    while size(high) <= budget:  # size(low) fits; find a high that does not
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if size(middle) <= budget:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def too_short(task: str, length: int, fixed: int) -> ValueError:
+    """The error for a length that cannot hold a task's needles, question and answer."""
+    return ValueError(f"task {task!r} needs a length of at least {fixed + 1} tokens with this tokenizer, got {length}")
+
+
+def budget_for(target: np.ndarray, slack: int = 8) -> int:
+    """Tokens greedy decoding may produce: the canonical answer's and a few more (a model may add spaces)."""
+    return len(target) + slack

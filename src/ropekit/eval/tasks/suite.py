@@ -1,0 +1,149 @@
+"""The task suite: RULER's synthetic tasks by name (Hsieh et al., arXiv 2404.06654, table 2), QA left out.
+
+RULER's two QA tasks need SQuAD and HotpotQA downloads, and ropekit downloads nothing at run time, so they are not
+here. Differences from RULER's own configuration, all so that every task fits the bundled model's 256-byte context:
+shorter templates; ``niah_single_2`` asks for a word value (RULER: a number), so that the suite covers number, word
+and UUID values; common-word extraction shows 3 common words 6 times each (RULER: 10 × 30).
+
+Typical use::
+
+    sample = make_sample("niah_multikey_1", length=4096, encode=model_encode, text=text_ids, seed=0, index=3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ropekit.eval.tasks.aggregation import common_words_sample, frequent_words_sample
+from ropekit.eval.tasks.base import HAYSTACKS, Encode, Haystack, Pieces, Sample
+from ropekit.eval.tasks.niah import niah_sample
+from ropekit.eval.tasks.tracking import tracking_sample
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One named task: its family, its haystack and the generator's parameters."""
+
+    name: str
+    family: str
+    haystack: str
+    build: Callable[..., Sample]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def sample(
+        self,
+        rng: np.random.Generator,
+        length: int,
+        pieces: Pieces,
+        text: np.ndarray | None,
+        *,
+        depth: float | None = None,
+        include_answer: bool = False,
+        haystack: str | None = None,
+        **overrides: Any,
+    ) -> Sample:
+        kind = haystack or self.haystack
+        if kind not in HAYSTACKS:
+            raise ValueError(f"haystack must be one of {', '.join(HAYSTACKS)}, got {kind!r}")
+        if kind == "text" and text is None:
+            raise ValueError("a text haystack needs the evaluation text's token ids, got none")
+        return self.build(
+            self.name,
+            rng,
+            length,
+            pieces,
+            haystack=Haystack(kind, text),
+            depth=depth,
+            include_answer=include_answer,
+            **{**self.params, **overrides},
+        )
+
+
+def _niah(name: str, haystack: str, **params: Any) -> TaskSpec:
+    return TaskSpec(name, "retrieval", haystack, niah_sample, params)
+
+
+#: every task, in RULER's order
+TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        _niah("niah_single_1", "noise", value_kind="number"),
+        _niah("niah_single_2", "text", value_kind="word"),
+        _niah("niah_single_3", "text", value_kind="uuid"),
+        _niah("niah_multikey_1", "text", keys=4),
+        _niah("niah_multikey_2", "needles"),
+        _niah("niah_multikey_3", "needles", key_kind="uuid", value_kind="uuid"),
+        _niah("niah_multivalue", "text", values=4),
+        _niah("niah_multiquery", "text", keys=4, queries=4),
+        TaskSpec("vt", "tracing", "noise", tracking_sample, {"chains": 1, "hops": 4}),
+        TaskSpec(
+            "cwe", "aggregation", "noise", common_words_sample, {"common": 3, "freq_common": 6, "freq_uncommon": 2}
+        ),
+        TaskSpec("fwe", "aggregation", "noise", frequent_words_sample, {"alpha": 2.0, "top": 3}),
+    )
+}
+
+
+def parse_tasks(text: str) -> tuple[str, ...]:
+    """Task names from a comma-separated list (``all``: every task).
+
+    Raises:
+        ValueError: an empty list or an unknown name (the message lists the valid ones).
+    """
+    items = [t.strip() for t in str(text).split(",")]
+    if items == ["all"]:
+        return tuple(TASKS)
+    if not all(items):
+        raise ValueError(f"tasks must be comma-separated names, got {text!r}; valid: all, {', '.join(TASKS)}")
+    for item in items:
+        if item not in TASKS:
+            raise ValueError(f"unknown task {item!r}; valid: all, {', '.join(TASKS)}")
+    return tuple(dict.fromkeys(items))
+
+
+def sample_rng(seed: int, length: int, task: str, index: int) -> np.random.Generator:
+    """The generator of sample ``index`` of ``task`` at ``length``: a pure function of the four."""
+    return np.random.default_rng([seed, length, list(TASKS).index(task) if task in TASKS else 99, index])
+
+
+def make_sample(
+    task: str,
+    length: int,
+    encode: Encode,
+    *,
+    text: np.ndarray | None = None,
+    seed: int = 0,
+    index: int = 0,
+    depth: float | None = None,
+    pieces: Pieces | None = None,
+    **overrides: Any,
+) -> Sample:
+    """Sample ``index`` of ``task`` at ``length`` tokens for the tokenizer ``encode`` (bytes → ids), by seed.
+
+    Args:
+        text: token ids of the evaluation text, for text haystacks.
+        depth: needle depth (``None``: drawn, as RULER does).
+        pieces: a shared encoding cache (made from ``encode`` when ``None``).
+        overrides: generator parameters (``haystack``, ``keys``, ``asks``, ``hops``, …).
+    """
+    spec = TASKS.get(task)
+    if spec is None:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+    return spec.sample(
+        sample_rng(seed, length, task, index), length, pieces or Pieces(encode), text, depth=depth, **overrides
+    )
+
+
+def mixture_sample(rng: np.random.Generator, length: int, text: np.ndarray, pieces: Pieces) -> np.ndarray:
+    """A training sequence of exactly ``length`` tokens: a random task, haystack and depth, with its answer.
+
+    Used to train the bundled model on the suite; the haystack is the task's own or the training text.
+    """
+    names = [name for name in TASKS]
+    spec = TASKS[names[int(rng.integers(len(names)))]]
+    haystack = spec.haystack if rng.random() < 0.5 else ("text" if spec.haystack != "text" else "noise")
+    return spec.sample(rng, length, pieces, text, include_answer=True, haystack=haystack).sequence()

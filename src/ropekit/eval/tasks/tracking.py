@@ -1,0 +1,80 @@
+"""Variable tracking, RULER's multi-hop tracing task (Hsieh et al., arXiv 2404.06654, section 3.2).
+
+A chain ``VAR A = 12345. VAR B = VAR A. VAR C = VAR B. …`` is scattered through the haystack in order; the
+question asks for every variable that holds the value, so the model must follow each hop. ``chains`` chains with
+their own values are hidden (the first one is asked); ``hops`` assignments follow each value.
+
+Placement: the chain's first statement (the value) goes at ``depth`` (drawn when ``None``); its hops at sorted
+uniform depths after it; the other chains anywhere, each in order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ropekit.eval.tasks.base import Haystack, Pieces, Question, Sample, budget_for, insert_needles, too_short
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def variable_names(rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` distinct five-letter upper-case names (RULER's variable names)."""
+    names: list[str] = []
+    while len(names) < count:
+        name = "".join(LETTERS[i] for i in rng.integers(0, 26, 5))
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def question_text(value: str) -> str:
+    return f"\nWhich variables are assigned the value {value}? They are"
+
+
+def tracking_sample(
+    task: str,
+    rng: np.random.Generator,
+    length: int,
+    pieces: Pieces,
+    *,
+    haystack: Haystack,
+    chains: int = 1,
+    hops: int = 4,
+    depth: float | None = None,
+    include_answer: bool = False,
+) -> Sample:
+    """One variable-tracking sample of exactly ``length`` tokens (``include_answer``: with the answer).
+
+    Raises:
+        ValueError: ``chains`` or ``hops`` < 1, or ``length`` too short for the chains and the question.
+    """
+    if chains < 1 or hops < 1:
+        raise ValueError(f"chains and hops must be >= 1, got chains={chains}, hops={hops}")
+    names = variable_names(rng, chains * (hops + 1))
+    values: list[str] = []
+    while len(values) < chains:
+        value = str(int(rng.integers(10000, 100000)))
+        if value not in values:
+            values.append(value)
+    statements, depths = [], []
+    first = float(rng.random()) if depth is None else float(depth)
+    for c in range(chains):
+        chain = names[c * (hops + 1) : (c + 1) * (hops + 1)]
+        start = first if c == 0 else float(rng.random())
+        later = sorted(start + (1 - start) * float(rng.random()) for _ in range(hops))
+        text = [f"VAR {chain[0]} = {values[c]}. "] + [
+            f"VAR {chain[i]} = VAR {chain[i - 1]}. " for i in range(1, hops + 1)
+        ]
+        statements += [pieces.ids(t) for t in text]
+        depths += [start, *later]
+    asked = names[: hops + 1]
+    target = pieces.ids(" " + " ".join(asked))
+    question = Question(pieces.ids(question_text(values[0])), tuple(asked), target, budget_for(target))
+    fixed = sum(len(s) for s in statements) + len(question.ids) + (len(target) if include_answer else 0)
+    fill = length - fixed
+    if fill < 0:
+        raise too_short(task, length, fixed - 1)
+    filler = Haystack("noise") if haystack.kind == "needles" else haystack
+    stream, bounds = filler.stream(rng, fill, pieces)
+    context, starts = insert_needles(stream, bounds, statements, depths)
+    return Sample(task, context, (question,), first, starts)

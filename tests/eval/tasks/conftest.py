@@ -1,0 +1,41 @@
+"""Shared pieces for the task-suite tests: the byte tokenizer, a small BPE tokenizer trained here, a haystack text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ropekit.model.tokenizer import byte_ids
+
+#: a haystack text with sentences and code, long enough for 4096-token samples
+TEXT = (
+    "def walk(tree):\n    for node in tree.children:\n        yield node\n"
+    "The river runs past the old mill, and the miller counts his sacks twice. "
+) * 400
+
+
+@pytest.fixture(scope="session")
+def bpe_encode():
+    """A byte-level BPE tokenizer (transformers' fast tokenizer) trained on a few lines: multi-byte tokens."""
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    corpus = [TEXT[:4000], "The magic number for kiwi is 1234567. What is the magic number? They are VAR ABC"]
+    tokenizer.train_from_iterator(corpus, trainer)
+
+    def encode(text: bytes) -> np.ndarray:
+        return np.array(tokenizer.encode(text.decode()).ids, dtype=np.int64)
+
+    encode.decode = lambda ids: tokenizer.decode([int(i) for i in ids])
+    return encode
+
+
+@pytest.fixture(scope="session")
+def text_ids() -> np.ndarray:
+    return byte_ids(TEXT.encode())

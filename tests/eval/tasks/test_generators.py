@@ -1,0 +1,140 @@
+"""Generators: exact token length, answers placed as asked (once where the task says once), depth, determinism."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from ropekit.eval.tasks.base import NOISE, largest_fitting
+from ropekit.eval.tasks.suite import TASKS, make_sample, mixture_sample, parse_tasks
+from ropekit.model.tokenizer import byte_ids
+
+
+def text_of(ids) -> str:
+    return bytes(int(i) for i in ids).decode()
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("length", [256, 257, 1000, 4096])
+def test_exact_length_bytes(task, length, text_ids):
+    sample = make_sample(task, length, byte_ids, text=text_ids, seed=3, index=2)
+    assert len(sample.context) + len(sample.questions[0].ids) == length
+    trained = make_sample(task, length, byte_ids, text=text_ids, seed=3, index=2, include_answer=True)
+    assert len(trained.sequence()) == length
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("length", [300, 2048])
+def test_exact_length_bpe(task, length, bpe_encode):
+    text = bpe_encode(b"The river runs past the old mill. def walk(tree): yield node\n" * 300)
+    sample = make_sample(task, length, bpe_encode, text=text, seed=1, index=0)
+    assert sample.length == length
+    decoded = bpe_encode.decode(sample.context)
+    for answer in sample.questions[0].answers:  # the references survive tokenization of the pieces
+        assert answer in decoded
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_same_seed_same_sample(task, text_ids):
+    a = make_sample(task, 1024, byte_ids, text=text_ids, seed=5, index=7)
+    b = make_sample(task, 1024, byte_ids, text=text_ids, seed=5, index=7)
+    c = make_sample(task, 1024, byte_ids, text=text_ids, seed=6, index=7)
+    assert np.array_equal(a.context, b.context) and a.questions[0].answers == b.questions[0].answers
+    assert not np.array_equal(a.context, c.context)
+
+
+NEEDLE = re.compile(r"The magic (number|word|uuid) for (\S+) is (\S+)\. ")
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if t.startswith("niah")])
+def test_needles_state_each_answer_once(task, text_ids):
+    for index in range(5):
+        sample = make_sample(task, 2048, byte_ids, text=text_ids, seed=0, index=index)
+        context = text_of(sample.context)
+        question = text_of(sample.questions[0].ids)
+        asked = re.findall(r"for ([^?]+)\?", question)[0].split(", ")
+        stated = NEEDLE.findall(context)
+        for answer in sample.questions[0].answers:
+            assert context.count(answer) == 1  # the value occurs once, inside its needle
+        expected = [value for key in asked for _, k, value in stated if k == key]
+        assert sorted(expected) == sorted(sample.questions[0].answers)
+        assert text_of(sample.questions[0].target) == " " + ", ".join(sample.questions[0].answers)
+
+
+def test_multikey_counts(text_ids):
+    sample = make_sample("niah_multikey_1", 2048, byte_ids, text=text_ids, seed=0, index=0)
+    assert len(NEEDLE.findall(text_of(sample.context))) == 4
+    haystack = make_sample("niah_multikey_2", 2048, byte_ids, text=text_ids, seed=0, index=0)
+    keys = [k for _, k, _ in NEEDLE.findall(text_of(haystack.context))]
+    assert len(keys) > 20 and len(set(keys)) == len(keys)  # a haystack of needles, every key once
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.25, 0.5, 0.75, 1.0])
+def test_depth_placement(depth, text_ids):
+    for task, unit in (("niah_single_1", len(NOISE)), ("niah_single_2", 1)):
+        sample = make_sample(task, 2048, byte_ids, text=text_ids, seed=0, index=1, depth=depth)
+        needle = NEEDLE.search(text_of(sample.context))
+        haystack = len(sample.context) - (needle.end() - needle.start())
+        assert needle.start() == sample.needle_starts[0]
+        assert depth * haystack - unit <= needle.start() <= depth * haystack + 1  # at the boundary before it
+
+
+def test_depth_is_random_by_default(text_ids):
+    depths = {make_sample("niah_single_1", 1024, byte_ids, seed=0, index=i).depth for i in range(10)}
+    assert len(depths) == 10 and all(0 <= d <= 1 for d in depths)
+
+
+def test_variable_tracking_chain(text_ids):
+    for hops in (1, 4, 7):
+        sample = make_sample("vt", 2048, byte_ids, seed=2, index=0, hops=hops, chains=2)
+        context = text_of(sample.context)
+        value = re.findall(r"value (\d+)\?", text_of(sample.questions[0].ids))[0]
+        holders = {v for v, n in re.findall(r"VAR (\w+) = (\d+)\.", context) if n == value}
+        links = re.findall(r"VAR (\w+) = VAR (\w+)\.", context)
+        changed = True
+        while changed:  # follow the assignments (an independent reading of the chain)
+            new = {a for a, b in links if b in holders}
+            changed = not new <= holders
+            holders |= new
+        assert sorted(holders) == sorted(sample.questions[0].answers) and len(holders) == hops + 1
+        assert context.count(f"= {value}.") == 1
+
+
+@pytest.mark.parametrize("task", ["cwe", "fwe"])
+def test_word_lists(task):
+    for length in (256, 4096):
+        sample = make_sample(task, length, byte_ids, seed=0, index=3)
+        words = text_of(sample.context).split("List:")[-1].split()
+        ranked = Counter(words).most_common()
+        top = [w for w, _ in ranked[:3]]
+        assert sorted(top) == sorted(sample.questions[0].answers)
+        assert ranked[2][1] > ranked[3][1]  # never a tie for the answer
+
+
+def test_parse_tasks():
+    assert parse_tasks("all") == tuple(TASKS)
+    assert parse_tasks("vt, cwe") == ("vt", "cwe")
+    with pytest.raises(ValueError, match="unknown task 'qa_1'"):
+        parse_tasks("qa_1")
+
+
+def test_too_short_names_task():
+    with pytest.raises(ValueError, match=r"niah_multiquery.*at least"):
+        make_sample("niah_multiquery", 100, byte_ids, seed=0, haystack="noise")
+
+
+def test_largest_fitting():
+    assert largest_fitting(lambda n: 3 * n, 100) == 33
+    assert largest_fitting(lambda n: 3 * n, 2) == 0
+    assert largest_fitting(lambda n: 3 * n, 100, lowest=0) == 33
+
+
+def test_mixture_sample_length(text_ids):
+    from ropekit.eval.tasks.base import Pieces
+
+    pieces = Pieces(byte_ids)
+    for seed in range(30):
+        assert len(mixture_sample(np.random.default_rng(seed), 257, text_ids, pieces)) == 257
