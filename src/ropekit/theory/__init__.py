@@ -3,8 +3,8 @@
 numpy only: nothing here imports torch, so ``import ropekit.theory`` and the theory commands stay fast.
 
 * :mod:`~ropekit.theory.wavelengths` — λ_i per pair before/after scaling, periodic pairs, critical dimension.
-* :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m (``similarity_sum``, the one
-  place it is computed, and ``first_negative_m``, the one place its first negative m is found).
+* :mod:`~ropekit.theory.decay` — the ones-vector score g, RoFormer's upper bound, B_m (``similarity_sum``, by direct
+  summation) and the scan over every m (``margin_chunks``), behind ``first_negative_m`` and the base bound's scans.
 * :mod:`~ropekit.theory.bound` — the smallest and robust base for a context length, islands, the inverse
   (``base_bound``, ``smallest_feasible_base`` / ``robust_base_only`` for one definition alone,
   ``max_context_length``).

@@ -9,9 +9,12 @@ All three are functions of the relative distance m and the frequencies θ_i = b^
 * B_m(b) = Σ_i cos(m·θ_i) (Men et al., arXiv 2405.14591, eq. 8): the expected score gap between a similar and a
   random key, divided by 2σ² (see :mod:`ropekit.theory.similar_tokens`). It equals g(m)/2.
 
-B_m is computed in one place, :func:`similarity_sum` (any frequencies, so scaled ones too), and "the first m with
-B_m < 0" in one place, :func:`first_negative_m`; :func:`similarity_margin` and the base bound
-(:mod:`ropekit.theory.bound`) call them. Values within :func:`tolerance` of zero count as zero.
+B_m by direct summation lives in :func:`similarity_sum` (any frequencies, so scaled ones too), and the scan over
+every m, a block of consecutive m per matrix product, in :func:`margin_chunks` with its confirmation by direct
+summation in :func:`negative_in_chunk`: :func:`first_negative_m` ("the first m with B_m < 0") and the full scans of
+the base bound (:mod:`ropekit.theory.bound`) both use them. The bound's certified walks and grouped bounds
+(:mod:`ropekit.theory._margins`, :mod:`ropekit.theory._certificates`) evaluate B_m together with its derivatives
+over bases. Values within :func:`tolerance` of zero count as zero.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def tolerance(m: ArrayLike, rotary_dim: int) -> float | np.ndarray:
 def similarity_sum(m: ArrayLike, frequencies: np.ndarray) -> np.ndarray:
     """B_m = Σ_i cos(m·f_i) for any frequencies f (Men et al., arXiv 2405.14591, eq. 8), summed pair by pair.
 
-    The one place B_m is computed: with f = θ_i = b^(−2i/d) it is :func:`similarity_margin`; with a scaling
+    B_m by direct summation: with f = θ_i = b^(−2i/d) it is :func:`similarity_margin`; with a scaling
     method's frequencies it is that method's B_m. Float64, in chunks of m.
 
     Args:
@@ -149,38 +152,38 @@ def _distances(m: ArrayLike) -> np.ndarray:
     return np.asarray(m, dtype=np.float64)
 
 
-def ones_score(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarray:
+def ones_score(m: ArrayLike, rotary_dim: int, base: float = 10000.0) -> np.ndarray:
     """g(m) = 2·Σ_i cos(m·θ_i): the RoPE score of all-ones query and key at relative distance m.
 
-    Example (tests/theory/test_decay.py): with b = 1e4 and d = 4, θ = {1, 0.01} and g has period 200π; with d = 256, g(0) = 256 and
-    g(1000) ≈ 49.3.
+    Example (tests/theory/test_decay.py): with b = 1e4 and d = 4, θ = {1, 0.01} and g has period 200π; with
+    d = 256, g(0) = 256 and g(1000) ≈ 49.3.
 
     Args:
         m: relative distance(s), any shape.
-        dim: the rotary dimension d (even).
+        rotary_dim: the rotary dimension d (even).
         base: the RoPE base b.
 
     Returns:
         float64 array with the shape of ``m``.
     """
-    return 2 * similarity_margin(m, dim, base)
+    return 2 * similarity_margin(m, rotary_dim, base)
 
 
-def similarity_margin(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarray:
+def similarity_margin(m: ArrayLike, rotary_dim: int, base: float = 10000.0) -> np.ndarray:
     """B_m(b) = Σ_{i<d/2} cos(m·θ_i) (Men et al., arXiv 2405.14591, eq. 8), in float64.
 
     Args:
         m: relative distance(s), any shape.
-        dim: the rotary dimension d (even).
+        rotary_dim: the rotary dimension d (even).
         base: the RoPE base b.
 
     Returns:
         float64 array with the shape of ``m``; B_0 = d/2.
     """
-    return similarity_sum(_distances(m), inv_freq(dim, base))
+    return similarity_sum(_distances(m), inv_freq(rotary_dim, base))
 
 
-def roformer_upper_bound(m: ArrayLike, dim: int, base: float = 10000.0) -> np.ndarray:
+def roformer_upper_bound(m: ArrayLike, rotary_dim: int, base: float = 10000.0) -> np.ndarray:
     """RoFormer's relative upper bound (1/(d/2))·Σ_{j=1}^{d/2} |S_j|, S_j = Σ_{k=0}^{j−1} e^{i m θ_k}.
 
     RoFormer (arXiv 2104.09864), §3.4.3, eq. 37: the score of any query and key is at most
@@ -189,13 +192,13 @@ def roformer_upper_bound(m: ArrayLike, dim: int, base: float = 10000.0) -> np.nd
 
     Args:
         m: relative distance(s), any shape.
-        dim: the rotary dimension d (even).
+        rotary_dim: the rotary dimension d (even).
         base: the RoPE base b.
 
     Returns:
         float64 array with the shape of ``m``.
     """
-    theta = inv_freq(dim, base)
+    theta = inv_freq(rotary_dim, base)
     m = _distances(m)
     partial = np.cumsum(np.exp(1j * m[..., None] * theta), axis=-1)  # (..., d/2): S_1 … S_{d/2}
     return np.abs(partial).mean(axis=-1)

@@ -341,7 +341,7 @@ def _method(rope: RopeConfig, spec: ScalingConfig, factor: float, target_length:
     )
 
 
-def _round_feasible_base(smallest: float, dim: int, length: int, robust: float | None) -> float:
+def _round_feasible_base(smallest: float, rotary_dim: int, length: int, robust: float | None) -> float:
     """The first round base (1, 1.2, 1.5, 2, … × 10^k) >= ``smallest`` with B_m >= 0 for every m < ``length``.
 
     Falls back to ``robust`` (or the smallest base itself) if none of the next 40 round numbers is feasible.
@@ -351,6 +351,6 @@ def _round_feasible_base(smallest: float, dim: int, length: int, robust: float |
         mantissa * 10.0**k for k in (exponent, exponent + 1, exponent + 2, exponent + 3) for mantissa in _ROUND
     )
     for candidate in [c for c in candidates if c >= smallest][:40]:
-        if max_context_length(candidate, dim, limit=length) is None:
+        if max_context_length(candidate, rotary_dim, limit=length) is None:
             return candidate
     return robust if robust is not None else smallest

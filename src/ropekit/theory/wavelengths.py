@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropekit._validate import require_float, require_int
+from ropekit._validate import require_float, require_int, require_rotary_dim
 from ropekit.config import RopeConfig
 from ropekit.scaling.registry import frequencies, inv_freq
 
@@ -45,31 +45,31 @@ def periodic_pairs(wavelengths: np.ndarray, length: int) -> np.ndarray:
     return np.asarray(wavelengths, dtype=np.float64) <= length
 
 
-def critical_dimension(dim: int, base: float, train_length: int) -> int:
+def critical_dimension(rotary_dim: int, base: float, train_length: int) -> int:
     """d_extra = 2⌈(d/2)·log_b(T_train/2π)⌉, clamped to [0, d] (Liu et al., arXiv 2310.05209, eq. 8).
 
     For plain RoPE this equals twice the number of pairs with λ_i <= T_train, except when a wavelength equals
     T_train exactly.
 
     Args:
-        dim: the rotary dimension d (even).
+        rotary_dim: the rotary dimension d (even).
         base: the RoPE base b (> 1).
         train_length: the training length T_train in tokens.
     """
-    require_int("dim", dim, minimum=2)
+    rotary_dim = require_rotary_dim("rotary_dim", rotary_dim)
     base = require_float("base", base, above=1.0)
     require_int("train_length", train_length, minimum=1)
-    pairs = math.ceil((dim / 2) * math.log(train_length / (2 * math.pi)) / math.log(base))
-    return 2 * max(0, min(dim // 2, pairs))
+    pairs = math.ceil((rotary_dim / 2) * math.log(train_length / (2 * math.pi)) / math.log(base))
+    return 2 * max(0, min(rotary_dim // 2, pairs))
 
 
-def extrapolation_limit(dim: int, base: float, train_length: int) -> float:
+def extrapolation_limit(rotary_dim: int, base: float, train_length: int) -> float:
     """T_extra = 2π·b^(d_extra/d): the wavelength of the first pair that never completes a period in training.
 
     Liu et al. (arXiv 2310.05209, eq. 9). With every pair periodic (d_extra = d) it is 2π·b, one step past the
     last pair, which means "no limit from this argument".
     """
-    return 2 * math.pi * base ** (critical_dimension(dim, base, train_length) / dim)
+    return 2 * math.pi * base ** (critical_dimension(rotary_dim, base, train_length) / rotary_dim)
 
 
 @dataclass(frozen=True)
