@@ -29,7 +29,7 @@ def run_json(*args: str) -> dict:
 
 
 def test_bound_json_fields_and_values():
-    data = run_json("bound", "--context", "1k", "--head-dim", "128")
+    data = run_json("bound", "--context", "1k", "--rotary-dim", "128")
     expected = base_bound(1024, 128)
     assert data["context_length"] == 1024
     assert data["smallest_base"] == pytest.approx(expected.smallest_base, rel=1e-12)
@@ -53,7 +53,7 @@ def test_bound_accepts_length_suffixes(monkeypatch, text, length):
 
     seen = []
     monkeypatch.setattr(bound_module, "smallest_feasible_base", lambda n, d: seen.append((n, d)) or 123.0)
-    data = run_json("bound", "--context", text, "--head-dim", "64")
+    data = run_json("bound", "--context", text, "--rotary-dim", "64")
     assert seen == [(length, 64)]
     assert data["context_length"] == length and data["smallest_base"] == 123.0
     assert data["robust_base"] is None and data["islands"] is None  # above 65536 the robust bound is off by default
@@ -64,7 +64,7 @@ def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
     import ropekit._costs as costs
 
     monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
-    data = run_json("bound", "--context", "2048", "--head-dim", "64", "--robust")
+    data = run_json("bound", "--context", "2048", "--rotary-dim", "64", "--robust")
     expected = base_bound(2048, 64)
     assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
     assert data["smallest_base"] == pytest.approx(expected.smallest_base, rel=1e-12)
@@ -78,7 +78,7 @@ def test_bound_islands_above_the_limit_walks_them(monkeypatch):
     monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
     expected = base_bound(2048, 64)
     for extra in (["--islands"], ["--robust", "--islands"]):
-        data = run_json("bound", "--context", "2048", "--head-dim", "64", *extra)
+        data = run_json("bound", "--context", "2048", "--rotary-dim", "64", *extra)
         assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
         assert data["island_count"] == len(expected.islands) > 1
         for (low, high), (a, b) in zip(data["islands"], expected.islands, strict=True):
@@ -173,7 +173,7 @@ def test_plan_text_output():
     ("args", "suffix"),
     [
         (["scaling"], ".png"),
-        (["wavelengths", "--head-dim", "32"], ".svg"),
+        (["wavelengths", "--rotary-dim", "32"], ".svg"),
         (["decay", "--max-distance", "2k"], ".svg"),
         (["bound", "--max-context", "2k", "--robust-up-to", "1k"], ".png"),
     ],
@@ -207,3 +207,19 @@ def test_bad_input_is_a_clear_error(args, message):
     result = runner.invoke(app, args)
     assert result.exit_code != 0
     assert message in " ".join(result.output.split()), result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bound", "--context", "1k", "--head-dim", "64"],
+        ["plot", "decay", "-o", "x.svg", "--head-dim", "64"],
+        ["plot", "decay", "--output", "x.svg"],
+    ],
+)
+def test_theory_commands_have_no_hidden_aliases(args):
+    """``--head-dim`` is the head size (``plan``, ``inspect``), never another name for ``--rotary-dim``; ``--out``
+    has one spelling (issue 24: one CLI vocabulary)."""
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "No such option" in result.output

@@ -16,7 +16,6 @@ from ropekit.cli.common import (
     option_errors,
     parse_length,
     print_json,
-    resolve_alias,
 )
 
 #: islands shown in the table (JSON has all of them).
@@ -26,7 +25,6 @@ SHOWN_ISLANDS = 5
 def bound_command(
     context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024; at most 1M)."),
     rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
-    head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
@@ -53,15 +51,15 @@ def bound_command(
     from ropekit.theory.published import PAPER_BOUND, PUBLISHED_ROTARY_DIM, SU_BOUND, face_value_check
 
     length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
-    dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
-    check_range(dim_option, dim, minimum=2, maximum=MAX_ROTARY_DIM)
-    check_bound_work(length, dim, "--context", dim_option)
+    dim = rotary_dim
+    check_range("--rotary-dim", dim, minimum=2, maximum=MAX_ROTARY_DIM)
+    check_bound_work(length, dim, "--context", "--rotary-dim")
     if with_islands and robust is False:
         raise fail("--islands walks the islands below the robust bound (B); it cannot go with --no-robust")
     by_default = _costs.robust_by_default(length, dim)
     with_robust = robust if robust is not None else with_islands or by_default
     start = time.perf_counter()
-    with option_errors(rotary_dim=dim_option, context_length="--context"):
+    with option_errors(rotary_dim="--rotary-dim", context_length="--context"):
         if with_robust and (by_default or with_islands):
             bound = base_bound(length, dim)
             smallest, robust_base, islands = bound.smallest_base, bound.robust_base, bound.islands

@@ -25,7 +25,6 @@ from ropekit.cli.common import (
     option_errors,
     parse_length,
     print_json,
-    resolve_alias,
 )
 
 KINDS = ("decay", "bound", "wavelengths", "scaling")
@@ -45,9 +44,7 @@ def _writing(path: Path, option: str) -> Iterator[None]:
 def plot_command(
     kind: str = typer.Argument(..., help=f"Which figure: {', '.join(KINDS)}."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Output file; .png or .svg picks the format."),
-    output: Path | None = typer.Option(None, "--output", hidden=True, help="Old name of --out."),
     rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
-    head_dim: int | None = typer.Option(None, "--head-dim", hidden=True, help="Old name of --rotary-dim."),
     base: float = typer.Option(10000.0, help="RoPE base b (decay, wavelengths, scaling)."),
     train_length: str = typer.Option("4k", help="Training length T = L0 (wavelengths, scaling)."),
     factor: float = typer.Option(4.0, help="Scaling factor s (wavelengths, scaling)."),
@@ -64,13 +61,11 @@ def plot_command(
     """Write a figure: B_m and RoFormer's decay bound, the base bound against L, wavelengths, or scaling ratios."""
     if kind not in KINDS:
         raise fail(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if out is not None and output is not None:
-        raise fail("--out and --output are one option (the latter is the old name); give one")
-    path, path_option = (out, "--out") if output is None else (output, "--output")
-    if path is None:
+    if out is None:
         raise fail("--out (-o) is required: the file to write, ending in .png or .svg")
-    dim, dim_option = resolve_alias(rotary_dim, head_dim, "--rotary-dim", "--head-dim", default=128)
-    check_range(dim_option, dim, minimum=2, maximum=MAX_ROTARY_DIM)
+    path = out
+    dim = rotary_dim
+    check_range("--rotary-dim", dim, minimum=2, maximum=MAX_ROTARY_DIM)
     check_range("--base", base, above=1.0)
     check_range("--factor", factor, minimum=1.0, maximum=MAX_FACTOR)
     lengths = {}
@@ -81,18 +76,18 @@ def plot_command(
             max_context, "--max-context", minimum=BOUND_MIN_CONTEXT, maximum=MAX_CONTEXT
         )
         lengths["robust_up_to"] = parse_length(robust_up_to, "--robust-up-to", maximum=ROBUST_AUTO_LIMIT)
-        check_bound_work(lengths["max_context"], dim, "--max-context", dim_option)
+        check_bound_work(lengths["max_context"], dim, "--max-context", "--rotary-dim")
         if not robust_by_default(lengths["robust_up_to"], dim):  # the islands take minutes to hours there
             lengths["robust_up_to"] = 0
     else:
         lengths["train_length"] = parse_length(train_length, "--train-length")
-    check_output_file(path, path_option, suffixes=SUFFIXES, force=force)
+    check_output_file(path, "--out", suffixes=SUFFIXES, force=force)
     from ropekit import plots
 
-    names = {"head_dim": dim_option, "rotary_dim": dim_option, "base": "--base", "factor": "--factor"}
+    names = {"head_dim": "--rotary-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
     names |= {name: "--" + name.replace("_", "-") for name in lengths}
     names |= {"original_max_position_embeddings": "--train-length", "original_length": "--train-length"}
-    with option_errors(**names), _writing(path, path_option):
+    with option_errors(**names), _writing(path, "--out"):
         if kind == "decay":
             plots.decay_figure(path, dim, base, lengths["max_distance"])
         elif kind == "bound":
