@@ -17,6 +17,15 @@ from ropekit._validate import require_float, require_int
 from ropekit.model.tasks import Episode, byte_ids, passkey_episode
 
 
+def wilson_interval(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (Wilson 1927) for ``successes`` out of ``trials``; it always contains the proportion."""
+    n, p = trials, successes / trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(max(0.0, p * (1 - p)) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # At p = 0 or 1 one bound is p exactly; rounding would otherwise put it an ulp inside (0.9999999999999999).
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
 @dataclass(frozen=True)
 class PasskeyCell:
     """Accuracy at one (length, depth), with a 95% Wilson interval."""
@@ -41,11 +50,7 @@ class PasskeyCell:
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
         """Wilson score interval for the accuracy (Wilson 1927); it always contains the accuracy itself."""
-        n, p = self.trials, self.accuracy
-        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        # At p = 0 or 1 one bound is p exactly; rounding would otherwise put it an ulp inside (0.9999999999999999).
-        return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+        return wilson_interval(self.correct, self.trials, z)
 
     def to_dict(self) -> dict:
         low, high = self.interval()

@@ -1,0 +1,199 @@
+"""Greedy answers with a key/value cache: one prefill per context, shared by every question asked about it.
+
+A decoder holds the tokens fed so far (as a cache) and gives logits for the last positions of what it is fed:
+
+- :class:`TinyDecoder`: the bundled model's layers with a per-layer key/value cache (RoPE at absolute positions);
+- :class:`HFDecoder`: a transformers causal LM with its own ``DynamicCache`` (cropped back after each question);
+- :class:`FullDecoder`: no cache, the whole sequence again at every step (any model; the reference the cached
+  decoders are tested against, and the fallback for Infini-attention models).
+
+:func:`greedy_answer` asks one question: it feeds the question and the canonical answer in one pass (teacher
+forcing) and reads where the greedy prediction first departs from the answer. Up to there greedy decoding would have
+produced exactly the answer's tokens, so only the rest is generated token by token; when nothing departs, greedy
+output starts with the whole canonical answer, which holds every reference, and decoding stops there (its score
+cannot change). The result is token for token greedy decoding's, at the cost of one pass when the model is right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+class FullDecoder:
+    """Recomputes the whole sequence at every call: ``model.hidden_states`` and ``model.output_logits``."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.ids = torch.zeros(0, dtype=torch.int64)
+
+    @property
+    def length(self) -> int:
+        return len(self.ids)
+
+    @torch.no_grad()
+    def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        """Feed ``ids``; return float32 logits ``(keep, vocab)`` for the last ``keep`` positions fed."""
+        self.ids = torch.cat([self.ids, ids.cpu()])
+        if keep == 0:
+            return torch.zeros(0)
+        hidden = self.model.hidden_states(self.ids[None])[0, -keep:]  # (keep, d_model)
+        return self.model.output_logits(hidden).float().cpu()
+
+    def crop(self, length: int) -> None:
+        self.ids = self.ids[:length]
+
+
+class TinyDecoder:
+    """The bundled model (:class:`ropekit.model.TinyLM`, RoPE, sinusoidal or no positions) with a key/value cache."""
+
+    def __init__(self, lm: Any) -> None:
+        if lm.config.position == "infini":
+            raise ValueError("an Infini-attention model has no key/value cache here; use FullDecoder")
+        self.lm = lm
+        self.keys: list[torch.Tensor | None] = [None] * len(lm.blocks)
+        self.values: list[torch.Tensor | None] = [None] * len(lm.blocks)
+        self.length = 0
+
+    @torch.no_grad()
+    def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        """Feed ``ids`` (1-D); return float32 logits ``(keep, vocab)`` for the last ``keep`` of them."""
+        lm, config = self.lm, self.lm.config
+        count, past = len(ids), self.length
+        positions = torch.arange(past, past + count)
+        if past + count > config.max_positions:
+            raise ValueError(f"position {past + count - 1} is beyond max_positions={config.max_positions}")
+        device = lm.embed.weight.device
+        x = lm.embed(ids[None].to(device))  # (1, count, d_model)
+        if config.position == "sinusoidal":
+            from ropekit.model.tiny import sinusoidal_table
+
+            x = x + sinusoidal_table(positions, config.d_model).to(x)
+        hd = config.head_dim
+        mask = None
+        if past and count > 1:  # query i sees every cached key and the new keys up to itself
+            mask = (
+                torch.arange(past + count, device=device)[None, :]
+                <= (past + torch.arange(count, device=device))[:, None]
+            )
+        for index, block in enumerate(lm.blocks):
+            attn, h = block.attn, block.attn_norm(x)
+            q = attn.q_proj(h).view(1, count, config.n_heads, hd)  # (1, count, heads, hd)
+            k = attn.k_proj(h).view(1, count, config.n_kv_heads, hd)  # (1, count, kv, hd)
+            v = attn.v_proj(h).view(1, count, config.n_kv_heads, hd)
+            if attn.rotary is not None:
+                q, k = attn.rotary(q, k, positions.to(device))
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (1, heads, count, hd)
+            if self.keys[index] is not None:
+                k = torch.cat([self.keys[index], k], dim=2)  # (1, kv, past + count, hd)
+                v = torch.cat([self.values[index], v], dim=2)
+            self.keys[index], self.values[index] = k, v
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=past == 0 and count > 1, enable_gqa=True
+            )  # (1, heads, count, hd)
+            x = x + attn.o_proj(out.transpose(1, 2).reshape(1, count, -1))
+            x = x + block.mlp(block.mlp_norm(x))
+        self.length = past + count
+        if keep == 0:
+            return torch.zeros(0)
+        hidden = lm.norm(x[0, count - keep :])  # (keep, d_model)
+        return F.linear(hidden, lm.embed.weight).float().cpu()  # tied embeddings: (keep, vocab)
+
+    def crop(self, length: int) -> None:
+        self.keys = [None if k is None else k[:, :, :length] for k in self.keys]
+        self.values = [None if v is None else v[:, :, :length] for v in self.values]
+        self.length = min(self.length, length)
+
+
+class HFDecoder:
+    """A transformers causal LM (its body, then the evaluation model's output head) with a ``DynamicCache``."""
+
+    def __init__(self, eval_model: Any) -> None:
+        from transformers import DynamicCache
+
+        self.eval_model = eval_model
+        self.body = eval_model.model.base_model
+        self.cache = DynamicCache(config=eval_model.model.config)
+        self.length = 0
+
+    @torch.no_grad()
+    def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        device = next(self.body.parameters()).device
+        out = self.body(input_ids=ids[None].to(device), past_key_values=self.cache, use_cache=True)
+        self.cache = out.past_key_values
+        self.length += len(ids)
+        if keep == 0:
+            return torch.zeros(0)
+        return self.eval_model.output_logits(out.last_hidden_state[0, len(ids) - keep :]).float().cpu()
+
+    def crop(self, length: int) -> None:
+        self.cache.crop(length)
+        self.length = min(self.length, length)
+
+
+def make_decoder(model: Any) -> Any:
+    """The fastest exact decoder for an evaluation model: its own ``decoder()`` if it has one, the cached tiny or
+    transformers one, else :class:`FullDecoder`."""
+    if hasattr(model, "decoder"):
+        return model.decoder()
+    lm = getattr(model, "model", None)
+    if lm is not None and hasattr(lm, "blocks") and getattr(lm.config, "position", None) != "infini":
+        return TinyDecoder(lm)
+    if lm is not None and hasattr(lm, "base_model") and hasattr(model, "output_logits"):
+        return HFDecoder(model)
+    return FullDecoder(model)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The greedy answer to one question.
+
+    Attributes:
+        tokens: generated token ids (stopped at ``budget``, a stop token, or the whole canonical answer).
+        forward_tokens: tokens the model ran over for this question (question, answer, generated steps).
+        shortcut: the teacher-forced pass matched the whole canonical answer.
+    """
+
+    tokens: list[int]
+    forward_tokens: int
+    shortcut: bool
+
+
+def greedy_answer(
+    decoder: Any, question: np.ndarray, target: np.ndarray, budget: int, stop: frozenset[int] = frozenset()
+) -> Answer:
+    """Greedy decoding of the answer to ``question`` after what ``decoder`` holds; the decoder is left as it was.
+
+    Args:
+        decoder: holds the context (``length`` tokens), e.g. after ``decoder.extend(context, keep=0)``.
+        question: token ids of the question and answer prefix.
+        target: the canonical answer (the teacher-forced shortcut); may be empty.
+        budget: the most tokens to generate (>= ``len(target)`` for the shortcut to apply).
+        stop: token ids that end generation (the tokenizer's end of sequence); a stop token is not returned.
+    """
+    base = decoder.length
+    target = [int(t) for t in target][:budget]
+    fed = torch.as_tensor(np.concatenate([question, np.asarray(target, dtype=np.int64)]), dtype=torch.int64)
+    predicted = decoder.extend(fed, keep=len(target) + 1).argmax(-1).tolist()  # prediction after each fed token
+    forward = len(fed)
+    matched = 0
+    while matched < len(target) and predicted[matched] == target[matched] and target[matched] not in stop:
+        matched += 1
+    tokens = target[:matched]
+    if matched == len(target) and len(target) > 0:
+        decoder.crop(base)
+        return Answer(tokens, forward, True)
+    decoder.crop(base + len(question) + matched)
+    nxt = predicted[matched]
+    while len(tokens) < budget and nxt not in stop:
+        tokens.append(nxt)
+        if len(tokens) == budget:
+            break
+        nxt = int(decoder.extend(torch.tensor([nxt]), keep=1)[0].argmax())
+        forward += 1
+    decoder.crop(base)
+    return Answer(tokens, forward, False)

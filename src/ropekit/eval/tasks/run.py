@@ -1,0 +1,277 @@
+"""The task evaluation: every method × length × task, greedy answers scored as RULER does, and the summary.
+
+Samples depend only on (seed, length, task, index) and the tokenizer, so every method answers the same ones; they
+are all generated (and every length checked) before the model runs. Each sample's context is prefilled once and
+its questions are asked after it (:mod:`ropekit.eval.tasks.decode`).
+
+Typical use::
+
+    settings = TaskSettings(methods=("none", "yarn"), multiples=(1, 2, 4), samples=20)
+    result = run_tasks(model, settings)           # model: an EvalModel (tiny or transformers)
+    summary = result.summary()                    # means per (method, length), effective lengths
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ropekit._validate import require_float, require_int
+from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
+from ropekit.eval.tasks.base import Pieces, Sample
+from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+from ropekit.eval.tasks.scoring import RULER_THRESHOLD, cell, effective_lengths, pooled, score
+from ropekit.eval.tasks.suite import TASKS, make_sample
+from ropekit.eval.text import TokenizedText, shipped_text, tokenize
+
+#: a task counts as learned when the model's own score at its training length is at least this (fraction)
+LEARNED = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSettings:
+    """What to evaluate.
+
+    Attributes:
+        methods: scaling methods (as ``--methods``).
+        tasks: task names (:data:`ropekit.eval.tasks.suite.TASKS`).
+        multiples: lengths as multiples of the training length (ignored when ``lengths`` is given).
+        lengths: lengths in tokens.
+        samples: samples per (length, task).
+        depth: needle depth for every sample (``None``: drawn per sample, as RULER does).
+        threshold: the effective-length threshold in percent (RULER's 85.6).
+    """
+
+    methods: tuple[str, ...]
+    tasks: tuple[str, ...] = tuple(TASKS)
+    multiples: tuple[float, ...] = (1, 2, 4)
+    lengths: tuple[int, ...] | None = None
+    samples: int = 20
+    seed: int = 0
+    depth: float | None = None
+    factor: float | str = "auto"
+    threshold: float = RULER_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if not self.methods:
+            raise ValueError("methods must name at least one method, got none")
+        if not self.tasks:
+            raise ValueError("tasks must name at least one task, got none")
+        for task in self.tasks:
+            if task not in TASKS:
+                raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+        for value in self.multiples:
+            require_float("multiples", value, above=0.0)
+        for value in self.lengths or ():
+            require_int("lengths", value, minimum=1)
+        require_int("samples", self.samples, minimum=1)
+        require_int("seed", self.seed, minimum=0)
+        if self.depth is not None and not 0.0 <= require_float("depth", self.depth) <= 1.0:
+            raise ValueError(f"depth must be in [0, 1] (0 = start of the haystack), got {self.depth!r}")
+        if not 0.0 < require_float("threshold", self.threshold) <= 100.0:
+            raise ValueError(f"threshold must be in (0, 100] (percent), got {self.threshold!r}")
+
+    def token_lengths(self, train_length: int) -> list[int]:
+        if self.lengths:
+            return sorted(set(self.lengths))
+        return sorted({int(m * train_length) for m in self.multiples})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def detokenize(model: Any, tokens: list[int]) -> str:
+    """The model's output as text: its tokenizer's decoding, or bytes for byte-level models."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        return tokenizer.decode(tokens, skip_special_tokens=True)
+    return bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace")
+
+
+def stop_tokens(model: Any) -> frozenset[int]:
+    """Token ids that end an answer (the tokenizer's end of sequence); none for byte-level models."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None and tokenizer.eos_token_id is not None:
+        return frozenset({int(tokenizer.eos_token_id)})
+    return frozenset()
+
+
+def make_samples(
+    model: Any, settings: TaskSettings, text: TokenizedText | None = None
+) -> dict[tuple[int, str], list[Sample]]:
+    """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer.
+
+    Raises:
+        ValueError: a length too short for a task (the message names both), or a text too short for a haystack.
+    """
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    ids = tokens.ids.numpy()
+    pieces = Pieces(lambda b: model.encode(b).numpy())
+    out = {}
+    for length in settings.token_lengths(model.train_length):
+        for task in settings.tasks:
+            out[length, task] = [
+                make_sample(
+                    task,
+                    length,
+                    pieces.encode,
+                    text=ids,
+                    seed=settings.seed,
+                    index=i,
+                    depth=settings.depth,
+                    pieces=pieces,
+                )
+                for i in range(settings.samples)
+            ]
+    return out
+
+
+def sample_cost(sample: Sample) -> int:
+    """Forward tokens of one sample when every answer takes the shortcut (the prefill and each question with its
+    canonical answer); a wrong answer adds up to its budget."""
+    return len(sample.context) + sum(len(q.ids) + len(q.target) for q in sample.questions)
+
+
+@dataclass
+class TaskResult:
+    """Rows per (method, length, task) and the run's context; :meth:`summary` adds means and effective lengths."""
+
+    context: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return summarise(self.rows, self.context["train_length"], self.context["settings"]["threshold"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"context": self.context, "rows": self.rows, "skipped": self.skipped, "summary": self.summary()}
+
+    def write(self, directory: Path) -> None:
+        """``tasks.json`` (rows, summary, context) in ``directory``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "tasks.json").write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -> dict[str, Any]:
+    """Means over tasks per (method, length), the tasks the model did not learn, and effective lengths.
+
+    A task is *not learned* when the model's own score at its training length (method ``none``, else the first
+    method) is below :data:`LEARNED`; the means are given over all tasks (RULER) and over the learned ones.
+    """
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    own = "none" if "none" in methods else (methods[0] if methods else None)
+    at_train = {r["task"]: r["score"] for r in rows if r["method"] == own and r["length"] == train_length}
+    not_learned = sorted(t for t, s in at_train.items() if s < LEARNED)
+    means, effective = [], []
+    for subset in ("all", "learned"):
+        for method in methods:
+            per_length: dict[int, dict[str, Any]] = {}
+            for length in sorted({r["length"] for r in rows if r["method"] == method}):
+                cells = [
+                    r
+                    for r in rows
+                    if r["method"] == method
+                    and r["length"] == length
+                    and (subset == "all" or r["task"] not in not_learned)
+                ]
+                if cells:
+                    per_length[length] = pooled(cells)
+                    means.append({"method": method, "length": length, "subset": subset, **per_length[length]})
+            if not per_length:
+                continue
+            reference = per_length.get(train_length, {}).get("score")
+            own_ref = next(
+                (
+                    m["score"]
+                    for m in means
+                    if m["method"] == own and m["length"] == train_length and m["subset"] == subset
+                ),
+                reference,
+            )
+            effective.append({"method": method, "subset": subset, **effective_lengths(per_length, threshold, own_ref)})
+    return {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+
+
+def run_tasks(
+    model: Any,
+    settings: TaskSettings,
+    *,
+    text: TokenizedText | None = None,
+    samples: dict[tuple[int, str], list[Sample]] | None = None,
+    on_tokens: Callable[[int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> TaskResult:
+    """Evaluate every (method, length, task) of ``settings`` on ``model``.
+
+    Args:
+        samples: from :func:`make_samples` (made here when ``None``).
+        on_tokens: called with the forward tokens of each finished sample (for a progress bar in tokens).
+        on_step: called with a short label after each (method, length, task).
+    """
+    from ropekit import __version__
+
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    samples = samples if samples is not None else make_samples(model, settings, tokens)
+    train_length = model.train_length
+    context = {
+        "ropekit_version": __version__,
+        "model": model.describe(),
+        "eval_text": tokens.source,
+        "eval_text_sha256": tokens.sha256,
+        "settings": settings.to_dict(),
+        "train_length": train_length,
+    }
+    result = TaskResult(context)
+    stop = stop_tokens(model)
+    lengths = settings.token_lengths(train_length)
+    for method in settings.methods:
+        for length in lengths:
+            factor = factor_for(length, train_length, settings.factor)
+            try:
+                scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
+                model.set_scaling(scaling)
+            except LookupError as error:
+                result.skipped.append({"method": method, "reason": str(error)})
+                if on_tokens is not None:  # keep a progress bar's total exact
+                    on_tokens(sum(sample_cost(s) for n in lengths for t in settings.tasks for s in samples[n, t]))
+                break
+            for task in settings.tasks:
+                scores, shortcuts, forward = [], 0, 0
+                for sample in samples[length, task]:
+                    decoder = make_decoder(model)
+                    decoder.extend(torch.from_numpy(sample.context), keep=0)
+                    forward += len(sample.context)
+                    for question in sample.questions:
+                        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop)
+                        forward += answer.forward_tokens
+                        shortcuts += answer.shortcut
+                        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
+                    if on_tokens is not None:
+                        on_tokens(sample_cost(sample))
+                result.rows.append(
+                    {
+                        "method": method,
+                        "factor": factor,
+                        "scaling": describe_scaling(scaling),
+                        "length": length,
+                        "task": task,
+                        "family": TASKS[task].family,
+                        **cell(scores),
+                        "shortcut": shortcuts,
+                        "forward_tokens": forward,
+                    }
+                )
+                if on_step is not None:
+                    on_step(f"{method} @ {length} {task}")
+        model.set_scaling(model.native_scaling)
+    return result
+
+
+def forward_tokens(samples: dict[tuple[int, str], list[Sample]], methods: int) -> int:
+    """Forward tokens of the whole evaluation when every answer takes the shortcut (see :func:`sample_cost`)."""
+    return methods * sum(sample_cost(s) for group in samples.values() for s in group)

@@ -1,0 +1,116 @@
+"""The fast path (shared prefill, teacher-forced shortcut, cached greedy decoding) against plain greedy decoding:
+transformers' own ``generate(do_sample=False)`` on a small random Llama, and full recomputation on the tiny model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ropekit.eval.tasks.decode import FullDecoder, HFDecoder, TinyDecoder, greedy_answer
+from ropekit.model import TinyConfig, TinyLM
+
+
+class _HeadOnly:
+    """The tiny model as FullDecoder sees it (hidden states and the tied head)."""
+
+    def __init__(self, lm):
+        self.lm = lm
+
+    def hidden_states(self, ids):
+        return self.lm.hidden_states(ids)
+
+    def output_logits(self, hidden):
+        return torch.nn.functional.linear(hidden, self.lm.embed.weight)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    torch.manual_seed(0)
+    lm = TinyLM(TinyConfig(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=96, train_length=64)).eval()
+    with torch.no_grad():
+        for p in lm.parameters():
+            if p.dim() == 2:
+                p.mul_(5.0)  # peaked predictions, so greedy paths differ between prompts
+    return lm
+
+
+def _reference(lm, prompt, budget):
+    ids = list(prompt)
+    for _ in range(budget):
+        with torch.no_grad():
+            ids.append(int(lm(torch.tensor([ids]))[0, -1].argmax()))
+    return ids[len(prompt) :]
+
+
+@pytest.mark.parametrize("scaling", [None, "yarn"])
+def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
+    from ropekit.eval.methods import scaling_for
+
+    tiny_lm.set_scaling(scaling_for(scaling, factor=4.0, train_length=64) if scaling else None)
+    rng = np.random.default_rng(0)
+    context = rng.integers(0, 256, 150)
+    decoders = [TinyDecoder(tiny_lm), FullDecoder(_HeadOnly(tiny_lm))]
+    for decoder in decoders:
+        decoder.extend(torch.from_numpy(context), keep=0)
+    for q in range(3):  # several questions after one prefill
+        question = rng.integers(0, 256, 5 + q)
+        expected = _reference(tiny_lm, np.concatenate([context, question]).tolist(), 12)
+        for target in ([], [*expected[:4], (expected[4] + 1) % 256], expected[:12]):
+            for decoder in decoders:
+                answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 12)
+                assert answer.tokens == expected[: len(answer.tokens)]
+                assert len(answer.tokens) == 12  # the full budget or, with the shortcut, the whole (12-token) target
+                assert answer.shortcut == (len(target) == 12)
+                assert decoder.length == len(context)  # left as it was: the next question shares the prefill
+    tiny_lm.set_scaling(None)
+
+
+@pytest.mark.hf
+def test_matches_transformers_generate():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        eos_token_id=299,
+        bos_token_id=298,
+    )
+    model = transformers.LlamaForCausalLM(config).double().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(4.0)
+
+    class Wrapped:  # what HFDecoder needs from an HFEvalModel
+        def __init__(self, model):
+            self.model = model
+
+        def output_logits(self, hidden):
+            return self.model.get_output_embeddings()(hidden)
+
+    rng = np.random.default_rng(1)
+    context = rng.integers(0, 298, 200)
+    decoder = HFDecoder(Wrapped(model))
+    decoder.extend(torch.from_numpy(context), keep=0)
+    for q in range(3):
+        question = rng.integers(0, 298, 6 + q)
+        prompt = torch.from_numpy(np.concatenate([context, question]))[None]
+        out = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            do_sample=False,
+            max_new_tokens=10,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+        expected = out[0, prompt.shape[1] :].tolist()
+        for target in ([], [*expected[:3], (expected[3] + 1) % 298], expected):
+            answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 10)
+            assert answer.tokens == expected
+            assert decoder.length == len(context)

@@ -1,0 +1,52 @@
+"""RULER's string match on hand-written examples, Wilson intervals and the effective length."""
+
+from __future__ import annotations
+
+import pytest
+
+from ropekit.eval.tasks.scoring import (
+    cell,
+    effective_length,
+    effective_lengths,
+    pooled,
+    score,
+    string_match_all,
+    string_match_part,
+)
+
+
+def test_string_match_all_hand_examples():
+    assert string_match_all("The number is 1234567.", ["1234567"]) == 1.0
+    assert string_match_all("1234567, 7654321", ["1234567", "7654321", "1111111", "2222222"]) == 0.5  # partial
+    assert string_match_all("ABCDE fghij", ["abcde", "FGHIJ", "KLMNO"]) == pytest.approx(2 / 3)  # case-insensitive
+    assert string_match_all("123456", ["1234567"]) == 0.0  # a truncated value is no match
+    assert string_match_all("", ["x"]) == 0.0
+
+
+def test_string_match_part_hand_examples():
+    assert string_match_part("Paris, France", ["paris", "lyon"]) == 1.0
+    assert string_match_part("Lyon and Paris", ["paris", "lyon"]) == 1.0
+    assert string_match_part("Berlin", ["paris", "lyon"]) == 0.0
+    assert score("Lyon", ["paris", "lyon"], "part") == 1.0 and score("Lyon", ["paris", "lyon"], "all") == 0.5
+    with pytest.raises(ValueError, match="metric"):
+        score("x", ["x"], "exact")
+    with pytest.raises(ValueError, match="refs"):
+        string_match_all("x", [])
+
+
+def test_cell_wilson_interval():
+    result = cell([1.0] * 8 + [0.0] * 2)
+    assert result["score"] == 0.8 and result["samples"] == 10
+    low, high = result["ci95"]
+    assert low == pytest.approx(0.4902, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)  # Wilson, z = 1.96
+    assert cell([1.0] * 5)["ci95"][1] == 1.0 and cell([0.0] * 5)["ci95"][0] == 0.0
+    assert pooled([cell([1.0, 1.0]), cell([0.0, 1.0])])["score"] == 0.75
+
+
+def test_effective_length_counts_from_the_start():
+    assert effective_length({256: 0.9, 512: 0.87, 1024: 0.5, 2048: 0.9}, 0.856) == 512  # 2048 does not count
+    assert effective_length({256: 0.5, 512: 0.9}, 0.856) is None
+    means = {n: {"score": s, "ci95": [s - 0.1, min(1.0, s + 0.1)]} for n, s in {256: 1.0, 512: 0.9, 1024: 0.8}.items()}
+    result = effective_lengths(means, 85.6, reference=0.9)
+    assert result["effective_length"] == 512 and result["interval"] == [256, 1024]
+    assert result["relative_threshold"] == pytest.approx(77.04) and result["relative_effective_length"] == 1024
