@@ -82,3 +82,12 @@ def test_settings_of_numpy_inputs_are_json_ready():
     experiment = ExperimentSettings(context=np.int64(512), steps=np.int64(10), lr=np.float32(1e-3))
     json.dumps(experiment.__dict__)
     assert type(experiment.context) is int and type(experiment.lr) is float
+
+
+def test_finetune_settings_of_numpy_inputs_are_json_ready():
+    pytest.importorskip("torch")
+    from ropekit.finetune.train import FinetuneSettings
+
+    settings = FinetuneSettings(target_length=np.int64(256), steps=np.int64(40), lr=np.float32(1e-4), seed=np.int64(3))
+    json.dumps(settings.to_dict())
+    assert type(settings.steps) is int and type(settings.lr) is float and settings.warmup_steps == 2

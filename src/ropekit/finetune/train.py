@@ -90,26 +90,29 @@ class FinetuneSettings:
     heldout_windows: int = 2
 
     def __post_init__(self) -> None:
-        require_int("target_length", self.target_length, minimum=2)
-        require_int("steps", self.steps, minimum=1)
-        require_float("lr", self.lr, above=0.0)
-        if self.warmup_steps is None:
-            object.__setattr__(self, "warmup_steps", max(1, self.steps // 20))
-        require_int("warmup_steps", self.warmup_steps, minimum=0)
-        if not 0.0 <= require_float("min_lr_ratio", self.min_lr_ratio) <= 1.0:
+        # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
+        checked: dict[str, Any] = {"target_length": require_int("target_length", self.target_length, minimum=2)}
+        checked["steps"] = require_int("steps", self.steps, minimum=1)
+        checked["lr"] = require_float("lr", self.lr, above=0.0)
+        warmup = max(1, checked["steps"] // 20) if self.warmup_steps is None else self.warmup_steps
+        checked["warmup_steps"] = require_int("warmup_steps", warmup, minimum=0)
+        checked["min_lr_ratio"] = require_float("min_lr_ratio", self.min_lr_ratio)
+        if not 0.0 <= checked["min_lr_ratio"] <= 1.0:
             raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
         for name in ("batch_size", "grad_accum"):
-            require_int(name, getattr(self, name), minimum=1)
-        require_float("weight_decay", self.weight_decay, at_least=0.0)
-        require_float("max_grad_norm", self.max_grad_norm, at_least=0.0)
-        require_int("seed", self.seed, minimum=0)
-        require_int("lora_rank", self.lora_rank, minimum=0)
+            checked[name] = require_int(name, getattr(self, name), minimum=1)
+        checked["weight_decay"] = require_float("weight_decay", self.weight_decay, at_least=0.0)
+        checked["max_grad_norm"] = require_float("max_grad_norm", self.max_grad_norm, at_least=0.0)
+        checked["seed"] = require_int("seed", self.seed, minimum=0)
+        checked["lora_rank"] = require_int("lora_rank", self.lora_rank, minimum=0)
         if self.lora_alpha is not None:
-            require_float("lora_alpha", self.lora_alpha, above=0.0)
+            checked["lora_alpha"] = require_float("lora_alpha", self.lora_alpha, above=0.0)
         require_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
         for name in ("checkpoint_every", "eval_every"):
-            require_int(name, getattr(self, name), minimum=0)
-        require_int("heldout_windows", self.heldout_windows, minimum=1)
+            checked[name] = require_int(name, getattr(self, name), minimum=0)
+        checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=1)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

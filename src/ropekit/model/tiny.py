@@ -23,9 +23,11 @@ from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
 from ropekit.config import RopeConfig
 from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
+from ropekit.model.kv_cache import KVCache, causal_attention
 from ropekit.model.tokenizer import VOCAB_SIZE
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig, get_scaling
+from ropekit.tables import capturing
 
 POSITION_ENCODINGS = ("rope", "sinusoidal", "none", "infini")
 #: fields that only ``position="infini"`` uses (left out of other models' ``to_dict``, so their configs are unchanged)
@@ -165,7 +167,10 @@ class Attention(nn.Module):
         #: a training-free attention method (:mod:`ropekit.attention`); None = plain causal sdpa
         self.method: AttentionConfig | None = None
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+    ) -> torch.Tensor:
+        """``(batch, seq, d_model)`` → same; with ``cache``, attends to the cached keys of ``layer`` too."""
         batch, seq, _ = x.shape
         hd = self.config.head_dim
         q = self.q_proj(x).view(batch, seq, self.config.n_heads, hd)  # (b, s, h, hd)
@@ -173,9 +178,15 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(batch, seq, self.config.n_kv_heads, hd)  # (b, s, kv, hd)
         if self.rotary is not None:
             q, k = self.rotary(q, k, positions)
+        past = 0
+        if cache is not None:
+            if self.method is not None:
+                raise ValueError("a KV cache works with plain attention only (set_attention(None))")
+            past = cache.length(layer)
+            k, v = cache.update(layer, k, v)  # (b, past + s, kv, hd)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, s, hd)
         if self.method is None:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            out = causal_attention(q, k, v, past)
         else:
             if positions.shape[-1] != seq or bool((positions != torch.arange(seq, device=positions.device)).any()):
                 raise ValueError("attention methods need positions 0 … seq-1 (they re-index positions themselves)")
@@ -206,8 +217,10 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
         self.mlp = SwiGLU(config)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.attn_norm(x), positions)
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+    ) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), positions, cache, layer)
         return x + self.mlp(self.mlp_norm(x))
 
     def segment(self, x: torch.Tensor, memory: Memory | None) -> tuple[torch.Tensor, Memory]:
@@ -267,38 +280,53 @@ class TinyLM(nn.Module):
         """Parameter count (tied embedding counted once)."""
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
         """Logits for every position.
 
         Args:
             ids: ``(batch, seq)`` token ids.
             positions: ``(seq,)`` or ``(batch, seq)`` integer positions; default ``0 … seq-1`` (must be ``None``
-                with ``position="infini"``, whose positions restart every segment).
+                with ``position="infini"``, whose positions restart every segment), after the cached ones with
+                ``cache``.
+            cache: a :class:`~ropekit.model.kv_cache.KVCache` to decode incrementally: the new keys and values
+                are appended to it and the tokens attend to everything cached (not with ``position="infini"``).
 
         Returns:
             ``(batch, seq, vocab_size)`` float32 logits.
         """
-        return F.linear(self.hidden_states(ids, positions), self.embed.weight)  # tied embeddings: (b, s, vocab)
+        return F.linear(self.hidden_states(ids, positions, cache), self.embed.weight)  # tied: (b, s, vocab)
 
-    def hidden_states(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def hidden_states(
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
         """The body up to and including the final norm: ``(batch, seq)`` ids → ``(batch, seq, d_model)``."""
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, seq), got shape {tuple(ids.shape)}")
         if self.config.position == "infini":
             if positions is not None:
                 raise ValueError("positions must be None with position='infini' (they restart every segment)")
+            if cache is not None:
+                raise ValueError("cache must be None with position='infini' (its memory is the state it carries)")
             return self.segment_states(ids)[0]
         if positions is None:
-            positions = torch.arange(ids.shape[1], device=ids.device)
-        if positions.numel() and int(positions.max()) >= self.config.max_positions:
+            start = 0 if cache is None else cache.length(0)
+            positions = torch.arange(start, start + ids.shape[1], device=ids.device)
+        if capturing():  # a compiled or traced graph cannot read the positions: the same check, in the graph
+            torch._assert_async(
+                (positions < self.config.max_positions).all(),
+                f"a position is beyond max_positions={self.config.max_positions} of this model",
+            )
+        elif positions.numel() and int(positions.max()) >= self.config.max_positions:
             raise ValueError(
                 f"position {int(positions.max())} is beyond max_positions={self.config.max_positions} of this model"
             )
         x = self.embed(ids)  # (b, s, d_model)
         if self.config.position == "sinusoidal":
             x = x + sinusoidal_table(positions.reshape(-1, ids.shape[1])[0], self.config.d_model).to(x.device)
-        for block in self.blocks:
-            x = block(x, positions)
+        for layer, block in enumerate(self.blocks):
+            x = block(x, positions, cache, layer)
         return self.norm(x)
 
     def forward_segments(
