@@ -31,28 +31,28 @@ def _methods(factor: float, original_length: int) -> dict[str, object]:
     }
 
 
-def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_distance: int = 65536) -> Path:
+def decay_figure(path: Path, rotary_dim: int = 128, base: float = 10000.0, max_distance: int = 65536) -> Path:
     """B_m(b) (Men et al., eq. 8) and RoFormer's relative upper bound (arXiv 2104.09864, §3.4.3) against m.
 
     Args:
         path: output file (``.png`` or ``.svg``).
-        head_dim: the rotary dimension d.
+        rotary_dim: the rotary dimension d.
         base: the RoPE base b.
         max_distance: the largest distance m plotted.
     """
     plt = pyplot()
     m = np.arange(1, max_distance + 1, dtype=np.float64)
-    margin = similarity_margin(m, head_dim, base)  # (M,)
+    margin = similarity_margin(m, rotary_dim, base)  # (M,)
     sparse = np.unique(np.geomspace(1, max_distance, 600).round())  # the bound is costlier: fewer points
-    upper = roformer_upper_bound(sparse, head_dim, base)
-    first = max_context_length(base, head_dim, limit=max_distance + 1)
+    upper = roformer_upper_bound(sparse, rotary_dim, base)
+    first = max_context_length(base, rotary_dim, limit=max_distance + 1)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 6.5), sharex=True)
     top.plot(m, margin, linewidth=0.6, color="C0", label=f"B_m(b), b = {base:g}")
     top.axhline(0, color="black", linewidth=0.8)
     if first is not None:
         top.axvline(first, color="C3", linestyle="--", label=f"first B_m < 0: m = {first:,}")
     top.set_xscale("log")
-    label_axes(top, None, "B_m(b) = Σ cos(m·θ_i)", f"Long-term decay, d = {head_dim}, b = {base:g}")
+    label_axes(top, None, "B_m(b) = Σ cos(m·θ_i)", f"Long-term decay, d = {rotary_dim}, b = {base:g}")
     bottom.plot(sparse, upper, color="C1", label="RoFormer bound (1/(d/2))·Σ_j |S_j|")
     bottom.set_xscale("log")
     label_axes(bottom, "relative distance m (tokens)", "relative upper bound")
@@ -60,7 +60,7 @@ def decay_figure(path: Path, head_dim: int = 128, base: float = 10000.0, max_dis
 
 
 def bound_figure(
-    path: Path, head_dim: int = 128, max_context: int = 65536, robust_up_to: int = 4096, min_context: int = 1024
+    path: Path, rotary_dim: int = 128, max_context: int = 65536, robust_up_to: int = 4096, min_context: int = 1024
 ) -> Path:
     """The smallest feasible base against context length (log-log), with the published values as markers.
 
@@ -70,21 +70,21 @@ def bound_figure(
 
     Args:
         path: output file (``.png`` or ``.svg``).
-        head_dim: the rotary dimension d.
+        rotary_dim: the rotary dimension d.
         max_context: the largest context length computed.
         robust_up_to: compute the robust bound up to this length.
         min_context: the smallest context length computed.
     """
     plt = pyplot()
     lengths = [2**k for k in range(math.ceil(math.log2(min_context)), math.floor(math.log2(max_context)) + 1)]
-    smallest = [smallest_feasible_base(length, head_dim) for length in lengths]
-    robust = [(length, base_bound(length, head_dim).robust_base) for length in lengths if length <= robust_up_to]
-    span = np.geomspace(lengths[0], max(lengths[-1], max(PAPER_BOUND) if head_dim == PUBLISHED_ROTARY_DIM else 0), 60)
+    smallest = [smallest_feasible_base(length, rotary_dim) for length in lengths]
+    robust = [(length, base_bound(length, rotary_dim).robust_base) for length in lengths if length <= robust_up_to]
+    span = np.geomspace(lengths[0], max(lengths[-1], max(PAPER_BOUND) if rotary_dim == PUBLISHED_ROTARY_DIM else 0), 60)
     fig, ax = plt.subplots(figsize=(7.5, 5))
     ax.plot(lengths, smallest, marker="o", markersize=4, color="C0", zorder=4, label="ropekit: smallest feasible (A)")
     if robust:
         ax.plot(*zip(*robust, strict=True), marker="s", markersize=4, color="C2", zorder=4, label="ropekit: robust (B)")
-    if head_dim == PUBLISHED_ROTARY_DIM:
+    if rotary_dim == PUBLISHED_ROTARY_DIM:
         ax.plot(span, PAPER_FIT[0] * span ** PAPER_FIT[1], color="C1", linewidth=0.8, alpha=0.6, label="paper's fit")
         ax.scatter(
             list(PAPER_BOUND), list(PAPER_BOUND.values()), marker="x", color="C1", zorder=3, label="Men et al., Table 1"
@@ -94,15 +94,15 @@ def bound_figure(
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    label_axes(ax, "context length L (tokens)", "base b", f"Base of RoPE bounds context length, d = {head_dim}")
+    label_axes(ax, "context length L (tokens)", "base b", f"Base of RoPE bounds context length, d = {rotary_dim}")
     return save_figure(fig, path)
 
 
 def wavelengths_figure(
-    path: Path, head_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
+    path: Path, rotary_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
 ) -> Path:
     """Wavelength per pair (log scale) of plain RoPE and of each method at ``factor``, with the training length."""
-    rope = RopeConfig(head_dim, base=base)
+    rope = RopeConfig(rotary_dim, base=base)
     wavelengths = {"plain": frequencies(rope).wavelengths}
     for name, spec in _methods(factor, train_length).items():
         wavelengths[f"{name} (s = {factor:g})"] = frequencies(rope.replace(scaling=spec)).wavelengths
@@ -122,11 +122,11 @@ def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, pat
 
 
 def scaling_figure(
-    path: Path, head_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
+    path: Path, rotary_dim: int = 128, base: float = 10000.0, train_length: int = 4096, factor: float = 4.0
 ) -> Path:
     """Scaled / plain frequency per pair against the plain wavelength, for each method at ``factor`` (log-log)."""
     plt = pyplot()
-    rope = RopeConfig(head_dim, base=base)
+    rope = RopeConfig(rotary_dim, base=base)
     plain = inv_freq(rope.dim, rope.base)
     wavelength = 2 * np.pi / plain
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
@@ -139,6 +139,6 @@ def scaling_figure(
     ticks = np.geomspace(1 / factor, 1, 5) if factor > 1 else np.array([1.0])
     ax.set_yticks(ticks, [f"{tick:.3g}" for tick in ticks])
     ax.set_yticks([], minor=True)
-    title = f"Frequency ratio per pair, s = {factor:g}, d = {head_dim}, b = {base:g}"
+    title = f"Frequency ratio per pair, s = {factor:g}, d = {rotary_dim}, b = {base:g}"
     label_axes(ax, "plain wavelength 2π/θ_i (tokens)", "scaled θ_i / plain θ_i", title)
     return save_figure(fig, path)
