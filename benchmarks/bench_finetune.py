@@ -111,8 +111,9 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from ropekit.finetune.export import extend, load_config, model_rope, original_length_of
+    from ropekit.finetune.export import extend
     from ropekit.finetune.train import FinetuneSettings
+    from ropekit.integrations.hf_config import load_config, original_length_of, rope_of
     from ropekit.scaling import YarnScaling
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -120,7 +121,7 @@ def main() -> None:
         tmp = Path(tmp)
         source = args.model or random_llama(tmp / "model", args.length)
         config = load_config(source)
-        original = original_length_of(config, model_rope(config))
+        original = original_length_of(config, rope_of(config))
         if args.model is not None:
             original = args.length // 2  # the target is what is timed; YaRN s = 2 from half of it
         scaling = YarnScaling(factor=args.length / original, original_max_position_embeddings=original)

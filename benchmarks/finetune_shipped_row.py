@@ -15,14 +15,15 @@ from pathlib import Path
 
 from ropekit.eval.models import load_eval_model
 from ropekit.finetune.data import pack, tokenize_text
-from ropekit.finetune.run import _tokenizer, measure
+from ropekit.finetune.run import measure
+from ropekit.integrations.hf_config import load_tokenizer
 
 
 def main() -> None:
     model_path, text, target = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     original = int(sys.argv[4]) if len(sys.argv) > 4 else 8192
     trials = int(sys.argv[5]) if len(sys.argv) > 5 else 2
-    packed = pack(tokenize_text(_tokenizer(model_path), text), target)
+    packed = pack(tokenize_text(load_tokenizer(model_path), text), target)
     model = load_eval_model(model_path, dtype="float32")
     row = measure(model, packed.heldout, original, target, max(target, 16384), trials)
     print(json.dumps({"model": "source (as shipped)", **row}))

@@ -43,7 +43,7 @@ def test_is_out_of_memory(error: BaseException, expected: bool) -> None:
 def test_tiny_model_out_of_memory_becomes_a_clear_error(tiny_checkpoint: Path, monkeypatch) -> None:
     model = load_eval_model(tiny_checkpoint)
 
-    def forward(x, positions):
+    def forward(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
 
     monkeypatch.setattr(model.model.blocks[0], "forward", forward)

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from ropekit.config import RopeConfig
-from ropekit.finetune.export import extend, extended_config, native_rope
+from ropekit.finetune.export import extend
+from ropekit.integrations.hf_config import extended_config
+from ropekit.integrations.native import native_rope
 from ropekit.scaling import (
     BaseChange,
     DynamicScaling,

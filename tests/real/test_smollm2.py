@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ropekit import from_hf_config
 from ropekit.integrations.hf import apply_scaling
-from ropekit.integrations.hf_config import from_hf_config
 
 pytestmark = [pytest.mark.real, pytest.mark.hf]
 

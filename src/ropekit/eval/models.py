@@ -240,24 +240,29 @@ class HFEvalModel(HeadScoring):
             from transformers import AutoConfig, AutoModelForCausalLM
         except ImportError as error:
             raise ValueError("evaluating a transformers model needs transformers: pip install 'ropekit[hf]'") from error
-        from ropekit.integrations.hf import layer_types_of, rope_of, rotary_modules, train_length_of
+        from ropekit.integrations.hf import rotary_modules
+        from ropekit.integrations.hf_config import (
+            layer_types_of,
+            load_tokenizer,
+            original_length_of,
+            rope_of,
+            scaled_layer_types,
+            source_of,
+        )
 
         chosen = torch_dtype(dtype)
         path = Path(path)
         self.name = str(path)
         self.gguf: dict[str, Any] | None = None
         if path.suffix == ".gguf":
-            from ropekit.integrations.gguf import gguf_info, gguf_options
+            from ropekit.integrations.gguf import gguf_info
 
             if not path.is_file():
                 raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
             self.gguf = gguf_info(path)
-            source, options = gguf_options(path)
-        else:
-            if not (path / "config.json").is_file():
-                raise FileNotFoundError(f"no config.json in {str(path)!r}: not a transformers model directory")
-            source, options = path, {}
-        options["local_files_only"] = True
+        elif not (path / "config.json").is_file():
+            raise FileNotFoundError(f"no config.json in {str(path)!r}: not a transformers model directory")
+        source, options = source_of(path)
         config = AutoConfig.from_pretrained(source, **options)
         if self.gguf is not None:
             from ropekit.integrations.gguf_read import apply_gguf_rope
@@ -266,9 +271,11 @@ class HFEvalModel(HeadScoring):
         native = rope_of(config)
         self.native_scaling = native.scaling
         self.rope = dataclasses.replace(native, scaling=None)
-        self.train_length = train_length_of(native, config)
+        self.train_length = original_length_of(config, native)
         self.layer_types = layer_types_of(config)
-        self.tokenizer = self._tokenizer(source, options)
+        #: the layer types set_scaling scales (the default rule until set_scaling is given others)
+        self.scaled_layers = scaled_layer_types(config)
+        self.tokenizer = load_tokenizer(path)
         self.vocab_size = int(getattr(config, "vocab_size", None) or config.get_text_config().vocab_size)
         self.separator = self._separator()
         if before_weights is not None:
@@ -290,18 +297,7 @@ class HFEvalModel(HeadScoring):
                 f"{type(self.model).__name__} has a RoPE config but no *RotaryEmbedding module called as "
                 f"rotary_emb(x, position_ids) for ropekit to replace"
             )
-        self.scaled_layers: list[str] | None = None
         check_head(self.model)
-
-    @staticmethod
-    def _tokenizer(source: Path, options: dict[str, Any]):
-        if "gguf_file" not in options and not any(
-            (source / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "vocab.json")
-        ):
-            return None
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(source, **options)
 
     def _separator(self) -> list[int]:
         if self.tokenizer is not None and self.tokenizer.eos_token_id is not None:

@@ -172,7 +172,7 @@ def extend_gguf(
         ValueError: the method cannot be expressed in llama.cpp for this file (the message says why).
         FileExistsError: ``out`` exists and ``force`` is false.
     """
-    from ropekit.finetune.export import default_target
+    from ropekit.integrations.native import default_target
 
     file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)

@@ -10,12 +10,19 @@ Phi-3 (LongRoPE), GPT-NeoX (partial rotary), Gemma, and models with one RoPE per
 ``layer_types`` list and ``rope_parameters`` keyed by layer type, sliding layers at base 1e4, full-attention
 layers at base 1e6).
 
+The patched model's ``config`` says what it computes: :func:`apply_scaling` rewrites its RoPE keys into the native
+form ``ropekit extend`` writes (:func:`ropekit.integrations.hf_config.extended_config`), so ``save_pretrained``
+writes a checkpoint that transformers alone loads with the same logits. Where no native form exists (a per-layer-type
+model whose method needs ``longrope``, pairs with frequency 0) the model's ``save_pretrained`` refuses instead of
+writing a config that describes a different model.
+
 The evaluation adapter for transformers models is :class:`ropekit.eval.models.HFEvalModel`; this module knows
 nothing about evaluation.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,14 +31,17 @@ import torch
 from torch import nn
 
 from ropekit.config import RopeConfig
-from ropekit.integrations.hf_config import from_hf_config
+from ropekit.integrations.hf_config import (
+    extended_config,
+    layer_types_of,
+    original_length_of,
+    rope_of,
+    scaled_layer_types,
+)
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
 SUPPORTED = ("Llama", "Mistral", "Qwen2", "Phi3", "GPTNeoX", "Gemma", "Gemma3 (per layer type)")
-#: the layer types a method is applied to by default on models with one RoPE per layer type (what transformers
-#: does when a Gemma 3 config carries scaling)
-DEFAULT_LAYER_TYPES = ("full_attention",)
 
 
 class HFRotaryAdapter(nn.Module):
@@ -71,54 +81,6 @@ class HFRotaryAdapter(nn.Module):
         return torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((sin, sin), dim=-1).to(x.dtype)
 
 
-def _config_of(model_or_config: Any) -> Any:
-    if isinstance(model_or_config, nn.Module):
-        config = getattr(model_or_config, "config", None)
-        if config is None:
-            raise ValueError(f"{type(model_or_config).__name__} has no .config; pass a transformers PreTrainedModel")
-        return config
-    return model_or_config
-
-
-def _name_of(model_or_config: Any) -> str:
-    if isinstance(model_or_config, nn.Module):
-        return type(model_or_config).__name__
-    architectures = getattr(model_or_config, "architectures", None)
-    return architectures[0] if architectures else type(model_or_config).__name__
-
-
-def layer_types_of(model_or_config: Any) -> list[str] | None:
-    """The layer types whose RoPE differs (``rope_parameters`` keyed by layer type), sorted; ``None`` if one RoPE."""
-    params = getattr(_config_of(model_or_config), "rope_parameters", None)
-    if isinstance(params, Mapping) and params and all(isinstance(v, Mapping) for v in params.values()):
-        return sorted(params)
-    return None
-
-
-def rope_of(model_or_config: Any, layer_type: str | None = None) -> RopeConfig:
-    """The model's own RoPE (with its native scaling), read from a model's ``.config`` or a config object.
-
-    Args:
-        layer_type: for models with one RoPE per layer type, which one; default the first of
-            :data:`DEFAULT_LAYER_TYPES` the model has (the layers a method is applied to by default).
-
-    Raises:
-        ValueError: not a RoPE model, or an unknown ``layer_type``.
-    """
-    config = _config_of(model_or_config)
-    if getattr(config, "rope_parameters", None) is None and getattr(config, "rope_theta", None) is None:
-        raise ValueError(
-            f"{_name_of(model_or_config)} is not a RoPE model: its config has no rope_parameters or rope_theta "
-            f"(supported: {', '.join(SUPPORTED)})"
-        )
-    types = layer_types_of(config)
-    if types is not None and layer_type is None:
-        layer_type = next((t for t in DEFAULT_LAYER_TYPES if t in types), types[0])
-    if types is not None and layer_type not in types:
-        raise ValueError(f"layer_type must be one of {types}, got {layer_type!r}")
-    return from_hf_config(config, layer_type=layer_type if types is not None else None)
-
-
 def rotary_modules(model: nn.Module) -> list[tuple[nn.Module, str]]:
     """(parent, attribute) of every rotary embedding module; an installed adapter counts as one (its inner
     :class:`ropekit.RotaryEmbedding` modules are not targets of their own)."""
@@ -138,16 +100,24 @@ def apply_scaling(
     """Make ``model`` use ``scaling`` (``None``: plain RoPE at the model's base), in place; returns ``model``.
 
     On a model with one RoPE per layer type (Gemma 3), ``scaling`` goes to the layers of ``layer_types``
-    (default :data:`DEFAULT_LAYER_TYPES`, the full-attention layers), each at its own base; the other layer types
-    keep their own RoPE exactly as the config states it. The scaled layer types are recorded in
-    ``model.ropekit_scaled_layer_types``.
+    (default: :func:`~ropekit.integrations.hf_config.scaled_layer_types`, the full-attention layers, or every layer
+    type where none is ``full_attention``), each at its own base; the other layer types keep their own RoPE exactly
+    as the config states it. The scaled layer types are recorded in ``model.ropekit_scaled_layer_types``.
+
+    ``model.config`` is rewritten to the native form of the new RoPE (as ``ropekit extend`` writes it: its
+    ``rope_parameters``, ``max_position_embeddings`` = the original length × factor or more, and Phi-3's top-level
+    ``original_max_position_embeddings``), so ``model.save_pretrained`` writes this model; where no native form
+    exists, ``model.save_pretrained`` raises ``ValueError`` instead. The config as loaded is kept in
+    ``model.ropekit_source_config`` and every later call starts from it.
 
     Raises:
         ValueError: the model has no RoPE config, no rotary embedding module ropekit knows how to replace,
             ``layer_types`` names a type the model lacks, or is given for a model with one RoPE for all layers.
     """
-    native = rope_of(model)  # refuses non-RoPE models by name before looking for rotary modules
-    types = layer_types_of(model)
+    source = getattr(model, "ropekit_source_config", None) or model  # the config as loaded (or the model's)
+    native = rope_of(source)  # refuses non-RoPE models by name before looking for rotary modules
+    types = layer_types_of(source)
+    chosen = scaled_layer_types(source, layer_types)  # refuses layer types the model lacks or cannot have
     targets = rotary_modules(model)
     if not targets:
         raise ValueError(
@@ -155,30 +125,51 @@ def apply_scaling(
             f"ropekit supports {', '.join(SUPPORTED)}"
         )
     if types is None:
-        if layer_types is not None:
-            raise ValueError(
-                f"layer_types={list(layer_types)!r} given, but {type(model).__name__} has one RoPE for all layers "
-                "(its rope_parameters are not keyed by layer type)"
-            )
         rope: RopeConfig | dict[str, RopeConfig] = dataclasses.replace(native, scaling=scaling)
-        scaled = None
     else:
-        chosen = [t for t in DEFAULT_LAYER_TYPES if t in types] if layer_types is None else list(layer_types)
-        unknown = [t for t in chosen if t not in types]
-        if unknown or not chosen:
-            raise ValueError(f"layer_types must name some of {types}, got {list(chosen)!r}")
         rope = {
-            t: dataclasses.replace(rope_of(model, t), scaling=scaling) if t in chosen else rope_of(model, t)
+            t: dataclasses.replace(rope_of(source, t), scaling=scaling) if t in chosen else rope_of(source, t)
             for t in types
         }
-        scaled = sorted(chosen)
     for parent, name in targets:
         setattr(parent, name, HFRotaryAdapter(rope))
-    model.ropekit_scaled_layer_types = scaled
+    model.ropekit_scaled_layer_types = chosen
+    _write_native_config(model, source, scaling, chosen, native)
     return model
 
 
-def train_length_of(rope: RopeConfig, config: Any) -> int:
-    """The pre-training length: the scaling's original length if it has one, else ``max_position_embeddings``."""
-    original = getattr(rope.scaling, "original_max_position_embeddings", None)
-    return int(original or config.max_position_embeddings)
+#: the config keys :func:`apply_scaling` rewrites (what ``extended_config`` changes)
+_ROPE_CONFIG_KEYS = ("rope_parameters", "max_position_embeddings", "original_max_position_embeddings")
+
+
+def _write_native_config(
+    model: nn.Module, source: Any, scaling: ScalingConfig | None, chosen: list[str] | None, native: RopeConfig
+) -> None:
+    """``model.config`` ← the native form of ``scaling`` (from the config as loaded), or a refusing
+    ``save_pretrained`` where there is none."""
+    from ropekit.integrations.native import default_target
+
+    if getattr(model, "ropekit_source_config", None) is None:
+        model.ropekit_source_config = source = copy.deepcopy(model.config)
+    model.__dict__.pop("save_pretrained", None)  # a refusal left by an earlier scaling
+    loaded = source.to_dict() if hasattr(source, "to_dict") else dict(source)
+    target = max(
+        default_target(scaling, original_length_of(source, native)), int(loaded.get("max_position_embeddings") or 0)
+    )
+    try:
+        written, _ = extended_config(loaded, scaling, target_length=target, layer_types=chosen)
+    except ValueError as error:
+        reason = str(error)
+
+        def refuse(*args: Any, **kwargs: Any) -> None:
+            raise ValueError(
+                f"save_pretrained: {type(model).__name__} runs a RoPE that no transformers config expresses ({reason}); "
+                "saving would write a config that loads as a different model. Save with a method transformers can "
+                "express, or keep ropekit's apply_scaling after loading"
+            )
+
+        model.save_pretrained = refuse
+        return
+    for key in _ROPE_CONFIG_KEYS:
+        if key in written:
+            setattr(model.config, key, written[key])

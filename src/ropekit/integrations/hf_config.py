@@ -1,11 +1,324 @@
-"""Reading and writing Hugging Face transformers RoPE configs: kept for compatibility, see :mod:`ropekit.hf_format`.
+"""What a transformers model's config says about its RoPE, and how to load it: one place for every command.
 
-The conversion lives in :mod:`ropekit.hf_format` (shared rules) and in each method's config class (its own keys
-and transformers quirks); this module only re-exports it.
+``extend``, ``finetune``, ``eval`` and :func:`ropekit.integrations.hf.apply_scaling` all read a model through these
+functions, so they agree on which layer types a method scales, what the original length is, whether the model has
+RoPE at all, how a GGUF file is loaded and where the tokenizer is; :func:`extended_config` is the ``config.json`` of the same model
+with a new RoPE, in the native form of :mod:`ropekit.integrations.native`. Each function takes a ``config.json`` dict, a
+transformers config object or a model (its ``.config``).
+
+The layer-type rule (:func:`scaled_layer_types`): a model with one RoPE per layer type (Gemma 3: ``rope_parameters``
+keyed by layer type) gets a method on its ``full_attention`` layers by default, as transformers scales Gemma 3 (its
+sliding layers see only their window, so they never meet the longer distances); a per-layer-type model none of whose
+layers is ``full_attention`` gets it on every layer type its layers run, since nothing says which of them are local.
+Only the types in the config's per-layer ``layer_types`` list count: transformers adds a ``full_attention`` RoPE to a
+Gemma 3 config that lacks one, so the raw ``config.json`` (read by ``extend``) and the loaded config (``eval``) give
+the same answer. Asking for layer types on a model with one RoPE is refused.
 """
 
 from __future__ import annotations
 
-from ropekit.hf_format import from_hf_config, to_hf_config, to_hf_dict
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["from_hf_config", "to_hf_config", "to_hf_dict"]
+from ropekit.config import RopeConfig
+from ropekit.hf_format import from_hf_config
+from ropekit.integrations.native import native_rope
+from ropekit.scaling.registry import ScalingConfig
+
+#: the layer types a method goes to by default on a per-layer-type model that has them (see :func:`scaled_layer_types`)
+DEFAULT_LAYER_TYPES = ("full_attention",)
+#: files one of which a model folder needs for its tokenizer (``AutoTokenizer`` silently builds an empty one without)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer.tiktoken")
+#: config keys that carry a RoPE (a rope dict, or the base)
+_ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_emb_base")
+
+
+def _config_of(model_or_config: Any) -> Any:
+    if isinstance(model_or_config, Mapping) or not hasattr(model_or_config, "named_modules"):
+        return model_or_config
+    config = getattr(model_or_config, "config", None)
+    if config is None:
+        raise ValueError(f"{type(model_or_config).__name__} has no .config; pass a transformers PreTrainedModel")
+    return config
+
+
+def _get(config: Any, key: str) -> Any:
+    return config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
+
+
+def name_of(model_or_config: Any) -> str:
+    """The model's class (a model), first architecture, or ``model_type`` (a config), for messages."""
+    if hasattr(model_or_config, "named_modules"):
+        return type(model_or_config).__name__
+    architectures = _get(model_or_config, "architectures")
+    if architectures:
+        return str(architectures[0])
+    return str(_get(model_or_config, "model_type") or "this model")
+
+
+def has_rope(model_or_config: Any) -> bool:
+    """Whether the config describes a RoPE model (it has a rope dict or a RoPE base)."""
+    config = _config_of(model_or_config)
+    return any(_get(config, key) is not None for key in _ROPE_KEYS)
+
+
+def layer_types_of(model_or_config: Any) -> list[str] | None:
+    """The layer types of a per-layer-type RoPE config (a rope dict keyed by layer type), sorted; ``None`` if one
+    RoPE serves every layer."""
+    config = _config_of(model_or_config)
+    params = _get(config, "rope_scaling") or _get(config, "rope_parameters") or {}
+    if not isinstance(params, Mapping):
+        return None
+    nested = sorted(key for key, value in params.items() if isinstance(value, Mapping))
+    return nested or None
+
+
+def scaled_layer_types(model_or_config: Any, layer_types: Sequence[str] | None = None) -> list[str] | None:
+    """The layer types a method is applied to: the one rule of ``extend``, ``finetune``, ``eval`` and
+    :func:`~ropekit.integrations.hf.apply_scaling`.
+
+    Args:
+        layer_types: the types asked for; ``None`` (or empty): the default — :data:`DEFAULT_LAYER_TYPES` where the
+            model has them, else every layer type.
+
+    Returns:
+        The chosen layer types, sorted; ``None`` for a model with one RoPE for all layers.
+
+    Raises:
+        ValueError: ``layer_types`` names a type the model lacks, or is given for a model with one RoPE.
+    """
+    types = layer_types_of(model_or_config)
+    if types is None:
+        if layer_types:
+            raise ValueError(
+                f"layer_types={list(layer_types)!r} given, but {name_of(model_or_config)} has one RoPE for all "
+                "layers (its rope_parameters are not keyed by layer type); leave layer_types out"
+            )
+        return None
+    if not layer_types:
+        used = set(_get(_config_of(model_or_config), "layer_types") or types)  # the types the layers run
+        present = [t for t in types if t in used] or types
+        return [t for t in DEFAULT_LAYER_TYPES if t in present] or present
+    unknown = [t for t in layer_types if t not in types]
+    if unknown:
+        raise ValueError(f"layer_types must name some of {types}, got {list(layer_types)!r}")
+    return sorted(set(layer_types))
+
+
+def first_scaled_type(model_or_config: Any, layer_types: Sequence[str] | None = None) -> str | None:
+    """The first of :func:`scaled_layer_types` (whose RoPE gives the original length and the plan), ``None`` for a
+    model with one RoPE.
+
+    Raises:
+        ValueError: as :func:`scaled_layer_types`.
+    """
+    chosen = scaled_layer_types(model_or_config, layer_types)
+    return chosen[0] if chosen else None
+
+
+def rope_of(model_or_config: Any, layer_type: str | None = None) -> RopeConfig:
+    """The model's own RoPE, its native scaling included.
+
+    Args:
+        layer_type: on a per-layer-type model, whose RoPE; default the first of :func:`scaled_layer_types` (the
+            layers a method goes to by default). Ignored for a model with one RoPE.
+
+    Raises:
+        ValueError: not a RoPE model, or an unknown ``layer_type``.
+    """
+    config = _config_of(model_or_config)
+    if not has_rope(config):
+        raise ValueError(
+            f"{name_of(model_or_config)} is not a RoPE model: its config has no rope_parameters, rope_scaling or "
+            "rope_theta; ropekit scales and extends RoPE models only (Llama, Mistral, Qwen2, Phi-3, GPT-NeoX, "
+            "Gemma, Gemma 3, ...)"
+        )
+    types = layer_types_of(config)
+    if types is None:
+        return from_hf_config(dict(config) if isinstance(config, Mapping) else config)
+    if layer_type is None:
+        layer_type = scaled_layer_types(config)[0]
+    if layer_type not in types:
+        raise ValueError(f"layer_type must be one of {types}, got {layer_type!r}")
+    return from_hf_config(dict(config) if isinstance(config, Mapping) else config, layer_type=layer_type)
+
+
+def original_length_of(model_or_config: Any, rope: RopeConfig | None = None) -> int:
+    """The pre-training length: the native scaling's ``original_max_position_embeddings`` if it has one, else
+    ``max_position_embeddings``.
+
+    Args:
+        rope: the model's RoPE (default :func:`rope_of`).
+
+    Raises:
+        ValueError: neither is in the config.
+    """
+    config = _config_of(model_or_config)
+    rope = rope_of(config) if rope is None else rope
+    original = getattr(rope.scaling, "original_max_position_embeddings", None) or _get(
+        config, "max_position_embeddings"
+    )
+    if not original:
+        raise ValueError("original_length is needed: the config has no max_position_embeddings")
+    return int(original)
+
+
+def source_of(model: str | Path) -> tuple[Path, dict[str, Any]]:
+    """``(folder, options)``: the ``from_pretrained`` arguments that read ``model`` offline — a model folder, or a
+    ``.gguf`` file (``gguf_file=`` its name in its folder; transformers dequantises it)."""
+    path = Path(model)
+    if path.suffix.lower() == ".gguf":
+        return path.parent, {"gguf_file": path.name, "local_files_only": True}
+    return path, {"local_files_only": True}
+
+
+def load_config(model: str | Path) -> dict[str, Any]:
+    """The ``config.json`` dict of a model folder, or of a ``.gguf`` file (read by transformers, not dequantised).
+
+    Raises:
+        FileNotFoundError: no such folder/file, or no ``config.json`` in the folder.
+        ValueError: ``config.json`` is not a JSON object, or the ``.gguf`` file is not a whole GGUF file.
+    """
+    path = Path(model)
+    folder, options = source_of(path)
+    if "gguf_file" in options:
+        from ropekit.integrations.gguf import check_gguf
+
+        check_gguf(path)  # empty, not GGUF, truncated: a clear error before transformers reads it
+        from transformers import AutoConfig
+
+        from ropekit.integrations.gguf_read import apply_gguf_rope
+
+        config = apply_gguf_rope(AutoConfig.from_pretrained(folder, **options).to_dict(), path)  # llama.cpp's RoPE
+        return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"--model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)")
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"--model {str(path)!r}: config.json is not valid JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"--model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}")
+    return config
+
+
+def has_tokenizer(model: str | Path) -> bool:
+    """Whether ``model`` carries a tokenizer: a ``.gguf`` file always does, a folder when it holds one of
+    :data:`TOKENIZER_FILES`."""
+    folder, options = source_of(model)
+    return "gguf_file" in options or any((folder / name).is_file() for name in TOKENIZER_FILES)
+
+
+def load_tokenizer(model: str | Path):
+    """The model's own tokenizer (offline), or ``None`` when it has none (:func:`has_tokenizer`)."""
+    if not has_tokenizer(model):
+        return None
+    from transformers import AutoTokenizer
+
+    folder, options = source_of(model)
+    return AutoTokenizer.from_pretrained(folder, **options)
+
+
+def load_model(model: str | Path, *, dtype: Any = None, attention: str | None = None):
+    """``(model, tokenizer or None)`` from a transformers folder or a ``.gguf`` file, offline, in ``dtype``
+    (default float32).
+
+    A GGUF model is dequantised by transformers, which then marks it quantized (not trainable with ``.float()``, not
+    savable); its weights are moved into a plain model built from the same config, which is both.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder, options = source_of(model)
+    load: dict[str, Any] = {**options, "dtype": dtype or torch.float32}
+    if attention is not None:
+        load["attn_implementation"] = attention
+    loaded = AutoModelForCausalLM.from_pretrained(folder, **load)
+    if "gguf_file" in options:
+        from ropekit.integrations.gguf_read import apply_gguf_rope
+
+        apply_gguf_rope(loaded.config, model)  # the RoPE llama.cpp runs (transformers drops rope.scaling.*)
+        plain = AutoModelForCausalLM.from_config(
+            loaded.config, dtype=load["dtype"], attn_implementation=attention or "sdpa"
+        )
+        plain.load_state_dict(loaded.state_dict())
+        plain.tie_weights()
+        loaded = plain.eval()
+    return loaded, load_tokenizer(model)
+
+
+def extended_config(
+    config: Mapping[str, Any],
+    scaling: ScalingConfig | None,
+    *,
+    target_length: int,
+    layer_types: Sequence[str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """A ``config.json`` dict whose RoPE is the model's own with ``scaling`` (replacing any native scaling).
+
+    Args:
+        config: the source model's ``config.json`` dict.
+        scaling: the method to write (``None``: plain RoPE at the model's base).
+        target_length: written as ``max_position_embeddings`` (except for ``dynamic``, which needs its L there).
+        layer_types: for per-layer-type configs, which layer types get ``scaling``
+            (:func:`~ropekit.integrations.hf_config.scaled_layer_types`: default ``full_attention`` when present,
+            else all); refused for a model with one RoPE.
+
+    Returns:
+        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written.
+
+    Raises:
+        ValueError: no RoPE, an unknown layer type, or a scaling transformers cannot express.
+    """
+    new = json.loads(json.dumps(dict(config)))  # deep copy, JSON-clean
+    nested = layer_types_of(new)
+    key = "rope_parameters"
+    new.pop("rope_scaling", None)  # 4.x key; transformers prefers it over rope_parameters, so it must not linger
+    notes: list[str] = []
+    lengths: set[int] = set()
+    chosen = scaled_layer_types(config, layer_types)  # refuses layer types a model lacks or cannot have
+    if nested is None:
+        native = rope_of(config)
+        written = native_rope(native.replace(scaling=scaling), original_length=original_length_of(config, native))
+        # its rope_theta/partial_rotary_factor win over top-level keys
+        new[key] = _keep_rotary_key(written.rope_parameters, config.get("rope_scaling") or config.get(key))
+        notes.append(written.how)
+        if written.max_position_embeddings is not None:
+            lengths.add(written.max_position_embeddings)
+        original = written.rope_parameters.get("original_max_position_embeddings")
+    else:
+        params = dict(config.get("rope_scaling") or config.get("rope_parameters"))
+        original = None
+        for layer_type in nested:
+            if layer_type not in chosen:
+                continue
+            native = rope_of(config, layer_type)
+            written = native_rope(native.replace(scaling=scaling), original_length=original_length_of(config, native))
+            if written.rope_parameters["rope_type"] == "longrope":
+                raise ValueError(
+                    f"{scaling.rope_type} on a per-layer-type model needs rope_type 'longrope' for {layer_type}, which "
+                    "transformers 5.18 cannot run per layer type (dynamic_rope_update raises UnboundLocalError on its "
+                    "second call beyond original_max_position_embeddings); use a method transformers names (yarn with "
+                    "its own ramp, linear, llama3) or a base change (--base, ntk)"
+                )
+            params[layer_type] = _keep_rotary_key(written.rope_parameters, params[layer_type])
+            notes.append(f"{layer_type}: {written.how}")
+            if written.max_position_embeddings is not None:
+                lengths.add(written.max_position_embeddings)
+            original = written.rope_parameters.get("original_max_position_embeddings", original)
+        notes += [f"{t}: unchanged" for t in nested if t not in chosen]
+        new[key] = params
+    if original is not None and "original_max_position_embeddings" in new:
+        new["original_max_position_embeddings"] = original  # Phi-3 style: the top-level key wins in transformers
+    new["max_position_embeddings"] = lengths.pop() if lengths else int(target_length)
+    return new, notes
+
+
+def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:
+    """``written`` with ``partial_rotary_factor: 1.0`` where the source rope dict stated the key and the native form
+    (full rotary) leaves it out: some config classes (Phi-3) require it."""
+    if isinstance(source, Mapping) and "partial_rotary_factor" in source and "partial_rotary_factor" not in written:
+        return {**written, "partial_rotary_factor": 1.0}
+    return written

@@ -1,0 +1,149 @@
+"""The native transformers form of any RoPE: what ``extend``, ``finetune`` and a patched model's config write.
+
+The rule, one for every method (checked against transformers 5.18's ``modeling_rope_utils``):
+
+* Methods transformers names itself (``linear``, ``yarn`` with its own ramp, ``llama3``, ``proportional``, and the
+  length-following ``dynamic`` and ``longrope``) are written as themselves. ``dynamic`` reads its original length
+  from the model's ``max_position_embeddings``, so that key is set to the original length for it.
+* Every other method is *static* (its frequencies do not follow the sequence length): ropekit computes its float64
+  frequencies and writes the simplest native config with exactly those frequencies —
+
+  - a pure base change (static NTK, ``--base``, a frozen dynamic NTK: θ'_i = b'^(−2i/d) with attention factor 1)
+    becomes ``default`` with ``rope_theta = b'``;
+  - any other per-pair scaling (YaRN with the paper's ramp, a frozen LongRoPE, user-given factors) becomes
+    ``longrope`` with ``short_factor = long_factor = θ_i / θ'_i`` and an explicit ``attention_factor``.
+    transformers picks ``long_factor`` when ``max(position) + 1 > original_max_position_embeddings`` and
+    ``short_factor`` otherwise (``_compute_longrope_parameters`` and ``dynamic_rope_update``); with the two lists
+    equal the choice cannot matter at any length, and the explicit attention factor makes the result independent
+    of ``factor`` and ``max_position_embeddings``.
+
+* Not expressible (a clear ``ValueError`` saying why and what to use): pairs with frequency 0 or below (a per-pair
+  factor would be infinite; use ``proportional``), and an interleaved pair layout (transformers' models rotate
+  half-split pairs; convert the weights first).
+
+Per-layer-type models (Gemma 3: ``rope_parameters`` keyed by layer type) keep that form: the scaling is written for
+the chosen layer types (:func:`~ropekit.integrations.hf_config.scaled_layer_types`: ``full_attention`` when present,
+as transformers scales Gemma 3, else every layer type), each at its own base, and the other layer types are copied unchanged. There the ``longrope`` form is refused: transformers 5.18's
+``dynamic_rope_update`` for a per-layer-type ``longrope`` raises ``UnboundLocalError`` on its second call beyond the
+original length (it caches the long frequencies under ``{layer_type}_long_inv_freq`` but reads a local variable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ropekit.config import RopeConfig
+from ropekit.hf_format import to_hf_dict
+from ropekit.scaling.registry import ScalingConfig, frequencies, inv_freq
+
+#: rope types transformers computes itself; the flag says whether ropekit's config of that type is static.
+NATIVE_TYPES = ("linear", "yarn", "llama3", "proportional", "dynamic", "longrope")
+#: methods that are a base change by definition; ``to_hf_dict`` writes them as ``default`` with the exact new base
+_BASE_CHANGES = ("ntk", "base")
+#: relative tolerance for recognising a pure base change in float64 frequencies.
+_BASE_CHANGE_RTOL = 1e-12
+
+
+def is_native(scaling: ScalingConfig | None) -> bool:
+    """True when transformers computes ``scaling`` itself (same name, same frequencies at every length)."""
+    if scaling is None:
+        return True
+    if scaling.rope_type not in NATIVE_TYPES:
+        return False
+    if getattr(scaling, "ramp", "transformers") != "transformers":
+        return False
+    return getattr(scaling, "fixed_seq_len", None) is None
+
+
+@dataclass(frozen=True)
+class NativeRope:
+    """How one RoPE is written natively.
+
+    Attributes:
+        rope_parameters: the transformers 5.x ``rope_parameters`` dict (JSON-ready).
+        max_position_embeddings: the value the model-level key must have for the dict to mean what it should
+            (``dynamic`` only: its original length), else ``None`` (the caller's choice).
+        how: one sentence: which native form was used and why.
+    """
+
+    rope_parameters: dict[str, Any]
+    max_position_embeddings: int | None
+    how: str
+
+
+def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
+    """The native transformers form of ``rope`` (base, rotary dim and scaling), exact to float32 rounding.
+
+    Args:
+        rope: the model's RoPE with the scaling to write.
+        original_length: the pre-training length, written as ``original_max_position_embeddings`` when the
+            native form needs one the scaling does not carry (the ``longrope`` form).
+
+    Returns:
+        A :class:`NativeRope`.
+
+    Raises:
+        ValueError: ``rope`` cannot be written natively (interleaved pairs, pairs with frequency <= 0).
+    """
+    if rope.interleaved:
+        raise ValueError(
+            "interleaved=True cannot be written as a transformers config: transformers' models rotate half-split "
+            "pairs (i, i + d/2); permute the q/k projection weights to the half-split layout first"
+        )
+    scaling = rope.scaling
+    if is_native(scaling):
+        params = to_hf_dict(rope)
+        name = params["rope_type"]
+        if name == "dynamic":
+            original = scaling.original_max_position_embeddings
+            return NativeRope(params, original, f"dynamic (native; max_position_embeddings = {original}, its L)")
+        return NativeRope(params, None, f"{name} (native)")
+    if scaling.rope_type in _BASE_CHANGES:  # the new base is known exactly; no need to recover it from θ'_1
+        params = to_hf_dict(rope)
+        return NativeRope(params, None, f"default with rope_theta = {params['rope_theta']:.9g} ({scaling.rope_type})")
+    freqs = frequencies(rope)
+    ours = np.asarray(freqs.inv_freq, dtype=np.float64)
+    if not np.all(np.isfinite(ours)) or np.any(ours <= 0):
+        raise ValueError(
+            f"{scaling.rope_type} leaves some pairs with frequency <= 0, which no per-pair factor can express "
+            "(it would be infinite); use rope_type 'proportional' for pairs that do not rotate"
+        )
+    dim = rope.dim
+    attention = float(freqs.attention_factor)
+    if attention == 1.0 and len(ours) > 1:
+        new_base = float(ours[1] ** (-dim / 2))  # θ'_1 = b'^(−2/d)
+        if new_base > 1 and np.allclose(ours, inv_freq(dim, new_base), rtol=_BASE_CHANGE_RTOL, atol=0):
+            params = to_hf_dict(dataclasses.replace(rope, base=new_base, scaling=None))
+            return NativeRope(
+                params, None, f"default with rope_theta = {new_base:.9g} ({scaling.rope_type} is a base change)"
+            )
+    from ropekit.scaling.longrope import LongRopeScaling
+
+    factors = tuple(float(x) for x in inv_freq(dim, rope.base) / ours)  # θ_i / θ'_i, so θ'_i = 1 / (f_i·b^(2i/d))
+    original = int(getattr(scaling, "original_max_position_embeddings", None) or original_length)
+    factor = max(float(getattr(scaling, "factor", 1.0) or 1.0), 1.0)
+    as_longrope = LongRopeScaling(
+        short_factor=factors,
+        long_factor=factors,
+        original_max_position_embeddings=original,
+        factor=factor,
+        attention_factor=attention,
+    )
+    params = to_hf_dict(dataclasses.replace(rope, scaling=as_longrope))
+    return NativeRope(
+        params,
+        None,
+        f"longrope with per-pair factors and attention_factor {attention:.9g} ({scaling.rope_type} is static; "
+        "short_factor = long_factor, so transformers' choice between them cannot matter)",
+    )
+
+
+def default_target(scaling: ScalingConfig | None, original: int) -> int:
+    """``original × factor`` for methods with a factor (rounded), else ``original``."""
+    factor = getattr(scaling, "factor", None)
+    return math.floor(original * factor + 0.5) if factor else original
