@@ -21,6 +21,9 @@ ROBUST_AUTO_LIMIT = 65536
 #: ... and up to this rotary dim: the islands multiply fast with d (minutes at d = 256 where d = 128 takes seconds).
 ROBUST_AUTO_DIM = 128
 
+#: the default rule in words, for help texts and messages.
+ROBUST_DEFAULT = f"L <= {ROBUST_AUTO_LIMIT // 1024}k and rotary dim <= {ROBUST_AUTO_DIM}"
+
 #: the cost of (B) alone (the certified downward sweep, without the islands) at the longest context.
 ROBUST_ALONE_COST = "about 15 s at 1M"
 

@@ -7,7 +7,7 @@ import time
 import typer
 
 from ropekit import _costs
-from ropekit._costs import ISLANDS_COST, MAX_CONTEXT, MAX_ROTARY_DIM, ROBUST_ALONE_COST
+from ropekit._costs import ISLANDS_COST, MAX_CONTEXT, MAX_ROTARY_DIM, ROBUST_ALONE_COST, ROBUST_DEFAULT
 from ropekit.cli.common import (
     check_bound_work,
     check_range,
@@ -29,8 +29,8 @@ def bound_command(
         None,
         "--robust/--no-robust",
         metavar="",
-        help=f"Also compute the robust bound (default: only when L <= {_costs.ROBUST_AUTO_LIMIT:,} and "
-        f"d <= {_costs.ROBUST_AUTO_DIM}, with the islands; otherwise --robust computes it alone: {ROBUST_ALONE_COST}).",
+        help=f"Also compute the robust bound (default: only when {ROBUST_DEFAULT}, with the islands; otherwise "
+        f"--robust computes it alone: {ROBUST_ALONE_COST}).",
     ),
     with_islands: bool = typer.Option(
         False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ropekit._costs import MAX_CONTEXT, ROBUST_AUTO_DIM, ROBUST_AUTO_LIMIT
+from ropekit._costs import MAX_CONTEXT, ROBUST_DEFAULT
 from ropekit.cli.common import (
     MAX_HEAD_DIM,
     check_bound_work,
@@ -26,8 +26,7 @@ def plan_command(
         None,
         "--robust/--no-robust",
         metavar="",
-        help=f"Compute the robust bound (default: only when the target <= {ROBUST_AUTO_LIMIT // 1024}k and the "
-        f"rotary dim <= {ROBUST_AUTO_DIM}).",
+        help=f"Compute the robust bound (default: only when {ROBUST_DEFAULT}, where L is the target).",
     ),
     json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:

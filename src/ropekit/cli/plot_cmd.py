@@ -8,14 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit._costs import (
-    MAX_CONTEXT,
-    MAX_FACTOR,
-    MAX_ROTARY_DIM,
-    ROBUST_AUTO_DIM,
-    ROBUST_AUTO_LIMIT,
-    robust_by_default,
-)
+from ropekit._costs import MAX_CONTEXT, MAX_FACTOR, MAX_ROTARY_DIM, ROBUST_AUTO_LIMIT, ROBUST_DEFAULT, robust_by_default
 from ropekit.cli.common import (
     check_bound_work,
     check_output_file,
@@ -52,8 +45,7 @@ def plot_command(
     max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M)."),
     robust_up_to: str = typer.Option(
         "4k",
-        help=f"Compute the robust bound up to this length (bound; at most {ROBUST_AUTO_LIMIT // 1024}k; only for "
-        f"d <= {ROBUST_AUTO_DIM}).",
+        help=f"Compute the robust bound up to this length (bound; only where {ROBUST_DEFAULT}).",
     ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite the file if it exists."),
     json_output: bool = json_option("Print the written file as JSON."),

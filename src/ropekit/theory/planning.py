@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ropekit._costs import ISLANDS_COST, ROBUST_AUTO_DIM, ROBUST_AUTO_LIMIT, robust_by_default
+from ropekit._costs import ISLANDS_COST, ROBUST_DEFAULT, robust_by_default
 from ropekit._validate import require_float, require_int, require_rotary_dim
 from ropekit.config import RopeConfig
 from ropekit.scaling import frequencies
@@ -147,8 +147,7 @@ class Plan:
             reason = (
                 "not requested"
                 if robust_by_default(self.target_length, self.rotary_dim)
-                else f"by default only for targets <= {ROBUST_AUTO_LIMIT:,} tokens and rotary dims <= "
-                f"{ROBUST_AUTO_DIM}: the islands take {ISLANDS_COST}; robust=True forces it"
+                else f"by default only where {ROBUST_DEFAULT}: the islands take {ISLANDS_COST}; robust=True forces it"
             )
             safe += (
                 f"; the robust bound was not computed ({reason}), and bases just above the smallest can fail "
