@@ -86,3 +86,22 @@ def test_first_negative_m_matches_a_direct_scan(head_dim, base, limit):
     if expected is not None:
         assert first_negative_m(theta, expected) is None  # nothing negative below it
         assert first_negative_m(theta, limit, start=expected + 1) == (int(negative[1]) if negative.size > 1 else None)
+
+
+@pytest.mark.parametrize(("rotary_dim", "length", "base"), [(128, 4096, 1e4), (64, 5000, 3e5), (32, 3000, 800.0)])
+def test_the_base_bound_scan_finds_what_first_negative_m_finds(rotary_dim, length, base):
+    """One block scan: the bound's full scan (theory._margins) and first_negative_m agree with np.cos of every m."""
+    from ropekit.theory import first_negative_m
+    from ropekit.theory._certificates import _Sums
+    from ropekit.theory.decay import tolerance
+
+    sums = _Sums(rotary_dim, length)
+    u = float(np.log(base))
+    theta = sums.theta(u)
+    m = np.arange(length, dtype=np.float64)
+    direct = np.cos(np.outer(m, theta)).sum(axis=1)
+    negative = np.flatnonzero(direct < -tolerance(m, rotary_dim))
+    found, values = sums.first_negative(u)
+    assert (int(found[0]) if found.size else None) == first_negative_m(theta, length)
+    assert (int(negative[0]) if negative.size else None) == first_negative_m(theta, length)
+    np.testing.assert_allclose(values, direct[: values.size], rtol=0, atol=1e-9)
