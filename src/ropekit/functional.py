@@ -20,8 +20,9 @@ from numbers import Integral
 
 import torch
 
+from ropekit._memory import aliasing, has_overlap
 from ropekit._validate import require_rotary_dim
-from ropekit.kernels import apply_rope_into, fast_qk
+from ropekit.kernels import apply_rope_into, apply_rope_qk_into, fast_qk
 from ropekit.kernels.reference import rope_reference
 from ropekit.permute import half_split_to_interleaved, interleaved_to_half_split
 from ropekit.tables import cos_sin
@@ -115,46 +116,6 @@ def _check_apply(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, rotary_d
     return rotary_dim
 
 
-def _has_overlap(t: torch.Tensor) -> bool:
-    """True when two indices of ``t`` may address one element (an expanded or otherwise self-overlapping view)."""
-    dims = sorted((stride, size) for stride, size in zip(t.stride(), t.shape, strict=True) if size > 1)
-    extent = 1
-    for stride, size in dims:
-        if stride < extent:
-            return True
-        extent = stride * size
-    return False
-
-
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    """``[first, last + 1)`` storage offsets (in elements) that ``t`` addresses; ``t`` is not empty."""
-    start = t.storage_offset()
-    return start, start + 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True))
-
-
-def _aliasing(a: torch.Tensor, b: torch.Tensor) -> str:
-    """How two in-place targets share memory: ``"none"``, ``"same"`` (one view: same start, shape, strides and
-    dtype) or ``"overlap"`` (at least one element is addressed by both).
-
-    Views of one buffer whose elements interleave without meeting (q and k of a fused qkv projection) are
-    ``"none"``: when their spans intersect, the elements are marked exactly in a scratch mask of the joint span
-    (only on this rare path). Neither tensor may overlap itself (:func:`_check_target` refuses that first).
-    """
-    if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
-        return "none"
-    if a.dtype != b.dtype:
-        return "overlap"  # one buffer read as two dtypes: conservative
-    if a.storage_offset() == b.storage_offset() and a.shape == b.shape and a.stride() == b.stride():
-        return "same"
-    (a0, a1), (b0, b1) = _span(a), _span(b)
-    if a1 <= b0 or b1 <= a0:
-        return "none"
-    base = min(a0, b0)
-    mask = torch.zeros(max(a1, b1) - base, dtype=torch.bool, device=a.device)
-    mask.as_strided(a.shape, a.stride(), a0 - base).fill_(True)
-    return "overlap" if bool(mask.as_strided(b.shape, b.stride(), b0 - base).any()) else "none"
-
-
 def _check_target(name: str, target: object, x: torch.Tensor, tables_need_grad: bool) -> torch.Tensor:
     """Validate an in-place or ``out=`` destination for ``x``."""
     if torch.is_grad_enabled() and (x.requires_grad or tables_need_grad):
@@ -173,7 +134,7 @@ def _check_target(name: str, target: object, x: torch.Tensor, tables_need_grad: 
             f"Inplace update to inference tensor outside InferenceMode is not allowed ({name}); "
             "clone it first or call inside torch.inference_mode()"
         )
-    if _has_overlap(target):
+    if has_overlap(target):
         raise ValueError(
             f"{name} has elements that share memory (an expanded or overlapping view, strides {target.stride()}); "
             "writing a rotation into it would be ambiguous; pass a contiguous tensor or use the out-of-place call"
@@ -390,7 +351,7 @@ def apply_rope_qk(
     if inplace:
         q_target = _check_target("inplace=True", q, q, tables_need_grad)
         k_target = _check_target("inplace=True", k, k, tables_need_grad)
-        shared = _aliasing(q, k)
+        shared = aliasing(q, k)
         if shared == "same":  # one tensor passed twice: rotate it once (a second pass would rotate it by 2θ)
             return _rope_one(q, cos, sin, rotary_dim, interleaved, seq_dim, q_target, tables_need_grad), k
         if shared == "overlap":
@@ -399,6 +360,13 @@ def apply_rope_qk(
                 "k = heads 6-9): the shared elements would be rotated twice; pass disjoint views or use the "
                 "out-of-place call"
             )
+    if q.is_cuda and not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or tables_need_grad)):
+        q_out = torch.empty_like(q) if q_target is None else q_target
+        k_out = torch.empty_like(k) if k_target is None else k_target
+        if apply_rope_qk_into(
+            q, k, cos, sin, q_out, k_out, rotary_dim=rotary_dim, interleaved=interleaved, seq_dim=seq_dim
+        ):
+            return q_out, k_out  # one Triton launch for both
     return (
         _rope_one(q, cos, sin, rotary_dim, interleaved, seq_dim, q_target, tables_need_grad),
         _rope_one(k, cos, sin, rotary_dim, interleaved, seq_dim, k_target, tables_need_grad),

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import ropekit.kernels
-from ropekit.functional import apply_rope, cos_sin
+from ropekit.functional import apply_rope, apply_rope_qk, cos_sin
 from ropekit.kernels.reference import rope_reference
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
@@ -119,6 +119,78 @@ def test_interpreted_declines_what_eager_must_do(seed, interpreted):
     )
 
 
+# ------------------------------------------------------------------ q and k in one launch (apply_rope_qk's contract)
+
+QK_CASES = list(
+    itertools.product(
+        [torch.float32, torch.bfloat16],
+        [False, True],  # interleaved
+        [1, 2],  # seq_dim
+        [32, 16],  # rotary_dim: full, partial
+        [False, True],  # in place
+    )
+)
+
+
+def qk_inputs(*, device, dtype, seq_dim, rotary_dim, table_batch=None, batch=2, seq=5):
+    """q with 4 heads of head_dim 32, k with 2 heads (GQA) of head_dim 40, one set of tables."""
+
+    def make(heads, head_dim):
+        shape = (batch, seq, heads, head_dim) if seq_dim == 1 else (batch, heads, seq, head_dim)
+        return (torch.randn(shape, dtype=torch.float64) * 3).to(dtype=dtype, device=device)
+
+    positions = torch.randint(0, 8000, (seq,) if table_batch is None else (table_batch, seq), device=device)
+    inv = 10000.0 ** (-torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
+    return make(4, 32), make(2, 40), positions, inv
+
+
+@pytest.mark.parametrize(("dtype", "interleaved", "seq_dim", "rotary_dim", "in_place"), QK_CASES)
+def test_interpreted_qk_kernel_matches_float64(seed, interpreted, dtype, interleaved, seq_dim, rotary_dim, in_place):
+    q, k, positions, inv = qk_inputs(device="cpu", dtype=dtype, seq_dim=seq_dim, rotary_dim=rotary_dim, table_batch=2)
+    cos, sin = cos_sin(positions, inv)
+    cos64, sin64 = cos_sin(positions, inv, dtype=torch.float64)
+    want_q = rope_reference(q.double(), cos64, sin64, interleaved=interleaved, seq_dim=seq_dim)
+    want_k = rope_reference(k.double(), cos64, sin64, interleaved=interleaved, seq_dim=seq_dim)
+    q_in, k_in = q.clone(), k.clone()
+    q_out, k_out = (q_in, k_in) if in_place else (torch.full_like(q, 7.0), torch.full_like(k, 7.0))
+    assert interpreted.rope_qk_into(q_in, k_in, cos, sin, q_out, k_out, rotary_dim, interleaved, seq_dim)
+    torch.testing.assert_close(q_out.double(), want_q, **TOL[dtype])
+    torch.testing.assert_close(k_out.double(), want_k, **TOL[dtype])
+    assert torch.equal(q_out[..., rotary_dim:], q[..., rotary_dim:])  # pass-through dims copied exactly
+    assert torch.equal(k_out[..., rotary_dim:], k[..., rotary_dim:])
+    # and the same numbers as rotating each tensor with the one-tensor kernel
+    for x, got in ((q, q_out), (k, k_out)):
+        one = torch.empty_like(x)
+        assert interpreted.rope_into(x, cos, sin, one, rotary_dim, interleaved, seq_dim, False)
+        assert torch.equal(got, one)
+
+
+def test_interpreted_qk_is_one_launch(seed, interpreted, monkeypatch):
+    q, k, positions, inv = qk_inputs(device="cpu", dtype=torch.float32, seq_dim=1, rotary_dim=32)
+    cos, sin = cos_sin(positions, inv)
+    launches = []
+    monkeypatch.setattr(interpreted, "_rope_kernel", None)  # the one-tensor kernel must not run
+    real = interpreted._rope_qk_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            launches.append(grid)
+            return real[grid]
+
+    monkeypatch.setattr(interpreted, "_rope_qk_kernel", Spy())
+    assert interpreted.rope_qk_into(q, k, cos, sin, torch.empty_like(q), torch.empty_like(k), 32, False, 1)
+    assert len(launches) == 1 and launches[0][1] == 2
+
+
+def test_interpreted_qk_declines_what_eager_must_do(seed, interpreted):
+    q, k, positions, inv = qk_inputs(device="cpu", dtype=torch.float32, seq_dim=1, rotary_dim=32)
+    cos, sin = cos_sin(positions, inv)
+    k16 = k.to(torch.float16)
+    assert interpreted.rope_qk_into(q, k16, cos, sin, torch.empty_like(q), torch.empty_like(k16), 32, False, 1) is False
+    kt = k.transpose(-1, -2).contiguous().transpose(-1, -2)  # last dim strided
+    assert interpreted.rope_qk_into(q, kt, cos, sin, torch.empty_like(q), torch.empty_like(k), 32, False, 1) is False
+
+
 # ------------------------------------------------------------------ real GPU: automatic dispatch in apply_rope
 
 
@@ -138,6 +210,27 @@ def test_cuda_apply_rope_uses_triton_and_matches_eager(seed, dtype, interleaved,
     apply_rope(y, cos, sin, inplace=True, **kw)
     torch.testing.assert_close(y, expected, **TOL[dtype])
     assert torch.equal(y[..., rotary_dim:], x[..., rotary_dim:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("dtype", "interleaved", "seq_dim", "rotary_dim", "in_place"),
+    [
+        (torch.float32, False, 1, 32, False),
+        (torch.bfloat16, True, 2, 16, True),
+        (torch.float16, False, 2, 32, True),
+        (torch.float64, True, 1, 16, False),
+    ],
+)
+def test_cuda_apply_rope_qk_one_launch_matches_float64(seed, dtype, interleaved, seq_dim, rotary_dim, in_place):
+    q, k, positions, inv = qk_inputs(device="cuda", dtype=dtype, seq_dim=seq_dim, rotary_dim=rotary_dim)
+    cos, sin = cos_sin(positions, inv)
+    cos64, sin64 = cos_sin(positions, inv, dtype=torch.float64)
+    kw = {"interleaved": interleaved, "seq_dim": seq_dim}
+    want_q, want_k = (rope_reference(t.double(), cos64, sin64, **kw) for t in (q, k))
+    got_q, got_k = apply_rope_qk(q.clone(), k.clone(), cos, sin, inplace=in_place, **kw)
+    torch.testing.assert_close(got_q.double(), want_q, **TOL[dtype])
+    torch.testing.assert_close(got_k.double(), want_k, **TOL[dtype])
 
 
 @pytest.mark.gpu

@@ -3,7 +3,8 @@
 ``apply_rope_into(x, cos, sin, target, ...)`` writes the rotation of ``x`` into ``target`` (which may be ``x``
 itself, in place) and picks the backend from the tensors, never from a flag:
 
-* CUDA tensors: a Triton kernel (:mod:`ropekit.kernels._triton`), if ``triton`` imports;
+* CUDA tensors: a Triton kernel (:mod:`ropekit.kernels._triton`), if ``triton`` imports; q and k together in
+  one launch (:func:`apply_rope_qk_into`);
 * CPU tensors: a C++ kernel (:mod:`ropekit.kernels._cpu`), compiled on first use and cached per machine;
 * anything else, inputs a kernel declines (a last dim with stride != 1, an output that partly overlaps the
   input, an integer or complex dtype), a missing compiler or Triton, and code being traced by
@@ -34,7 +35,7 @@ import torch
 from ropekit.kernels import _cpu
 from ropekit.kernels.reference import rope_reference
 
-__all__ = ["apply_rope_into", "backend_for", "fast_qk", "rope_reference"]
+__all__ = ["apply_rope_into", "apply_rope_qk_into", "backend_for", "fast_qk", "rope_reference"]
 
 _UNSET = object()
 _triton_loaded: object = _UNSET
@@ -107,6 +108,36 @@ def apply_rope_into(
             torch.autograd.graph.increment_version(target)
             return target
     return rope_reference(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, conjugate=conjugate, out=target)
+
+
+def apply_rope_qk_into(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_out: torch.Tensor,
+    k_out: torch.Tensor,
+    *,
+    rotary_dim: int,
+    interleaved: bool,
+    seq_dim: int,
+) -> bool:
+    """Rotate q into ``q_out`` and k into ``k_out`` (validated by :func:`ropekit.apply_rope_qk`; each may be its
+    input) in one Triton launch on CUDA. False, touching nothing, where that does not apply (not CUDA, no Triton,
+    a graph being captured, an inference tensor outside inference mode, inputs the kernel declines): the caller
+    then rotates each tensor with :func:`apply_rope_into`.
+    """
+    if not q.is_cuda or torch.compiler.is_compiling() or torch.jit.is_tracing() or _triton_kernel() is None:
+        return False
+    if not torch.is_inference_mode_enabled() and (q_out.is_inference() or k_out.is_inference()):
+        return False
+    from ropekit.kernels import _triton
+
+    if not _triton.rope_qk_into(q, k, cos, sin, q_out, k_out, rotary_dim, interleaved, seq_dim):
+        return False
+    torch.autograd.graph.increment_version(q_out)  # written behind the dispatcher, as in apply_rope_into
+    torch.autograd.graph.increment_version(k_out)
+    return True
 
 
 def fast_qk() -> Callable[..., tuple] | None:

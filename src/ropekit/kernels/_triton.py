@@ -15,14 +15,16 @@ import triton
 import triton.language as tl
 
 _COMPUTE = {torch.float64: torch.float64}
+_FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 
 
 @triton.jit
-def _rope_kernel(
+def _rotate_rows(
     x_ptr,
     y_ptr,
     cos_ptr,
     sin_ptr,
+    rows,
     n_rows,
     D1,
     D2,
@@ -40,12 +42,10 @@ def _rope_kernel(
     INTERLEAVED: tl.constexpr,
     CONJUGATE: tl.constexpr,
     COPY_TAIL: tl.constexpr,
-    BLOCK_ROWS: tl.constexpr,
     BLOCK_HALF: tl.constexpr,
     BLOCK_TAIL: tl.constexpr,
 ):
-    # int64 row ids: offsets of tensors past 2**31 elements must not wrap.
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)  # (R,)
+    """Rotate head vectors ``rows`` (int64 ids of (batch, dim1, dim2)) of x into y."""
     row_ok = rows < n_rows
     k = rows % D2
     j = (rows // D2) % D1
@@ -84,6 +84,96 @@ def _rope_kernel(
         tl.store(y_row + tcols, tl.load(x_row + tcols, mask=tmask), mask=tmask)
 
 
+@triton.jit
+def _rope_kernel(
+    x_ptr,
+    y_ptr,
+    cos_ptr,
+    sin_ptr,
+    n_rows,
+    D1,
+    D2,
+    sx0,
+    sx1,
+    sx2,
+    sy0,
+    sy1,
+    sy2,
+    tab_b,
+    tab_s,
+    half,
+    tail,
+    SEQ_IS_DIM1: tl.constexpr,
+    INTERLEAVED: tl.constexpr,
+    CONJUGATE: tl.constexpr,
+    COPY_TAIL: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_HALF: tl.constexpr,
+    BLOCK_TAIL: tl.constexpr,
+):
+    # int64 row ids: offsets of tensors past 2**31 elements must not wrap.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)  # (R,)
+    _rotate_rows(
+        x_ptr, y_ptr, cos_ptr, sin_ptr, rows, n_rows, D1, D2, sx0, sx1, sx2, sy0, sy1, sy2, tab_b, tab_s, half, tail,
+        SEQ_IS_DIM1, INTERLEAVED, CONJUGATE, COPY_TAIL, BLOCK_HALF, BLOCK_TAIL,
+    )  # fmt: skip
+
+
+@triton.jit
+def _rope_qk_kernel(
+    q_ptr,
+    qy_ptr,
+    k_ptr,
+    ky_ptr,
+    cos_ptr,
+    sin_ptr,
+    nq_rows,
+    nk_rows,
+    D1Q,
+    D2Q,
+    D1K,
+    D2K,
+    sq0,
+    sq1,
+    sq2,
+    sqy0,
+    sqy1,
+    sqy2,
+    sk0,
+    sk1,
+    sk2,
+    sky0,
+    sky1,
+    sky2,
+    tab_b,
+    tab_s,
+    half,
+    tail_q,
+    tail_k,
+    SEQ_IS_DIM1: tl.constexpr,
+    INTERLEAVED: tl.constexpr,
+    COPY_TAIL: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_HALF: tl.constexpr,
+    BLOCK_TAIL: tl.constexpr,
+):
+    """q and k in one launch: axis 1 of the grid picks the tensor, axis 0 the block of head vectors.
+
+    ``D1*``/``D2*`` are dims 1 and 2 of each tensor (their head counts may differ: GQA).
+    """
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)  # (R,)
+    if tl.program_id(1) == 0:
+        _rotate_rows(
+            q_ptr, qy_ptr, cos_ptr, sin_ptr, rows, nq_rows, D1Q, D2Q, sq0, sq1, sq2, sqy0, sqy1, sqy2, tab_b, tab_s,
+            half, tail_q, SEQ_IS_DIM1, INTERLEAVED, False, COPY_TAIL, BLOCK_HALF, BLOCK_TAIL,
+        )  # fmt: skip
+    else:
+        _rotate_rows(
+            k_ptr, ky_ptr, cos_ptr, sin_ptr, rows, nk_rows, D1K, D2K, sk0, sk1, sk2, sky0, sky1, sky2, tab_b, tab_s,
+            half, tail_k, SEQ_IS_DIM1, INTERLEAVED, False, COPY_TAIL, BLOCK_HALF, BLOCK_TAIL,
+        )  # fmt: skip
+
+
 def _shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
@@ -103,22 +193,14 @@ def rope_into(
     Shapes: ``x``, ``out`` 4-D with ``seq_dim`` in (1, 2), last dim contiguous; ``cos``, ``sin``
     ``(seq, rotary_dim // 2)`` or ``(batch | 1, seq, rotary_dim // 2)`` on ``x``'s device.
     """
-    if x.dtype not in (torch.float32, torch.bfloat16, torch.float16, torch.float64) or out.dtype != x.dtype:
+    if x.dtype not in _FLOATS:
+        return False
+    in_place = _writable(x, out)
+    if in_place is None:
         return False
     if x.numel() == 0:
         return True
-    if x.stride(-1) != 1 or out.stride(-1) != 1:
-        return False
-    in_place = _shares_memory(x, out)
-    if in_place and (x.data_ptr() != out.data_ptr() or x.stride() != out.stride()):
-        return False  # partial overlap: the eager path computes the whole result before writing
-    if any(st == 0 and n > 1 for st, n in zip(out.stride(), out.shape, strict=True)):
-        return False
-    compute = _COMPUTE.get(x.dtype, torch.float32)
-    cos = cos.to(compute).contiguous()
-    sin = sin.to(compute).contiguous()
-    if cos.dim() == 2:
-        cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)  # (1, seq, r/2)
+    cos, sin = _tables(cos, sin, x.dtype)
     batch, d1, d2, head_dim = x.shape
     half = rotary_dim // 2
     tail = head_dim - rotary_dim
@@ -146,6 +228,92 @@ def rope_into(
         BLOCK_ROWS=block_rows,
         BLOCK_HALF=block_half,
         BLOCK_TAIL=triton.next_power_of_2(max(tail, 1)),
+        num_warps=4,
+    )
+    return True
+
+
+def _tables(cos: torch.Tensor, sin: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tables in the compute dtype as ``(batch | 1, seq, r/2)`` contiguous tensors."""
+    compute = _COMPUTE.get(dtype, torch.float32)
+    cos, sin = cos.to(compute).contiguous(), sin.to(compute).contiguous()
+    return (cos.unsqueeze(0), sin.unsqueeze(0)) if cos.dim() == 2 else (cos, sin)
+
+
+def _writable(x: torch.Tensor, out: torch.Tensor) -> bool | None:
+    """None if the kernel cannot write the rotation of ``x`` into ``out``; else whether it is in place."""
+    if out.dtype != x.dtype or x.stride(-1) != 1 or out.stride(-1) != 1:
+        return None
+    in_place = _shares_memory(x, out)
+    if in_place and (x.data_ptr() != out.data_ptr() or x.stride() != out.stride()):
+        return None  # partial overlap: the eager path computes the whole result before writing
+    if any(st == 0 and n > 1 for st, n in zip(out.stride(), out.shape, strict=True)):
+        return None
+    return in_place
+
+
+def rope_qk_into(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    q_out: torch.Tensor,
+    k_out: torch.Tensor,
+    rotary_dim: int,
+    interleaved: bool,
+    seq_dim: int,
+) -> bool:
+    """Rotate ``q`` into ``q_out`` and ``k`` into ``k_out`` (each may be its input) in one launch.
+
+    The contract of :func:`ropekit.apply_rope_qk` (validated by it): one set of tables, GQA head counts, head
+    dims that may differ (each at least ``rotary_dim``), in place or not. False, touching nothing, when the
+    eager path must handle the inputs (dtypes other than fp16/bf16/fp32/fp64, q and k of different dtypes,
+    a strided last dim, partial overlaps, expanded outputs).
+
+    Shapes: ``q``/``k`` 4-D with ``seq_dim`` in (1, 2); ``cos``, ``sin`` ``(seq, rotary_dim // 2)`` or
+    ``(batch | 1, seq, rotary_dim // 2)`` on their device.
+    """
+    if q.dtype not in _FLOATS or k.dtype != q.dtype:
+        return False
+    q_in_place, k_in_place = _writable(q, q_out), _writable(k, k_out)
+    if q_in_place is None or k_in_place is None:
+        return False
+    if q.numel() == 0 and k.numel() == 0:
+        return True
+    cos, sin = _tables(cos, sin, q.dtype)
+    half = rotary_dim // 2
+    tail_q, tail_k = q.shape[3] - rotary_dim, k.shape[3] - rotary_dim
+    nq, nk = q.shape[0] * q.shape[1] * q.shape[2], k.shape[0] * k.shape[1] * k.shape[2]
+    block_half = triton.next_power_of_2(half)
+    block_rows = max(1, min(64, 4096 // block_half))
+    _rope_qk_kernel[(triton.cdiv(max(nq, nk), block_rows), 2)](
+        q,
+        q_out,
+        k,
+        k_out,
+        cos,
+        sin,
+        nq,
+        nk,
+        q.shape[1],
+        q.shape[2],
+        k.shape[1],
+        k.shape[2],
+        *q.stride()[:3],
+        *q_out.stride()[:3],
+        *k.stride()[:3],
+        *k_out.stride()[:3],
+        0 if cos.shape[0] == 1 else cos.stride(0),
+        cos.stride(1),
+        half,
+        tail_q,
+        tail_k,
+        SEQ_IS_DIM1=seq_dim == 1,
+        INTERLEAVED=bool(interleaved),
+        COPY_TAIL=(not (q_in_place and k_in_place)) and max(tail_q, tail_k) > 0,
+        BLOCK_ROWS=block_rows,
+        BLOCK_HALF=block_half,
+        BLOCK_TAIL=triton.next_power_of_2(max(tail_q, tail_k, 1)),
         num_warps=4,
     )
     return True
