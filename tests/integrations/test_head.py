@@ -86,7 +86,7 @@ def grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def test_training_loss_and_gradients_equal_transformers(name: str, chunk_positions: int | None) -> None:
     """``ChunkedCausalLM`` (the fine-tuning loss) gives transformers' ``labels=`` loss and every parameter's
     gradient, with the head in chunks of 7 positions (checkpointed) and in one piece."""
-    from ropekit.finetune.train import ChunkedCausalLM
+    from ropekit.finetune.loss import ChunkedCausalLM
 
     model = build(name)
     ids = ids_of()

@@ -3,8 +3,9 @@
 Nothing is imported here (torch, transformers and accelerate load with the modules):
 
 * :mod:`~ropekit.finetune.run` — ``ropekit finetune`` end to end: checks, training, export, before/after.
-* :mod:`~ropekit.finetune.train` — the training loop (full-length windows; the chunked loss of
-  :mod:`ropekit.integrations.head`).
+* :mod:`~ropekit.finetune.train` — the training loop (full-length windows); :mod:`~ropekit.finetune.loss` its loss
+  (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
+  :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
 * :mod:`~ropekit.finetune.data` — training text → token windows of the target length.
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
@@ -12,4 +13,4 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   is written, and what the user owns is never overwritten.
 """
 
-__all__ = ["choose", "data", "export", "inputs", "output", "run", "train"]
+__all__ = ["choose", "data", "export", "inputs", "loss", "loss_log", "output", "processes", "run", "train"]

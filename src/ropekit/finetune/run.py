@@ -25,10 +25,10 @@ import torch
 
 from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.export import save_extended
+from ropekit.finetune.loss_log import StepRecord
 from ropekit.finetune.train import (
     WORK_DIR,
     FinetuneSettings,
-    StepRecord,
     TrainResult,
     fsdp_fallback_note,
     make_accelerator,

@@ -14,12 +14,10 @@ so ``(seq × vocab)`` logits never exist at once — at 32k tokens and a 49k voc
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
 import os
-import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -31,15 +29,10 @@ import torch
 from torch import nn
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.integrations.head import (
-    TRAIN_CHUNK_BYTES,
-    causal_lm,
-    check_head,
-    chunk_positions,
-    decoder,
-    head_logits,
-    token_losses,
-)
+from ropekit.finetune.loss import ChunkedCausalLM
+from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, write_loss_log
+from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
+from ropekit.integrations.head import check_head
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
 #: where the training artefacts go inside the output model folder
@@ -126,41 +119,6 @@ class FinetuneSettings:
         return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-class ChunkedCausalLM(nn.Module):
-    """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
-
-    The output head with the model's own final-logit transforms (:func:`ropekit.integrations.head.head_logits`:
-    soft-capping, Cohere's ``logit_scale``, Granite's ``logits_scaling``) runs on chunks of positions under
-    activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the forward
-    and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
-    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss and its gradients equal
-    transformers' ``model(input_ids, position_ids=position_ids, labels=input_ids).loss``; run
-    :func:`ropekit.integrations.head.check_head` on the model first (training does).
-
-    Shapes:
-        input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``) → scalar loss
-        (mean over ``batch × (seq − 1)`` predictions).
-    """
-
-    def __init__(self, model: nn.Module, *, chunk_bytes: int = TRAIN_CHUNK_BYTES) -> None:
-        super().__init__()
-        self.model = model
-        self.chunk_bytes = require_int("chunk_bytes", chunk_bytes, minimum=1)
-        self._no_split_modules = getattr(causal_lm(model), "_no_split_modules", None)  # for FSDP's auto-wrap
-
-    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        positions = None if position_ids is None else position_ids[:, :-1]
-        body = decoder(self.model)(input_ids=input_ids[:, :-1], position_ids=positions, use_cache=False)
-        hidden = body.last_hidden_state  # (batch, seq - 1, d_model)
-        targets = input_ids[:, 1:]  # (batch, seq - 1)
-        vocab = causal_lm(self.model).get_output_embeddings().weight.shape[0]
-        chunk = chunk_positions(vocab, self.chunk_bytes, rows=targets.shape[0])
-        losses = token_losses(
-            lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
-        )  # (batch, seq - 1)
-        return losses.sum() / targets.numel()
-
-
 def lora_model(model: nn.Module, settings: FinetuneSettings) -> nn.Module:
     """``model`` with LoRA adapters on every linear layer but the head, and its norms and embeddings trainable."""
     from peft import LoraConfig, get_peft_model
@@ -186,22 +144,6 @@ def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
         torch.randperm(count, generator=torch.Generator().manual_seed(seed * 100003 + epoch)) for epoch in range(epochs)
     ]
     return torch.cat(order)[:needed]
-
-
-@dataclass
-class StepRecord:
-    """One row of the loss log."""
-
-    step: int
-    loss: float
-    lr: float
-    tokens: int
-    seconds: float
-    heldout_loss: float | None = None
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass
@@ -257,52 +199,6 @@ def fsdp_fallback_note(accelerator) -> str | None:
     )
 
 
-def write_loss_log(path: Path, log: list[StepRecord]) -> None:
-    """The loss log as CSV: step, loss, lr, tokens, seconds, tokens_per_second, heldout_loss."""
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["step", "loss", "lr", "tokens", "seconds", "tokens_per_second", "heldout_loss"])
-        for r in log:
-            heldout = "" if r.heldout_loss is None else f"{r.heldout_loss:.6f}"
-            row = [r.step, f"{r.loss:.6f}", f"{r.lr:.6g}", r.tokens, f"{r.seconds:.3f}", f"{r.tokens_per_second:.1f}"]
-            writer.writerow([*row, heldout])
-
-
-def read_loss_log(path: Path) -> list[StepRecord]:
-    """The rows :func:`write_loss_log` wrote."""
-    with path.open() as handle:
-        return [
-            StepRecord(
-                int(row["step"]),
-                float(row["loss"]),
-                float(row["lr"]),
-                int(row["tokens"]),
-                float(row["seconds"]),
-                float(row["heldout_loss"]) if row["heldout_loss"] else None,
-            )
-            for row in csv.DictReader(handle)
-        ]
-
-
-def plot_loss(path: Path, log: list[StepRecord], title: str) -> None:
-    """Training loss (steps >= 1) and held-out loss (step 0 = before training) against step, as a PNG."""
-    from ropekit._plotting import pyplot
-
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(6, 3.5), layout="constrained")
-    trained = [r for r in log if r.step > 0]
-    axis.plot([r.step for r in trained], [r.loss for r in trained], label="training loss", linewidth=1)
-    held = [r for r in log if r.heldout_loss is not None]
-    if held:
-        axis.plot([r.step for r in held], [r.heldout_loss for r in held], "o-", label="held-out loss")
-    axis.set_xlabel("optimizer step")
-    axis.set_ylabel("cross-entropy (nats/token)")
-    axis.set_title(title, fontsize=9)
-    axis.legend()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
 def train(
     build_model: Callable[[], nn.Module],
     windows: torch.Tensor,
@@ -343,7 +239,7 @@ def train(
             raise KeyboardInterrupt
         stop["requested"] = True
 
-    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread() else None
     try:
         return _train(
             build_model, windows, heldout, settings, work_dir, resume, on_step, progress, title, accelerator, stop
@@ -404,7 +300,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
         log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
 
     tokens_per_step = global_batch * settings.target_length
-    bar = _progress(accelerator, progress, settings.steps, start, title)
+    bar = progress_bar(accelerator, progress, settings.steps, start, title)
     elapsed = log[-1].seconds if log else 0.0
     session_seconds = 0.0  # this run's training time (for tokens/s; a resumed run does not count the old one)
     timed_steps = 0
@@ -447,18 +343,18 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
             if bar is not None:
                 rate = tokens_per_step * timed_steps / session_seconds
                 bar[0].update(bar[1], advance=1, description=f"loss {step_loss:.4f}  {rate:,.0f} tok/s")
-            if _any(accelerator, stop["requested"]):
+            if any_process(accelerator, stop["requested"]):
                 result.interrupted = True
                 break
             if settings.checkpoint_every and (step + 1) % settings.checkpoint_every == 0 and step + 1 < settings.steps:
-                _save(accelerator, state_dir, step + 1)
+                save_checkpoint(accelerator, state_dir, step + 1)
     finally:
         if bar is not None:
             bar[0].stop()
     result.log = log
     if session_seconds > 0:
         result.tokens_per_second = tokens_per_step * timed_steps / session_seconds
-    _save(accelerator, state_dir, result.steps_done)
+    save_checkpoint(accelerator, state_dir, result.steps_done)
     if accelerator.is_main_process:
         plot_loss(work_dir / "loss.png", log, title)
     if result.interrupted:
@@ -475,61 +371,6 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
 
 class StopTraining(Exception):
     """Raised by an ``on_step`` callback to stop after the current step with a resumable checkpoint."""
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def _any(accelerator, flag: bool) -> bool:
-    """Whether ``flag`` is set on any process (so every process stops at the same step)."""
-    if accelerator.num_processes == 1:
-        return flag
-    value = torch.tensor([1.0 if flag else 0.0], device=accelerator.device)
-    return bool(accelerator.reduce(value, reduction="sum").item() > 0)
-
-
-def _save(accelerator, state_dir: Path, step: int) -> None:
-    """A resumable checkpoint at ``step``: written beside the old one, then swapped in (a crash keeps one)."""
-    fresh = state_dir.with_name(state_dir.name + ".new")
-    if accelerator.is_main_process and fresh.exists():
-        shutil.rmtree(fresh)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(str(fresh))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        (fresh / "progress.json").write_text(json.dumps({"step": step}) + "\n")
-        if state_dir.exists():
-            shutil.rmtree(state_dir)
-        fresh.rename(state_dir)
-    accelerator.wait_for_everyone()
-
-
-def _progress(accelerator, enabled: bool, total: int, done: int, title: str):
-    if not (enabled and accelerator.is_main_process):
-        return None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    bar = Progress(
-        TextColumn(f"[bold]{title}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    bar.start()
-    return bar, bar.add_task("", total=total, completed=done)
 
 
 def _final_model(accelerator, wrapper: nn.Module, build_model, settings: FinetuneSettings) -> nn.Module | None:

@@ -1,7 +1,9 @@
 """The one layer that knows transformers and GGUF (imported inside functions; optional extras ``hf`` and ``gguf``).
 
 * :mod:`~ropekit.integrations.hf_config` — what a transformers config says about its RoPE (layer types, the original
-  length, "has RoPE") and how a model, its config and its tokenizer are loaded offline.
+  length, "has RoPE", the layer types a method scales), how a model, its config and its tokenizer are loaded offline,
+  and the config of a model with a new RoPE; :mod:`~ropekit.integrations.native` the native transformers form of
+  any RoPE.
 * :mod:`~ropekit.integrations.hf` — ropekit's scaling methods inside transformers models (patching the rotary
   modules); :mod:`~ropekit.integrations.hf_attention` the training-free attention methods.
 * :mod:`~ropekit.integrations.head` — the output head and the chunked cross-entropy, for evaluation and training.
@@ -9,4 +11,4 @@
   and :mod:`~ropekit.integrations.gguf_write` — GGUF files: loading, llama.cpp's RoPE, and writing it back.
 """
 
-__all__ = ["gguf", "gguf_read", "gguf_rope", "gguf_write", "head", "hf", "hf_attention", "hf_config"]
+__all__ = ["gguf", "gguf_read", "gguf_rope", "gguf_write", "head", "hf", "hf_attention", "hf_config", "native"]

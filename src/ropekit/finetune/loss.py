@@ -1,0 +1,55 @@
+"""The fine-tuning loss: the mean next-token cross-entropy of a transformers causal LM, the head in chunks.
+
+The head, its final-logit transforms and the chunked cross-entropy are :mod:`ropekit.integrations.head`, shared with
+evaluation; this module wraps a model (or a peft model) so that its forward is that loss, for ``accelerate``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ropekit._validate import require_int
+from ropekit.integrations.head import (
+    TRAIN_CHUNK_BYTES,
+    causal_lm,
+    chunk_positions,
+    decoder,
+    head_logits,
+    token_losses,
+)
+
+
+class ChunkedCausalLM(nn.Module):
+    """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
+
+    The output head with the model's own final-logit transforms (:func:`ropekit.integrations.head.head_logits`:
+    soft-capping, Cohere's ``logit_scale``, Granite's ``logits_scaling``) runs on chunks of positions under
+    activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the forward
+    and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
+    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss and its gradients equal
+    transformers' ``model(input_ids, position_ids=position_ids, labels=input_ids).loss``; run
+    :func:`ropekit.integrations.head.check_head` on the model first (training does).
+
+    Shapes:
+        input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``) → scalar loss
+        (mean over ``batch × (seq − 1)`` predictions).
+    """
+
+    def __init__(self, model: nn.Module, *, chunk_bytes: int = TRAIN_CHUNK_BYTES) -> None:
+        super().__init__()
+        self.model = model
+        self.chunk_bytes = require_int("chunk_bytes", chunk_bytes, minimum=1)
+        self._no_split_modules = getattr(causal_lm(model), "_no_split_modules", None)  # for FSDP's auto-wrap
+
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        positions = None if position_ids is None else position_ids[:, :-1]
+        body = decoder(self.model)(input_ids=input_ids[:, :-1], position_ids=positions, use_cache=False)
+        hidden = body.last_hidden_state  # (batch, seq - 1, d_model)
+        targets = input_ids[:, 1:]  # (batch, seq - 1)
+        vocab = causal_lm(self.model).get_output_embeddings().weight.shape[0]
+        chunk = chunk_positions(vocab, self.chunk_bytes, rows=targets.shape[0])
+        losses = token_losses(
+            lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
+        )  # (batch, seq - 1)
+        return losses.sum() / targets.numel()
