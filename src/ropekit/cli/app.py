@@ -52,6 +52,7 @@ def _register() -> None:
     for name, (module, function) in COMMANDS.items():
         command = getattr(importlib.import_module(f"ropekit.cli.{module}"), function)
         app.command(name)(command)
+    importlib.import_module("ropekit.cli.tasks_cmd")  # adds 'tasks' to the eval group
     for name, (module, attribute) in GROUPS.items():
         app.add_typer(getattr(importlib.import_module(f"ropekit.cli.{module}"), attribute), name=name)
 

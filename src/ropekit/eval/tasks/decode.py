@@ -23,6 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+#: feeds of at most this many tokens run on one thread (:meth:`TinyDecoder.extend`)
+SMALL_STEP = 4096
+
 
 class FullDecoder:
     """Recomputes the whole sequence at every call: ``model.hidden_states`` and ``model.output_logits``."""
@@ -59,9 +62,23 @@ class TinyDecoder:
         self.values: list[torch.Tensor | None] = [None] * len(lm.blocks)
         self.length = 0
 
-    @torch.no_grad()
     def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
-        """Feed ``ids`` (1-D); return float32 logits ``(keep, vocab)`` for the last ``keep`` of them."""
+        """Feed ``ids`` (1-D); return float32 logits ``(keep, vocab)`` for the last ``keep`` of them.
+
+        A few tokens run on one thread: for a model this small, waking a second thread costs more than the work
+        (50× more on a loaded 2-core machine).
+        """
+        if len(ids) > SMALL_STEP:
+            return self._extend(ids, keep)
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._extend(ids, keep)
+        finally:
+            torch.set_num_threads(before)
+
+    @torch.no_grad()
+    def _extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         lm, config = self.lm, self.lm.config
         count, past = len(ids), self.length
         positions = torch.arange(past, past + count)

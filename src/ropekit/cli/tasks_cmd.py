@@ -1,0 +1,247 @@
+"""``ropekit eval tasks``: RULER-style synthetic tasks per scaling method and length, and the effective length.
+
+Registered on the ``eval`` group (``ropekit eval tasks``). Every option is checked before the model loads; every
+sample is generated (and every length checked against every task) before the first forward pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ropekit.cli.common import (
+    check_range,
+    fail,
+    json_option,
+    parse_length,
+    parse_list,
+    prepare_output_dir,
+    print_json,
+    refuse_overwrite,
+)
+from ropekit.cli.eval_cmd import (
+    DEVICE_MAP,
+    DTYPE,
+    FACTOR,
+    METHODS,
+    MODEL,
+    TEXT,
+    app,
+    load_model,
+    parse_factor,
+    parse_methods,
+)
+
+#: files ``--out`` receives (refused without ``--force`` when present)
+TASK_FILES = ("tasks.json",)
+
+
+def build_task_settings(
+    *,
+    methods: str,
+    tasks: str,
+    multiples: str,
+    lengths: str | None,
+    samples: int,
+    seed: int,
+    depth: float | None,
+    factor: str,
+    threshold: float,
+):
+    """TaskSettings from CLI strings; every error names its option."""
+    from ropekit.eval.tasks.run import TaskSettings
+    from ropekit.eval.tasks.suite import parse_tasks
+
+    try:
+        names = parse_tasks(tasks)
+    except ValueError as error:
+        raise fail(f"--tasks: {error}") from None
+    token_lengths = None
+    if lengths is not None:
+        items = [item.strip() for item in lengths.split(",")]
+        if not all(items):
+            raise fail(f"--lengths must be a comma-separated list such as 4k,8k, got {lengths!r}")
+        token_lengths = tuple(parse_length(item, "--lengths", minimum=2) for item in items)
+    factors = parse_list(multiples, "--multiples")
+    for value in factors:
+        check_range("--multiples", value, above=0.0)
+    check_range("--samples", samples, minimum=1, maximum=100_000)
+    check_range("--seed", seed, minimum=0)
+    if depth is not None:
+        check_range("--depth", depth, minimum=0.0, maximum=1.0)
+    check_range("--threshold", threshold, above=0.0, maximum=100.0)
+    return TaskSettings(
+        methods=parse_methods(methods),
+        tasks=names,
+        multiples=factors,
+        lengths=token_lengths,
+        samples=samples,
+        seed=seed,
+        depth=depth,
+        factor=parse_factor(factor),
+        threshold=threshold,
+    )
+
+
+def prepare_samples(model, settings, tokens, *, lengths_option: str):
+    """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
+    from ropekit.eval.methods import factor_for, scaling_for
+    from ropekit.eval.tasks.run import make_samples
+
+    lengths = settings.token_lengths(model.train_length)
+    if min(lengths) < 2:
+        raise fail(f"{lengths_option} gives length {min(lengths)} (training length {model.train_length})")
+    skipped = {}
+    for method in settings.methods:
+        try:
+            scaling_for(
+                method,
+                factor=factor_for(max(lengths), model.train_length, settings.factor),
+                train_length=model.train_length,
+                native=model.native_scaling,
+            )
+        except LookupError as error:
+            skipped[method] = str(error)
+        except ValueError as error:
+            raise fail(f"--methods {method}: {error}") from error
+    if len(skipped) == len(settings.methods):
+        raise fail(f"--methods: none of the methods can run on this model ({'; '.join(skipped.values())})")
+    try:
+        return make_samples(model, settings, tokens)
+    except ValueError as error:
+        option = "--text" if "haystack text" in str(error) else lengths_option
+        raise fail(f"{option}: {error} (training length {model.train_length})") from error
+
+
+def run_with_progress(model, settings, tokens, samples):
+    """run_tasks under a rich progress bar in forward tokens (on stderr, so ``--json`` stays valid), cost first."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ropekit.eval.tasks.run import forward_tokens, run_tasks
+
+    console = Console(stderr=True)
+    total = forward_tokens(samples, len(settings.methods))
+    count = sum(len(group) for group in samples.values())
+    budget = sum(q.budget for group in samples.values() for s in group for q in s.questions)
+    console.print(
+        f"forward tokens: {total:,} over {len(settings.methods)} method(s) × {count:,} samples (each prefilled "
+        f"once; a wrong answer adds up to its budget: at most {budget * len(settings.methods):,} more)",
+        highlight=False,
+    )
+    columns = [
+        TextColumn("[bold]tasks"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}% {task.description}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("", total=max(1, total))
+        try:
+            return run_tasks(
+                model,
+                settings,
+                text=tokens,
+                samples=samples,
+                on_tokens=lambda n: bar.update(task, advance=n),
+                on_step=lambda label: bar.update(task, description=label),
+            )
+        except (ValueError, MemoryError, RuntimeError) as error:
+            raise fail(f"evaluation failed: {error}") from error
+
+
+def print_summary(result) -> None:
+    """Mean score per method × length (all tasks) and the effective lengths."""
+    from rich.console import Console
+    from rich.table import Table
+
+    summary = result.summary()
+    console = Console()
+    lengths = sorted({m["length"] for m in summary["means"]})
+    table = Table(title="mean score over tasks (%, string_match_all)")
+    table.add_column("method")
+    for n in lengths:
+        table.add_column(str(n), justify="right")
+    table.add_column("effective length", justify="right")
+    effective = {(e["method"], e["subset"]): e for e in summary["effective"]}
+    methods = list(dict.fromkeys(m["method"] for m in summary["means"]))
+    for method in methods:
+        cells = {m["length"]: m for m in summary["means"] if m["method"] == method and m["subset"] == "all"}
+        e = effective[method, "all"]
+        table.add_row(
+            method,
+            *[f"{100 * cells[n]['score']:.1f}" if n in cells else "" for n in lengths],
+            f"{e['effective_length'] or '—'} [{e['interval'][0] or '—'}, {e['interval'][1] or '—'}]",
+        )
+    console.print(table)
+    if summary["not_learned"]:
+        console.print(
+            f"below 50% at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
+            highlight=False,
+        )
+    for row in result.skipped:
+        console.print(f"skipped {row['method']}: {row['reason']}", highlight=False)
+
+
+@app.command("tasks")
+def tasks_command(
+    model: str = MODEL,
+    methods: str = METHODS,
+    tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
+    multiples: str = typer.Option("1,2,4", help="Lengths as multiples of the training length."),
+    lengths: str | None = typer.Option(None, help="Lengths in tokens (e.g. 4k,8k); replaces --multiples."),
+    samples: int = typer.Option(20, help="Samples per (length, task)."),
+    seed: int = typer.Option(0, help="Seed of the samples."),
+    depth: float | None = typer.Option(None, help="Needle depth for every sample (0 = start); default: random."),
+    factor: str = FACTOR,
+    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
+    force: bool = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out."),
+    json_output: bool = json_option("Print JSON (rows, means, effective lengths)."),
+    device_map: str | None = DEVICE_MAP,
+    dtype: str = DTYPE,
+    text: Path | None = TEXT,
+) -> None:
+    """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
+    from ropekit.eval.text import read_text, shipped_text, tokenize
+
+    if lengths is not None and multiples != "1,2,4":
+        raise fail("--lengths and --multiples are alternatives; give one of them")
+    settings = build_task_settings(
+        methods=methods,
+        tasks=tasks,
+        multiples=multiples,
+        lengths=lengths,
+        samples=samples,
+        seed=seed,
+        depth=depth,
+        factor=factor,
+        threshold=threshold,
+    )
+    if out is not None:
+        refuse_overwrite(out, TASK_FILES, "--out", force=force)
+        prepare_output_dir(out, "--out", create=False)
+    try:
+        source = read_text(text) if text is not None else shipped_text()
+    except (OSError, ValueError) as error:
+        raise fail(f"--text: {error}") from error
+    eval_model = load_model(model, device_map, dtype=dtype)
+    tokens = tokenize(source, eval_model.encode, eval_model.separator)
+    prepared = prepare_samples(
+        eval_model, settings, tokens, lengths_option="--lengths" if lengths is not None else "--multiples"
+    )
+    if out is not None:
+        prepare_output_dir(out, "--out")
+    result = run_with_progress(eval_model, settings, tokens, prepared)
+    if out is not None:
+        try:
+            result.write(out)
+        except OSError as error:
+            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
+    if json_output:
+        print_json(result.to_dict())
+    else:
+        print_summary(result)
