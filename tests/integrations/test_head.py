@@ -152,3 +152,32 @@ def test_unknown_transform_is_refused_before_training(tmp_path) -> None:
             progress=False,
         )
     assert not steps and not (tmp_path / "checkpoint").exists()
+
+
+@pytest.mark.parametrize("name", ["llama", "gemma3"])
+def test_loss_with_skipping_position_ids_equals_transformers(name: str) -> None:
+    """Issue 25: position ids flow through the loss wrapper — PoSE ids (two chunks, one skip) give transformers'
+    ``model(input_ids, position_ids=..., labels=...)`` loss and gradients, and differ from the loss at plain positions
+    (the ids reach the model). Without a mask or a cache transformers would read the skip as a document boundary."""
+    from ropekit.finetune.loss import ChunkedCausalLM
+    from ropekit.finetune.pose import PoseSettings
+
+    model = build(name)
+    ids = ids_of()
+    positions = PoseSettings(window=ids.shape[1], target_length=110, seed=1).batch(torch.arange(2))
+    assert int(positions.diff().max()) > 1
+    theirs = model(input_ids=ids, position_ids=positions, labels=ids).loss  # with a cache: no packed-document guess
+    theirs.backward()
+    expected = grads(model)
+    model.zero_grad()
+    ours = ChunkedCausalLM(model, chunk_bytes=7 * 4 * VOCAB * 2)(ids, position_ids=positions)
+    ours.backward()
+    got = grads(model)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    for key in expected:
+        torch.testing.assert_close(got[key], expected[key], rtol=1e-4, atol=1e-6, msg=f"{name}: gradient of {key}")
+    with torch.no_grad():
+        plain = ChunkedCausalLM(model)(ids)
+        packed = model(input_ids=ids, position_ids=positions, labels=ids, use_cache=False).loss  # the trap
+    assert abs(float(plain - theirs)) > 1e-3
+    assert abs(float(packed - theirs)) > 1e-3

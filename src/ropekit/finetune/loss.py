@@ -31,6 +31,10 @@ class ChunkedCausalLM(nn.Module):
     transformers' ``model(input_ids, position_ids=position_ids, labels=input_ids).loss``; run
     :func:`ropekit.integrations.head.check_head` on the model first (training does).
 
+    Position ids that skip (PoSE, :mod:`ropekit.finetune.pose`) go with an all-ones attention mask: without a mask
+    and without a cache, transformers 5.x reads every jump in ``position_ids`` as the start of another packed
+    document (``masking_utils.find_packed_sequence_indices``) and stops attention across it.
+
     Shapes:
         input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``) → scalar loss
         (mean over ``batch × (seq − 1)`` predictions).
@@ -43,8 +47,10 @@ class ChunkedCausalLM(nn.Module):
         self._no_split_modules = getattr(causal_lm(model), "_no_split_modules", None)  # for FSDP's auto-wrap
 
     def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        positions = None if position_ids is None else position_ids[:, :-1]
-        body = decoder(self.model)(input_ids=input_ids[:, :-1], position_ids=positions, use_cache=False)
+        inputs = {"input_ids": input_ids[:, :-1], "use_cache": False}
+        if position_ids is not None:  # one document whose positions skip, not packed documents
+            inputs.update(position_ids=position_ids[:, :-1], attention_mask=torch.ones_like(input_ids[:, :-1]))
+        body = decoder(self.model)(**inputs)
         hidden = body.last_hidden_state  # (batch, seq - 1, d_model)
         targets = input_ids[:, 1:]  # (batch, seq - 1)
         vocab = causal_lm(self.model).get_output_embeddings().weight.shape[0]
