@@ -15,6 +15,7 @@ from ropekit.cli.extend_cmd import (
     BETA_FAST,
     BETA_SLOW,
     FACTOR,
+    FACTORS,
     FIXED,
     LAYER_TYPES,
     MODEL,
@@ -43,6 +44,8 @@ _NAMES = {
     "max_grad_norm": "--max-grad-norm",
     "weight_decay": "--weight-decay",
     "layer_types": "--layer-types",
+    "window": "--window",
+    "chunks": "--chunks",
 }
 
 
@@ -69,10 +72,15 @@ def finetune_command(
     checkpoint_every: int = typer.Option(100, help="Resumable checkpoint every N steps (0: only at the end)."),
     eval_every: int = typer.Option(0, help="Held-out loss every N steps (0: before and after only)."),
     seed: int = typer.Option(0, help="Data order and LoRA initialisation."),
+    window: str | None = typer.Option(
+        None, "--window", help="PoSE: train on windows of W tokens (e.g. 2k) whose positions skip across the target."
+    ),
+    chunks: int = typer.Option(2, "--chunks", help="PoSE: chunks per --window (the paper's 2)."),
     ramp: str | None = RAMP,
     beta_fast: float | None = BETA_FAST,
     beta_slow: float | None = BETA_SLOW,
     fixed_seq_len: str | None = FIXED,
+    factors: Path | None = FACTORS,
     param: list[str] | None = PARAM,
     layer_types: str | None = LAYER_TYPES,
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
@@ -113,6 +121,7 @@ def finetune_command(
             "beta_slow": beta_slow,
             "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
         },
+        factors=factors,
         params=param,
     )
     if note:
@@ -134,6 +143,8 @@ def finetune_command(
             mixed_precision=mixed_precision,
             checkpoint_every=checkpoint_every,
             eval_every=eval_every,
+            window=parse_length(window, "--window", minimum=2) if window else None,
+            chunks=chunks,
         )
     try:
         with option_errors(**_NAMES):

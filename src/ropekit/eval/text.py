@@ -79,7 +79,7 @@ def _decode(data: bytes, where: str) -> str:
 
 def _documents_of(path: Path, data: bytes, where: str) -> list[bytes]:
     text = _decode(data, where)
-    if path.suffix != ".jsonl":
+    if path.suffix.lower() != ".jsonl":  # .JSONL too
         return [data] if text.strip() else []
     documents = []
     for number, line in enumerate(text.splitlines(), 1):

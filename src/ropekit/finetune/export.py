@@ -108,7 +108,7 @@ def extend(
     target = default_target(scaling, original) if target_length is None else int(target_length)
     if target < original:
         raise ValueError(f"target_length must be >= the original length {original}, got {target}")
-    check_not_shorter(config, scaling, original, target)
+    check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     with staged_output(out) as staged:
         if source.suffix == ".gguf":

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ropekit.config import RopeConfig
 from ropekit.scaling.registry import ScalingConfig
 
 #: file names that hold a transformers model's weights (one of them must be in a folder ``extend`` copies)
@@ -28,21 +29,31 @@ def check_weights(folder: Path) -> None:
         )
 
 
-def check_not_shorter(config: Mapping[str, Any], scaling: ScalingConfig | None, original: int, target: int) -> None:
-    """Refuse a scaled target shorter than the context the model already has (an extended model's
+def check_not_shorter(
+    config: Mapping[str, Any], native: RopeConfig, scaling: ScalingConfig | None, original: int, target: int
+) -> None:
+    """Refuse a scaled target shorter than the context an already-extended model has (its native scaling's
     ``max_position_embeddings``): the factor is relative to the original length, not to the current one.
 
+    Args:
+        config: the model's config dict.
+        native: the model's own RoPE (with its native scaling, if any).
+        scaling: the method asked for (``None``: drop the native scaling, which may shrink the context).
+        original: the original (pre-training) length the factor is relative to.
+        target: the length to write.
+
     Raises:
-        ValueError: ``scaling`` is given and ``target`` is below the config's ``max_position_embeddings``.
+        ValueError: the model has a native scaling, ``scaling`` is given, and ``target`` is below the config's
+            ``max_position_embeddings``.
     """
     current = int(config.get("max_position_embeddings") or 0)
-    if scaling is not None and target < current:
+    if native.scaling is not None and scaling is not None and target < current:
         factor = getattr(scaling, "factor", None)
         how = f" (the original length {original:,} × factor {factor:g})" if factor else ""
         raise ValueError(
-            f"--model already has {current:,} tokens (its max_position_embeddings); the target {target:,}{how} would "
-            f"shrink it. The factor is relative to the original length {original:,}: ask for a factor of at least "
-            f"{current / original:g}, or a target of at least {current:,}"
+            f"--model is already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "
+            f"scaling); the target {target:,}{how} would shrink it. The factor is relative to the original length "
+            f"{original:,}: ask for a factor of at least {current / original:g}, or a target of at least {current:,}"
         )
 
 

@@ -148,7 +148,7 @@ def finetune(
             f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
             "extends the context"
         )
-    check_not_shorter(config, scaling, original, target)
+    check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     if not Path(text).exists():
         raise FileNotFoundError(f"--text {str(text)!r} does not exist")
@@ -187,8 +187,13 @@ def finetune(
     packed = pack(tokenize_text(tokenizer, documents), target)
     count = max(1, min(settings.heldout_windows, (len(packed.heldout) - 1) // target))
     heldout_windows = packed.heldout[: count * target].reshape(count, target)  # (count, target)
+    training = packed.windows  # (n, target)
+    if settings.window is not None:  # PoSE: the same tokens in windows of W whose positions skip (finetune/pose.py)
+        whole = (target // settings.window) * settings.window
+        training = packed.windows[:, :whole].reshape(-1, settings.window)  # (n · target // W, W)
+    pose = f" (PoSE: positions over {target:,}, {settings.chunks} chunks)" if settings.window is not None else ""
     log(
-        f"{packed.tokens:,} tokens: {len(packed.windows):,} training windows of {target:,}, "
+        f"{packed.tokens:,} tokens: {len(training):,} training windows of {training.shape[1]:,}{pose}, "
         f"{len(packed.heldout):,} held out; RoPE: {'; '.join(notes)}"
     )
 
@@ -206,7 +211,7 @@ def finetune(
     try:
         result = train(
             lambda: _load_for_training(source, scaling, layer_types),
-            packed.windows,
+            training,
             heldout_windows,
             settings,
             work,
