@@ -152,3 +152,8 @@ def test_bad_inputs_raise_naming_the_argument(args, kwargs, name):
 def test_plan_refuses_degenerate_target_lengths(target):
     with pytest.raises(ValueError, match=f"target_length must be an integer >= 3, got {target}"):
         plan(128, 10000.0, 1, target)
+
+
+def test_plan_refuses_a_robust_flag_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="robust must be True, False or None"):
+        plan(128, 10000.0, 1024, 4096, robust="no")

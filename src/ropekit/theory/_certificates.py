@@ -79,6 +79,11 @@ class _Sums(_Margins):
         self.pool = np.zeros(0, dtype=np.int64)
         self.open_m = _OPEN_M
 
+    def set_cell(self, cell: int) -> None:
+        """Change the m per coarse cell; the cached corners were for the old width."""
+        self.cell = cell
+        self._corners.clear()
+
     def group_block(self, u: float, starts: np.ndarray, width: int, stride: float = 1.0) -> np.ndarray:
         """Group sums G_g(m) = Σ_{i in group g} cos(m·θ_i(u)) for m = starts_j + k·stride, k < width.
 

@@ -87,11 +87,9 @@ def _adapt_cell(sums: _Sums) -> float:
     """
     share = max(_OPEN_SHARE, _OPEN_FLOOR / sums.length)
     if sums.cell_fraction > 4 * share and sums.cell > 4:
-        sums.cell //= 2
-        sums._corners.clear()
+        sums.set_cell(sums.cell // 2)
     elif sums.cell_fraction < share / 2 and sums.cell < sums.max_cell:
-        sums.cell *= 2
-        sums._corners.clear()
+        sums.set_cell(sums.cell * 2)
     return share
 
 

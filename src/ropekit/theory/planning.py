@@ -225,6 +225,8 @@ def plan(
         >>> round(p.method("ntk").parameters["base"])
         40890
     """
+    if robust is not None and not isinstance(robust, bool):
+        raise TypeError(f"robust must be True, False or None (the default rule), got {robust!r}")
     head_dim = require_int("head_dim", head_dim, minimum=4)
     base = require_float("base", base, above=1.0)
     train_length = require_int("train_length", train_length, minimum=1)
