@@ -43,12 +43,14 @@ def test_every_registered_method_has_an_oracle(oracle):
     assert set(list_attentions()) == set(CASES) == set(oracle.ORACLES)
 
 
+@pytest.mark.parametrize("rows", [16, 37, 256])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_matches_oracle_beyond_the_window(name: str, oracle):
+def test_matches_oracle_beyond_the_window(name: str, rows: int, oracle):
+    """Blocks of queries smaller than, across and larger than every window and chunk."""
     freqs = inv_freq()
     q, k, v = tensors()
     method = get_attention(name)(**CASES[name])
-    ours = attend(rotated(q, freqs), rotated(k, freqs), v, method, freqs, block_bytes=1)  # 16-row blocks
+    ours = attend(rotated(q, freqs), rotated(k, freqs), v, method, freqs, block_rows=rows)
     expected = oracle.attention(name, q, k, v, freqs, **CASES[name])
     assert float((ours.double() - expected).abs().max()) < 1e-5
 
@@ -88,3 +90,22 @@ def test_partial_rotary_and_float64(oracle):
     ours = attend(rotated(q, freqs), rotated(k, freqs), v, method, freqs)
     expected = oracle.attention("self_extend", q, k, v, freqs, **CASES["self_extend"])
     assert float((ours - expected).abs().max()) < 1e-10
+
+
+def test_attention_mask_on_top_of_the_method(oracle):
+    """A padding mask removes keys on top of the method's pattern; additive 0/−inf equals bool; other biases refused."""
+    freqs = inv_freq()
+    q, k, v = tensors(length=64)
+    method = get_attention("self_extend")(group=2, window=8)
+    qr, kr = rotated(q, freqs), rotated(k, freqs)
+    keep = torch.ones(1, 1, 64, 64, dtype=torch.bool)
+    plain = attend(qr, kr, v, method, freqs, block_rows=16)
+    assert torch.allclose(attend(qr, kr, v, method, freqs, attention_mask=keep, block_rows=16), plain, atol=1e-6)
+    keep[..., 20:30] = False
+    masked = attend(qr, kr, v, method, freqs, attention_mask=keep, block_rows=16)
+    additive = torch.zeros(1, 1, 64, 64).masked_fill(~keep, -torch.inf)
+    assert torch.allclose(attend(qr, kr, v, method, freqs, attention_mask=additive, block_rows=16), masked, atol=1e-6)
+    assert torch.allclose(masked[:, :, :20], plain[:, :, :20], atol=1e-6)  # queries before the masked keys
+    assert not torch.allclose(masked[:, :, 40:], plain[:, :, 40:], atol=1e-3)
+    with pytest.raises(ValueError, match="other additive biases are not supported"):
+        attend(qr, kr, v, method, freqs, attention_mask=additive + 0.5)

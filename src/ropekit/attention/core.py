@@ -6,11 +6,12 @@ positions, with whatever scaling the model uses) and re-positions them per regio
 (:class:`~ropekit.attention.registry.Region`) with ropekit's rotation (:func:`ropekit.functional.apply_rope`);
 the model's code is untouched, and any RoPE scaling composes (the re-rotation uses the same frequencies).
 
-Memory: queries go in blocks of ``block_rows``; each region scores only the keys it can reach from the block
-(``Region.keys``), and the regions are merged with a running log-sum-exp (as flash attention merges blocks), so
-the largest temporary is ``(batch, heads, block_rows, seq)`` scores: linear in the sequence. Keys are re-rotated
-once per region (``regions × seq`` rows). ReRoPE's two score matrices are two regions: the neighbour band and the
-clipped far part, each a block of rows at a time.
+Memory: queries go in blocks of ``block_rows``; in each region the keys every query of the block may use
+(``Region.full``) go through a fused flash kernel with no mask, and only the region's edges (at most
+``block_rows`` keys at each end, ``Region.keys``) get a ``(block_rows × edge)`` mask; the parts are merged by
+their log-sum-exp (as flash attention merges blocks). No ``(seq × seq)`` tensor exists: memory is linear in the
+sequence (keys re-rotated once per region, ``regions × seq`` rows). ReRoPE's two score matrices are two regions,
+the neighbour band and the clipped far part, each a block of rows at a time.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from ropekit.functional import apply_rope
 from ropekit.scaling.registry import Frequencies
 from ropekit.tables import cos_sin
 
-__all__ = ["BLOCK_BYTES", "attend", "shift"]
+__all__ = ["BLOCK_ROWS", "attend", "shift"]
 
-#: bytes of float32 scores held at once per region (rows per block = this / (4 · batch · heads · keys))
-BLOCK_BYTES = 32 * 2**20
+#: queries per block: the masked edges of a region are at most this many keys wide
+BLOCK_ROWS = 256
 #: below this offset the float64 product ``offset · inv_freq`` is what :func:`ropekit.tables.cos_sin` computes
 _EXACT_PRODUCT = 1 << 24
 
@@ -81,6 +82,46 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, method: AttentionC
         )
 
 
+def _fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float):
+    """Softmax attention of ``q`` over ``k``/``v`` (``mask``: bool, True = may attend) and its log-sum-exp.
+
+    On the CPU this is torch's fused flash kernel (``aten._scaled_dot_product_flash_attention_for_cpu``, which
+    returns the log-sum-exp); elsewhere the same in plain torch. A row with no allowed key gets lse −inf.
+
+    Shapes: q ``(b, h, n, d)``, k/v ``(b, h, keys, d)``, mask broadcastable to ``(b, h, n, keys)`` →
+    out ``(b, h, n, dv)`` and lse ``(b, h, n)`` float32 (float64 for float64 input).
+    """
+    stats = torch.float64 if q.dtype == torch.float64 else torch.float32
+    if q.device.type == "cpu":
+        bias = None if mask is None else torch.zeros(mask.shape, dtype=q.dtype).masked_fill_(~mask, -torch.inf)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, False, attn_mask=bias, scale=scale
+        )
+        lse = lse.to(stats)
+    else:
+        scores = (q @ k.transpose(-1, -2)).to(stats) * scale  # (b, h, n, keys)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -torch.inf)
+        lse = torch.logsumexp(scores, dim=-1)
+        safe = torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)
+        out = (torch.exp(scores - safe.unsqueeze(-1)).to(v.dtype) @ v).to(v.dtype)
+    if mask is not None:
+        lse = lse.masked_fill(~mask.any(-1).expand(lse.shape), -torch.inf)
+    return out, lse
+
+
+def _mask_part(attention_mask: torch.Tensor | None, rows: slice, keys: slice) -> torch.Tensor | None:
+    """The caller's mask on ``rows × keys`` as bool ``(b|1, 1, n, keys)`` (True = may attend)."""
+    if attention_mask is None:
+        return None
+    part = attention_mask[..., rows, keys]
+    if part.dtype == torch.bool:
+        return part
+    if not bool(((part == 0) | (part < -1e30)).all()):
+        raise ValueError("attention_mask must be bool or additive 0/−inf; other additive biases are not supported")
+    return part == 0
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -92,7 +133,7 @@ def attend(
     q_offset: int | None = None,
     interleaved: bool = False,
     attention_mask: torch.Tensor | None = None,
-    block_bytes: int = BLOCK_BYTES,
+    block_rows: int = BLOCK_ROWS,
 ) -> torch.Tensor:
     """Causal attention with ``method``'s positions, from queries and keys rotated at their true positions.
 
@@ -105,15 +146,16 @@ def attend(
         scale: multiplies the scores (default ``head_dim ** -0.5``).
         q_offset: position of the first query (default ``kv_len − q_len``: the queries are the last tokens).
         interleaved: the pair layout of the rotation (``False``: rotate-half, as transformers).
-        attention_mask: optional ``(batch or 1, 1, q_len, kv_len)``: bool (True = may attend) or additive float,
+        attention_mask: optional ``(batch or 1, 1, q_len, kv_len)``: bool (True = may attend) or additive 0/−inf,
             applied on top of the method's pattern (e.g. padding).
-        block_bytes: budget of one block of float32 scores.
+        block_rows: queries per block.
 
     Returns:
         ``(batch, q_heads, q_len, v_dim)`` in ``v.dtype``.
 
-    Precision: scores in the input dtype, softmax statistics and the value sum in float32 (float64 for float64
-    input), as transformers' eager attention does.
+    How: per block of queries and per region, the keys every query of the block may use go through a fused
+    kernel without a mask; only the edges of the region (a band of at most ``block_rows`` keys at each end) get a
+    mask. The parts are merged by their log-sum-exp.
     """
     _check(q, k, v, method)
     batch, q_heads, q_len, head_dim = q.shape
@@ -124,45 +166,48 @@ def attend(
         raise ValueError(f"queries at {offset}…{offset + q_len - 1} must have their keys (kv_len={kv_len})")
     freqs = _freqs(inv_freq, q.device)
     scale = head_dim**-0.5 if scale is None else float(scale)
-    stats = torch.float64 if q.dtype == torch.float64 else torch.float32
     regions = method.regions()
     key_index = torch.arange(kv_len, dtype=torch.float64, device=q.device)
     keys = [shift(k, r.k_position(key_index) - key_index, freqs, interleaved=interleaved) for r in regions]
     out = torch.empty(batch, q_heads, q_len, v.shape[-1], dtype=v.dtype, device=v.device)
-    rows = max(16, block_bytes // (4 * batch * q_heads * max(kv_len, 1)))
-    for start in range(0, q_len, rows):
-        stop = min(q_len, start + rows)
+    for start in range(0, q_len, max(1, int(block_rows))):
+        stop = min(q_len, start + max(1, int(block_rows)))
+        rows = stop - start
         first, last = offset + start, offset + stop - 1
-        qi = torch.arange(first, last + 1, dtype=torch.float64, device=q.device)[:, None]  # (n, 1)
-        peak = torch.full((batch, kv_heads, groups, stop - start, 1), -torch.inf, dtype=stats, device=q.device)
-        total = torch.zeros_like(peak)
-        acc = torch.zeros(batch, kv_heads, groups, stop - start, v.shape[-1], dtype=stats, device=q.device)
+        qi = torch.arange(first, last + 1, dtype=torch.float64, device=q.device)  # (n,)
+        outs, lses = [], []
         for region, rotated in zip(regions, keys, strict=True):
             lo, hi = region.keys(first, last)
             lo, hi = max(0, lo), min(hi, last + 1, kv_len)
             if lo >= hi:
                 continue
-            kj = key_index[lo:hi][None, :]  # (1, keys)
-            allowed = (kj <= qi) & region.allowed(qi, kj)  # (n, keys)
-            if not bool(allowed.any()):
-                continue
-            qr = shift(q[:, :, start:stop], region.q_position(qi[:, 0]) - qi[:, 0], freqs, interleaved=interleaved)
-            qr = qr.reshape(batch, kv_heads, groups, stop - start, head_dim)  # (b, kv, g, n, d)
-            scores = (qr @ rotated[:, :, None, lo:hi].transpose(-1, -2)).to(stats) * scale  # (b, kv, g, n, keys)
-            if attention_mask is not None:
-                part = attention_mask[..., start:stop, lo:hi].unsqueeze(2)  # (b|1, 1, 1, n, keys)
-                if part.dtype == torch.bool:
-                    allowed = allowed & part
-                else:
-                    scores = scores + part.to(stats)
-            scores = scores.masked_fill(~allowed, -torch.inf)
-            new_peak = torch.maximum(peak, scores.amax(-1, keepdim=True))
-            safe = torch.where(torch.isinf(new_peak), torch.zeros_like(new_peak), new_peak)
-            weights = torch.exp(scores - safe)  # (b, kv, g, n, keys)
-            decay = torch.exp(peak - safe)
-            total = total * decay + weights.sum(-1, keepdim=True)
-            acc = acc * decay + (weights.to(v.dtype) @ v[:, :, None, lo:hi]).to(stats)
-            peak = new_peak
-        block = acc / torch.where(total > 0, total, torch.ones_like(total))  # a row with no key gives zeros
-        out[:, :, start:stop] = block.reshape(batch, q_heads, stop - start, -1).to(v.dtype)
+            full_lo, full_hi = region.full(first, last)
+            full_lo, full_hi = max(full_lo, lo), min(full_hi, hi)
+            if full_lo >= full_hi:
+                full_lo = full_hi = hi
+            qr = shift(q[:, :, start:stop], region.q_position(qi) - qi, freqs, interleaved=interleaved)
+            qr = qr.reshape(batch, kv_heads, groups * rows, head_dim)  # (b, kv, g·n, d): GQA groups as rows
+            parts = [(full_lo, full_hi, False), (lo, full_lo, True), (full_hi, hi, True)]
+            for part_lo, part_hi, masked in parts:
+                if part_lo >= part_hi:
+                    continue
+                mask = _mask_part(attention_mask, slice(start, stop), slice(part_lo, part_hi))
+                if masked:
+                    kj = key_index[part_lo:part_hi][None, :]
+                    allowed = (kj <= qi[:, None]) & region.allowed(qi[:, None], kj)  # (n, keys)
+                    mask = allowed if mask is None else mask & allowed
+                if mask is not None:
+                    if not bool(mask.any()):
+                        continue
+                    width = part_hi - part_lo
+                    mask = mask.reshape(-1, 1, 1, rows, width).expand(-1, 1, groups, rows, width)
+                    mask = mask.reshape(-1, 1, groups * rows, width)  # (b|1, 1, g·n, keys)
+                part_out, part_lse = _fused(qr, rotated[:, :, part_lo:part_hi], v[:, :, part_lo:part_hi], mask, scale)
+                outs.append(part_out)
+                lses.append(part_lse)
+        lse = torch.stack(lses)  # (parts, b, kv, g·n)
+        total = torch.logsumexp(lse, dim=0)
+        weights = torch.exp(lse - torch.where(torch.isinf(total), torch.zeros_like(total), total))
+        merged = sum(w.unsqueeze(-1) * o.to(w.dtype) for w, o in zip(weights, outs, strict=True))
+        out[:, :, start:stop] = merged.reshape(batch, q_heads, rows, -1).to(v.dtype)
     return out

@@ -55,6 +55,9 @@ class DualChunk(AttentionConfig):
         def first_of_chunk(index: int, back: int) -> int:
             return max(0, (index // s - back) * s)
 
+        def one_chunk(first: int, last: int, span: tuple[int, int]) -> tuple[int, int]:
+            return span if first // s == last // s else (0, 0)
+
         return (
             Region(
                 "intra",
@@ -62,6 +65,7 @@ class DualChunk(AttentionConfig):
                 lambda first, last: (first_of_chunk(first, 0), last + 1),
                 q_position=lambda i: i % s,
                 k_position=lambda j: j % s,
+                full=lambda first, last: one_chunk(first, last, (first_of_chunk(last, 0), first + 1)),
             ),
             Region(
                 "successive",
@@ -69,6 +73,11 @@ class DualChunk(AttentionConfig):
                 lambda first, last: (first_of_chunk(first, 1), first_of_chunk(last, 0)),
                 q_position=lambda i: (i % s + s).clamp(max=top),
                 k_position=lambda j: j % s,
+                full=lambda first, last: (
+                    one_chunk(first, last, (first_of_chunk(first, 1), first_of_chunk(first, 0)))
+                    if first >= s
+                    else (0, 0)
+                ),
             ),
             Region(
                 "inter",
@@ -76,6 +85,7 @@ class DualChunk(AttentionConfig):
                 lambda first, last: (0, first_of_chunk(last, 1)),
                 q_position=lambda i: i * 0 + top,
                 k_position=lambda j: j % s,
+                full=lambda first, last: (0, first_of_chunk(first, 1)) if first >= 2 * s else (0, 0),
             ),
         )
 

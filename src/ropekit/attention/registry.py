@@ -27,6 +27,10 @@ def _identity(positions: Any) -> Any:
     return positions
 
 
+def _no_full_part(first: int, last: int) -> tuple[int, int]:
+    return (0, 0)
+
+
 class Region(NamedTuple):
     """One part of the causal pairs with its own position re-indexing.
 
@@ -36,8 +40,11 @@ class Region(NamedTuple):
             row); the core applies causality (``j <= i``) itself.
         keys: ``(first, last) -> (lo, hi)``: the key indices any query in ``[first, last]`` may use in this region
             (a superset; it only saves work).
-        q_position: query index → the position its query is rotated at (int64, or float64 for leaky ReRoPE).
+        q_position: query index → the position its query is rotated at (float64 tensors; fractional for leaky
+            ReRoPE).
         k_position: key index → the position its key is rotated at.
+        full: ``(first, last) -> (lo, hi)``: keys that every query in ``[first, last]`` may use (a subset, causal
+            included: ``hi <= first + 1``); they need no mask, so the core runs them through a fused kernel.
     """
 
     name: str
@@ -45,6 +52,7 @@ class Region(NamedTuple):
     keys: Callable[[int, int], tuple[int, int]]
     q_position: Callable[[Any], Any] = _identity
     k_position: Callable[[Any], Any] = _identity
+    full: Callable[[int, int], tuple[int, int]] = _no_full_part
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +102,25 @@ class AttentionConfig:
     def max_relative(self, length: int) -> float:
         """The largest relative position any pair of a ``length``-token sequence sees (what must stay trained)."""
         raise NotImplementedError
+
+
+def band(window: int) -> Region:
+    """The pairs closer than ``window`` (``i − j < window``), at their true positions."""
+    return Region(
+        "neighbour",
+        lambda i, j: i - j < window,
+        lambda first, last: (max(0, first - window + 1), last + 1),
+        full=lambda first, last: (max(0, last - window + 1), first + 1),
+    )
+
+
+def far(window: int) -> dict[str, Any]:
+    """``allowed``/``keys``/``full`` of the pairs at least ``window`` apart (``i − j >= window``)."""
+    return {
+        "allowed": lambda i, j: i - j >= window,
+        "keys": lambda first, last: (0, max(0, last - window + 1)),
+        "full": lambda first, last: (0, max(0, first - window + 1)),
+    }
 
 
 def positive_int(name: str, value: object) -> int:

@@ -16,17 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ropekit.attention.registry import AttentionConfig, Region, positive_float, positive_int, register
+from ropekit.attention.registry import AttentionConfig, Region, band, far, positive_float, positive_int, register
 
 __all__ = ["LeakyReRoPE", "ReRoPE"]
-
-
-def _near(window: int) -> Region:
-    return Region("neighbour", lambda i, j: i - j < window, lambda first, last: (max(0, first - window + 1), last + 1))
-
-
-def _far_keys(window: int):
-    return lambda first, last: (0, max(0, last - window + 1))
 
 
 @register
@@ -51,16 +43,7 @@ class ReRoPE(AttentionConfig):
 
     def regions(self) -> tuple[Region, ...]:
         w = self.window
-        return (
-            _near(w),
-            Region(
-                "clipped",
-                lambda i, j: i - j >= w,
-                _far_keys(w),
-                q_position=lambda i: i * 0 + w,
-                k_position=lambda j: j * 0,
-            ),
-        )
+        return (band(w), Region("clipped", **far(w), q_position=lambda i: i * 0 + w, k_position=lambda j: j * 0))
 
     def max_relative(self, length: int) -> float:
         return float(min(length - 1, self.window))
@@ -94,16 +77,7 @@ class LeakyReRoPE(AttentionConfig):
 
     def regions(self) -> tuple[Region, ...]:
         w, k = self.window, self.k
-        return (
-            _near(w),
-            Region(
-                "slowed",
-                lambda i, j: i - j >= w,
-                _far_keys(w),
-                q_position=lambda i: (i - w) / k + w,
-                k_position=lambda j: j / k,
-            ),
-        )
+        return (band(w), Region("slowed", **far(w), q_position=lambda i: (i - w) / k + w, k_position=lambda j: j / k))
 
     def max_relative(self, length: int) -> float:
         last = length - 1

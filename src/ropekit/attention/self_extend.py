@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ropekit._validate import require_int
-from ropekit.attention.registry import AttentionConfig, Region, positive_int, register
+from ropekit.attention.registry import AttentionConfig, Region, band, far, positive_int, register
 
 __all__ = ["SelfExtend", "extended_length", "suggest"]
 
@@ -86,14 +86,8 @@ class SelfExtend(AttentionConfig):
         g, w = self.group, self.window
         shift = w - w // g
         return (
-            Region("neighbour", lambda i, j: i - j < w, lambda first, last: (max(0, first - w + 1), last + 1)),
-            Region(
-                "grouped",
-                lambda i, j: i - j >= w,
-                lambda first, last: (0, max(0, last - w + 1)),
-                q_position=lambda i: i // g + shift,
-                k_position=lambda j: j // g,
-            ),
+            band(w),
+            Region("grouped", **far(w), q_position=lambda i: i // g + shift, k_position=lambda j: j // g),
         )
 
     def max_relative(self, length: int) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ropekit._validate import require_int
-from ropekit.attention.registry import AttentionConfig, Region, positive_int, register
+from ropekit.attention.registry import AttentionConfig, Region, band, positive_int, register
 
 __all__ = ["Sinks"]
 
@@ -48,12 +48,13 @@ class Sinks(AttentionConfig):
         n, w = self.n_sink, self.window
         top = n + w - 1
         return (
-            Region("window", lambda i, j: i - j < w, lambda first, last: (max(0, first - w + 1), last + 1)),
+            band(w),
             Region(
                 "sink",
                 lambda i, j: (j < n) & (i - j >= w),
                 lambda first, last: (0, min(n, max(0, last - w + 1))),
                 q_position=lambda i: i.clamp(max=top),
+                full=lambda first, last: (0, min(n, max(0, first - w + 1))),
             ),
         )
 
