@@ -129,7 +129,9 @@ def model_line(describe: dict[str, Any]) -> str:
         scaled = describe.get("scaled_layer_types") or ["full_attention"]
         line += (
             f" One RoPE per layer type ({', '.join(describe['layer_types'])}); methods were applied to the "
-            f"{', '.join(scaled)} layers, each at its own base."
+            f"{', '.join(scaled)} layers, each at its own base. Attention methods (self_extend, rerope, leaky_rerope, "
+            "dual_chunk, sinks) run in the full-attention (global) layers only; the sliding-window layers keep "
+            "their window and sdpa."
         )
     if describe.get("gates"):  # Infini-attention: how much each head takes from its memory
         rows = "; ".join(f"layer {i}: " + ", ".join(f"{g:.3f}" for g in row) for i, row in enumerate(describe["gates"]))
