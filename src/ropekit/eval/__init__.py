@@ -1,4 +1,4 @@
-"""Measuring what a context extension buys: perplexity against length, passkey retrieval, sweeps, reports.
+"""Measuring what a context extension buys: perplexity against length, passkey retrieval, task suites, sweeps, reports.
 
 Nothing is imported here (torch loads with the modules), so ``import ropekit.eval`` is cheap:
 
@@ -7,10 +7,11 @@ Nothing is imported here (torch loads with the modules), so ``import ropekit.eva
 * :mod:`~ropekit.eval.methods` — which scaling (and attention method) each evaluated method name gets per length.
 * :mod:`~ropekit.eval.perplexity` — perplexity against length, inside and beyond the training length.
 * :mod:`~ropekit.eval.passkey` — passkey retrieval accuracy over lengths × depths, with Wilson intervals.
+* :mod:`~ropekit.eval.tasks` — RULER-style synthetic tasks, their scoring and the effective context length.
 * :mod:`~ropekit.eval.sweep` — every method over every length, as one result.
 * :mod:`~ropekit.eval.report` — the report folder (``ropekit report``); :mod:`~ropekit.eval.figures` its figures,
   :mod:`~ropekit.eval.page` the HTML shell shared with the experiments' pages.
 * :mod:`~ropekit.eval.text` — evaluation text from the user's own files.
 """
 
-__all__ = ["figures", "methods", "models", "page", "passkey", "perplexity", "report", "sweep", "text"]
+__all__ = ["figures", "methods", "models", "page", "passkey", "perplexity", "report", "sweep", "tasks", "text"]
