@@ -23,10 +23,50 @@ from ropekit.cli.eval_cmd import (
     run_with_progress,
 )
 from ropekit.cli.method_options import PARAM
+from ropekit.cli.tasks_cmd import build_task_settings, prepare_samples
+from ropekit.cli.tasks_cmd import run_with_progress as run_task_progress
 
 DEFAULT_OUT = Path("report")
+
+
+def fit_report_tasks(model, task_settings, tokens):
+    """The task settings without the tasks that do not fit the shortest length (``None`` if none fits), and those
+    left out with the reason."""
+    import dataclasses
+
+    from ropekit.eval.tasks.run import fitting_tasks
+
+    dropped = fitting_tasks(model, task_settings, tokens)
+    kept = tuple(t for t in task_settings.tasks if t not in dropped)
+    return (dataclasses.replace(task_settings, tasks=kept) if kept else None), dropped
+
+
+def report_task_settings(settings, samples: int, tasks: str, multiples: str, threshold: float, factor: str):
+    """The task section's settings (``None`` with ``--task-samples 0``): the sweep's RoPE scalings (attention methods
+    are left out of it), its seed and factor."""
+    from ropekit.cli.common import check_range
+    from ropekit.eval.methods import split_method
+
+    check_range("--task-samples", samples, minimum=0)
+    scalings = [m for m in settings.methods if split_method(m)[1] is None]
+    if samples == 0 or not scalings:
+        return None
+    return build_task_settings(
+        methods=",".join(scalings),
+        tasks=tasks,
+        multiples=multiples,
+        lengths=None,
+        samples=samples,
+        seed=settings.seed,
+        depth=None,
+        factor=factor,
+        threshold=threshold,
+        options={"samples": "--task-samples", "multiples": "--task-multiples"},
+    )
+
+
 #: files a report writes (refused without --force when --out already holds one)
-REPORT_FILES = ("index.html", "summary.json", *RESULT_FILES)
+REPORT_FILES = ("index.html", "summary.json", "tasks.json", *RESULT_FILES)
 
 
 def report_command(
@@ -49,6 +89,10 @@ def report_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    task_samples: int = typer.Option(10, help="RULER-style task samples per (method, length, task); 0: no tasks."),
+    tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
+    task_multiples: str = typer.Option("1,2,4", help="Task lengths as multiples of the training length."),
+    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:
@@ -79,6 +123,7 @@ def report_command(
         names=names,
         params=param,
     )
+    task_settings = report_task_settings(settings, task_samples, tasks, task_multiples, threshold, factor)
     refuse_overwrite(out, REPORT_FILES, "--out", force=force)  # fail before the sweep, not after minutes of it
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=True, passkey=True)
@@ -92,10 +137,19 @@ def report_command(
         names={**names, "passkey_multiples": "--passkey-multiples"},
         text=tokens,
     )
+    task_samples_made, dropped = None, {}
+    if task_settings is not None:
+        task_settings, dropped = fit_report_tasks(eval_model, task_settings, tokens)
+    if task_settings is not None:
+        task_samples_made = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
     result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens)
+    task_result = None
+    if task_settings is not None:
+        task_result = run_task_progress(eval_model, task_settings, tokens, task_samples_made)
+        task_result.context["dropped"] = dropped
     try:
-        index = write_report(eval_model, settings, result, out, time.perf_counter() - started)
+        index = write_report(eval_model, settings, result, out, time.perf_counter() - started, tasks=task_result)
     except OSError as error:  # e.g. a folder we may not write to
         raise fail(f"--out {str(out)!r}: cannot write the report: {error}") from error
     summary = json.loads((out / "summary.json").read_text())

@@ -20,18 +20,8 @@ from ropekit.cli.common import (
     print_json,
     refuse_overwrite,
 )
-from ropekit.cli.eval_cmd import (
-    DEVICE_MAP,
-    DTYPE,
-    FACTOR,
-    METHODS,
-    MODEL,
-    TEXT,
-    app,
-    load_model,
-    parse_factor,
-    parse_methods,
-)
+from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, app, load_model, parse_factor
+from ropekit.cli.method_options import METHODS, parse_methods
 
 #: files ``--out`` receives (refused without ``--force`` when present)
 TASK_FILES = ("tasks.json",)
@@ -48,13 +38,15 @@ def build_task_settings(
     depth: float | None,
     factor: str,
     threshold: float,
+    options: dict[str, str] | None = None,
 ):
-    """TaskSettings from CLI strings; every error names its option."""
+    """TaskSettings from CLI strings; every error names its option (``options``: setting -> the option's name)."""
+    names = {"samples": "--samples", "multiples": "--multiples", **(options or {})}
     from ropekit.eval.tasks.run import TaskSettings
     from ropekit.eval.tasks.suite import parse_tasks
 
     try:
-        names = parse_tasks(tasks)
+        task_names = parse_tasks(tasks)
     except ValueError as error:
         raise fail(f"--tasks: {error}") from None
     token_lengths = None
@@ -63,17 +55,26 @@ def build_task_settings(
         if not all(items):
             raise fail(f"--lengths must be a comma-separated list such as 4k,8k, got {lengths!r}")
         token_lengths = tuple(parse_length(item, "--lengths", minimum=2) for item in items)
-    factors = parse_list(multiples, "--multiples")
+    factors = parse_list(multiples, names["multiples"])
     for value in factors:
-        check_range("--multiples", value, above=0.0)
-    check_range("--samples", samples, minimum=1, maximum=100_000)
+        check_range(names["multiples"], value, above=0.0)
+    check_range(names["samples"], samples, minimum=1, maximum=100_000)
     check_range("--seed", seed, minimum=0)
     if depth is not None:
         check_range("--depth", depth, minimum=0.0, maximum=1.0)
     check_range("--threshold", threshold, above=0.0, maximum=100.0)
+    from ropekit.eval.methods import split_method
+
+    chosen = parse_methods(methods)
+    for method in chosen:
+        if split_method(method)[1] is not None:
+            raise fail(
+                f"--methods {method}: attention methods are not supported by the task evaluation (its cached decoding "
+                "runs the model's own attention); give RoPE scalings"
+            )
     return TaskSettings(
-        methods=parse_methods(methods),
-        tasks=names,
+        methods=chosen,
+        tasks=task_names,
         multiples=factors,
         lengths=token_lengths,
         samples=samples,

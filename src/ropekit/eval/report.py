@@ -139,8 +139,13 @@ def model_line(describe: dict[str, Any]) -> str:
     return line
 
 
-def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float) -> Path:
-    """Write ``index.html``, the figures and the raw results into ``out``; return the HTML path."""
+def write_report(
+    model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float, tasks: Any = None
+) -> Path:
+    """Write ``index.html``, the figures and the raw results into ``out``; return the HTML path.
+
+    ``tasks``: a :class:`ropekit.eval.tasks.run.TaskResult` for the RULER-style task section (none without it).
+    """
     out.mkdir(parents=True, exist_ok=True)
     result.write(out)
     train = model.train_length
@@ -158,6 +163,10 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
     if result.passkey:
         passkey_figure(result.passkey, out / "passkey.png")
     findings = summary_lines(result, train)
+    if tasks is not None:
+        from ropekit.eval.tasks.section import task_findings
+
+        findings += task_findings(tasks)
     (out / "summary.json").write_text(json.dumps({"findings": findings, "theory": theory}, indent=1) + "\n")
     describe = model.describe()
     cols, matrix = perplexity_matrix(result.perplexity)
@@ -195,6 +204,10 @@ def write_report(model: EvalModel, settings: SweepSettings, result: SweepResult,
             f"<h2>Passkey retrieval ({settings.trials} trials per cell, seed {settings.seed})</h2>",
             "<img src='passkey.png' alt='passkey heatmaps'>",
         ]
+    if tasks is not None:
+        from ropekit.eval.tasks.section import task_section
+
+        parts += task_section(tasks, out)
     if result.skipped:
         parts.append(
             "<p>Skipped: " + "; ".join(html.escape(f"{s['method']} ({s['reason']})") for s in result.skipped) + "</p>"

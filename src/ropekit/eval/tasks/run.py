@@ -131,6 +131,22 @@ def make_samples(
     return out
 
 
+def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
+    """The tasks of ``settings`` that cannot be built at its shortest length for ``model``, with the reason (the
+    report leaves them out instead of failing; ``ropekit eval tasks`` refuses them)."""
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    ids = tokens.ids.numpy()
+    pieces = Pieces(lambda b: model.encode(b).numpy())
+    shortest = min(settings.token_lengths(model.train_length))
+    dropped = {}
+    for task in settings.tasks:
+        try:
+            make_sample(task, shortest, pieces.encode, text=ids, seed=settings.seed, pieces=pieces)
+        except ValueError as error:
+            dropped[task] = str(error)
+    return dropped
+
+
 def sample_cost(sample: Sample) -> int:
     """Forward tokens of one sample when every answer takes the shortcut (the prefill and each question with its
     canonical answer); a wrong answer adds up to its budget."""

@@ -1,0 +1,148 @@
+"""The report's task section: a task × length heatmap per method, the mean per length, and the effective lengths.
+
+Tasks the model did not learn (below 50% at its own training length) are named as such, not shown as zeros among
+the rest: the means and effective lengths are given over all tasks (RULER's definition) and over the learned ones.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropekit.eval.tasks.run import LEARNED, TaskResult
+
+
+def task_figure(rows: list[dict[str, Any]], not_learned: list[str], path: Path) -> Path:
+    """One heatmap per method: mean score per (task × length); tasks not learned are grey cells saying so."""
+    from ropekit._plotting import pyplot
+
+    plt = pyplot()
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    lengths = sorted({r["length"] for r in rows})
+    cols = min(3, len(methods))
+    nrows = int(np.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(
+        nrows, cols, figsize=(3.6 * cols, 0.3 * len(tasks) * nrows + 1.2 * nrows), squeeze=False, layout="constrained"
+    )
+    image = None
+    labels = tasks
+    for index, (ax, method) in enumerate(zip(axes.flat, methods, strict=False)):
+        grid = np.full((len(tasks), len(lengths)), np.nan)
+        for r in rows:
+            if r["method"] == method:
+                grid[tasks.index(r["task"]), lengths.index(r["length"])] = r["score"]
+        for i, task in enumerate(tasks):
+            if task in not_learned:  # no score to read: the model cannot do the task even at its own length
+                grid[i] = np.nan
+        ax.set_facecolor("#dddddd")
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for (i, j), value in np.ndenumerate(grid):
+            label = f"{value:.0%}" if np.isfinite(value) else "not learned"
+            color = "dimgrey" if not np.isfinite(value) else ("white" if value < 0.6 else "black")
+            ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
+        ax.set_title(method)
+        ax.set_xticks(range(len(lengths)), [str(v) for v in lengths], fontsize=7)
+        ax.set_yticks(range(len(tasks)), labels if index % cols == 0 else [""] * len(tasks), fontsize=7)
+        ax.set_xlabel("length")
+    for ax in list(axes.flat)[len(methods) :]:
+        ax.axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="score (string_match_all)")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _length(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def task_findings(result: TaskResult) -> list[str]:
+    """Plain-words lines: which tasks were not learned, and each method's effective length."""
+    summary = result.summary()
+    train = result.context["train_length"]
+    lines = []
+    if summary["not_learned"]:
+        lines.append(
+            f"Tasks not learned by this model (below {LEARNED:.0%} at its training length {train}): "
+            f"{', '.join(summary['not_learned'])}; they are left out of the 'learned tasks' means."
+        )
+    for row in summary["effective"]:
+        if row["subset"] == "learned" and not summary["not_learned"]:
+            continue  # the same as all tasks
+        lines.append(
+            f"Effective length with {row['method']} ({row['subset']} tasks, mean >= {row['threshold']:g}%): "
+            f"{_length(row['effective_length'])}; relative to the model's own score at {train} "
+            f"(>= {row.get('relative_threshold', float('nan')):.1f}%): {_length(row.get('relative_effective_length'))}."
+        )
+    return lines
+
+
+def task_section(result: TaskResult, out: Path) -> list[str]:
+    """HTML parts of the section (writes ``tasks.json`` and ``tasks.png`` into ``out``)."""
+    result.write(out)
+    summary = result.summary()
+    if result.rows:
+        task_figure(result.rows, summary["not_learned"], out / "tasks.png")
+    settings = result.context["settings"]
+    depth = "random depths" if settings["depth"] is None else f"depth {settings['depth']}"
+    parts = [
+        "<h2>RULER-style tasks and the effective length</h2>",
+        f"<p>{settings['samples']} samples per (method, length, task), seed {settings['seed']}, needles at {depth}; "
+        f"tasks: {html.escape(', '.join(settings['tasks']))} (RULER's synthetic tasks; its QA tasks need downloads "
+        "and are left out). Greedy answers scored with string_match_all; intervals are 95% Wilson intervals. The "
+        f"effective length is the longest length whose mean score (and every shorter one's) is at least "
+        f"{settings['threshold']:g}%; the relative one uses {settings['threshold']:g}% of the model's own score at its "
+        "training length.</p>",
+    ]
+    if summary["not_learned"]:
+        parts.append(
+            f"<p>Not learned by this model (below {LEARNED:.0%} at its training length, so no length can show what an "
+            f"extension buys on them): {html.escape(', '.join(summary['not_learned']))}.</p>"
+        )
+    dropped = result.context.get("dropped") or {}
+    if dropped:
+        parts.append(
+            "<p>Left out (they do not fit the shortest length): "
+            + "; ".join(html.escape(f"{task}: {why}") for task, why in dropped.items())
+            + ".</p>"
+        )
+    if result.rows:
+        parts.append("<img src='tasks.png' alt='task heatmaps'>")
+    lengths = sorted({m["length"] for m in summary["means"]})
+    head = "".join(f"<th>{n:,}</th>" for n in lengths)
+    body = []
+    for row in summary["effective"]:
+        cells = {
+            m["length"]: m for m in summary["means"] if m["method"] == row["method"] and m["subset"] == row["subset"]
+        }
+        means = "".join(
+            f"<td>{100 * cells[n]['score']:.1f} [{100 * cells[n]['ci95'][0]:.0f}, {100 * cells[n]['ci95'][1]:.0f}]</td>"
+            if n in cells
+            else "<td></td>"
+            for n in lengths
+        )
+        low, high = row["interval"]
+        rel_low, rel_high = row.get("relative_interval", [None, None])
+        body.append(
+            f"<tr><td>{html.escape(row['method'])}</td><td>{row['subset']}</td>{means}"
+            f"<td>{_length(row['effective_length'])} [{_length(low)}, {_length(high)}]</td>"
+            f"<td>{_length(row.get('relative_effective_length'))} [{_length(rel_low)}, {_length(rel_high)}]</td></tr>"
+        )
+    parts.append(
+        "<table><thead><tr><th>method</th><th>tasks</th>"
+        + head
+        + "<th>effective length [95%]</th><th>relative effective length [95%]</th></tr></thead><tbody>"
+        + "".join(body)
+        + "</tbody></table>"
+    )
+    if result.skipped:
+        parts.append(
+            "<p>Skipped: " + "; ".join(html.escape(f"{s['method']} ({s['reason']})") for s in result.skipped) + "</p>"
+        )
+    parts.append("<p>Raw data: <a href='tasks.json'>tasks.json</a>.</p>")
+    return parts
