@@ -10,15 +10,13 @@ tolerance, so the comparison has teeth.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 import torch.nn.functional as F
 
 transformers = pytest.importorskip("transformers")
 
-pytestmark = pytest.mark.hf
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
 VOCAB = 300
 SIZES = {
@@ -47,14 +45,6 @@ ARCHITECTURES = {
     ),
     "llama": ("Llama", {}),
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
 
 
 def build(name: str) -> torch.nn.Module:

@@ -14,7 +14,7 @@ length, and YaRN's paper ramp as a model whose ``inv_freq`` buffer holds the pap
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ from ropekit.scaling import DynamicScaling, LinearScaling, NTKScaling, YarnScali
 
 transformers = pytest.importorskip("transformers")
 
-pytestmark = pytest.mark.hf
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
 #: transformers forms angles in float32 and ropekit in float64; at these sizes that moves logits by ~1e-6
 ATOL = 1e-5
@@ -39,15 +39,6 @@ HEAD_DIM = 16
 #: above transformers' default 0.02 so attention is far from uniform and positions move the logits (by 0.06 to
 #: 0.4 here); not much above, or logits grow and the float32 angle error with them.
 INIT = 0.05
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    """transformers logs advice about the deliberately small configs; the tests only compare numbers."""
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
 
 
 def sizes(**overrides) -> dict:

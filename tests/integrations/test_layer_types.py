@@ -9,7 +9,6 @@ has no ``full_attention`` RoPE (transformers adds one when it loads the config, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from ropekit.scaling import LinearScaling
 
 transformers = pytest.importorskip("transformers")
 
-pytestmark = pytest.mark.hf
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
 VOCAB = 300
 SIZES = {
@@ -35,14 +34,6 @@ SIZES = {
     "sliding_window": 512,
 }
 BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
 
 
 def save_gemma3(path: Path, layer_types: list[str]) -> Path:
