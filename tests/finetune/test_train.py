@@ -8,8 +8,9 @@ import json
 import pytest
 import torch
 
+from ropekit.finetune.lora import lora_model
 from ropekit.finetune.run import finetune
-from ropekit.finetune.train import FinetuneSettings, StopTraining, lora_model
+from ropekit.finetune.train import FinetuneSettings, StopTraining
 from ropekit.scaling import YarnScaling
 from ropekit.scaling.dynamic import DynamicScaling
 
@@ -106,7 +107,7 @@ def test_lora_merges_exactly(llama_dir):
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
-    peft_model = lora_model(model, _settings(lora_rank=4))
+    peft_model = lora_model(model, rank=4)
     trainable = {name for name, p in peft_model.named_parameters() if p.requires_grad}
     assert any("lora_A" in name for name in trainable)
     assert any("embed_tokens" in name for name in trainable) and any("norm" in name for name in trainable)
@@ -189,3 +190,50 @@ def test_table_has_the_shipped_model_as_baseline(llama_dir, text_file, tmp_path)
     assert before["ppl_original"] == pytest.approx(shipped["ppl_original"], rel=1e-6)
     assert before["ppl_target"] != pytest.approx(shipped["ppl_target"], rel=1e-3)
     assert after["ppl_original"] > 1
+
+
+def test_pose_with_the_whole_target_as_window_trains_like_full_length(llama_dir, text_file, tmp_path):
+    """Issue 25: with W = target there is nothing to skip, and PoSE training (explicit position ids 0 … W − 1)
+    equals today's full-length training step for step."""
+    _run(llama_dir, text_file, tmp_path / "full", _settings())
+    _run(llama_dir, text_file, tmp_path / "pose", _settings(window=128))
+    full, pose = _losses(tmp_path / "full"), _losses(tmp_path / "pose")
+    assert sorted(pose) == sorted(full) == list(range(1, 7))
+    for step in full:
+        assert pose[step] == pytest.approx(full[step], rel=1e-6, abs=1e-6), step
+
+
+def test_pose_trains_on_short_windows_whose_positions_span_the_target(llama_dir, text_file, tmp_path, monkeypatch):
+    from ropekit.finetune.loss import ChunkedCausalLM
+
+    seen = []
+    forward = ChunkedCausalLM.forward
+
+    def recording(self, input_ids, position_ids=None):
+        if self.training:
+            seen.append((input_ids.shape[1], None if position_ids is None else int(position_ids.max())))
+        return forward(self, input_ids, position_ids)
+
+    monkeypatch.setattr(ChunkedCausalLM, "forward", recording)
+    report = _run(llama_dir, text_file, tmp_path / "out", _settings(steps=4, window=32, chunks=2))
+    assert report.train.steps_done == 4 and report.train.heldout_after is not None  # held out at the target
+    assert all(length == 32 and top is not None and top < 128 for length, top in seen)
+    assert max(top for _, top in seen) > 32  # the positions skip beyond the window
+    with (tmp_path / "out" / "finetune" / "loss.csv").open() as handle:
+        assert [int(r["tokens"]) for r in csv.DictReader(handle)][-1] == 4 * 2 * 32
+    saved = json.loads((tmp_path / "out" / "finetune" / "settings.json").read_text())["settings"]
+    assert saved["window"] == 32 and saved["chunks"] == 2
+
+
+def test_pose_options_are_checked(llama_dir, text_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from ropekit.cli.app import app
+
+    base = ["finetune", "--model", str(llama_dir), "--scaling", "yarn", "--target-length", "128"]
+    for extra, message in ((["--window", "256"], "--window"), (["--window", "32", "--chunks", "40"], "--chunks")):
+        result = CliRunner().invoke(app, [*base, "--text", str(text_file), *extra, "-o", str(tmp_path / "out")])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="window must be at most target_length=128"):
+        _settings(window=256)

@@ -6,6 +6,7 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.train` — the training loop (full-length windows); :mod:`~ropekit.finetune.loss` its loss
   (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
+* :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.
 * :mod:`~ropekit.finetune.data` — training text → token windows of the target length.
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
@@ -14,4 +15,17 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   is written, and what the user owns is never overwritten.
 """
 
-__all__ = ["choose", "data", "export", "inputs", "loss", "loss_log", "output", "pose", "processes", "run", "train"]
+__all__ = [
+    "choose",
+    "data",
+    "export",
+    "inputs",
+    "lora",
+    "loss",
+    "loss_log",
+    "output",
+    "pose",
+    "processes",
+    "run",
+    "train",
+]

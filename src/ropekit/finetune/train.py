@@ -29,8 +29,10 @@ import torch
 from torch import nn
 
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.finetune.lora import lora_model
 from ropekit.finetune.loss import ChunkedCausalLM
 from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, write_loss_log
+from ropekit.finetune.pose import PoseSettings
 from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
 from ropekit.integrations.head import check_head
 
@@ -62,6 +64,10 @@ class FinetuneSettings:
         checkpoint_every: save a resumable checkpoint every this many steps (0: only at the end or on Ctrl-C).
         eval_every: held-out loss every this many steps (0: only before and after).
         heldout_windows: at most this many held-out windows for the held-out loss.
+        window: PoSE (:mod:`ropekit.finetune.pose`): train on windows of this many tokens whose position ids skip
+            so that they span ``[0, target_length)``; ``None``: full-length windows of ``target_length``. The
+            held-out loss stays at ``target_length``.
+        chunks: PoSE chunks per window (2, as in the paper); the skips are drawn from ``seed`` and the sample index.
     """
 
     target_length: int
@@ -81,6 +87,8 @@ class FinetuneSettings:
     checkpoint_every: int = 100
     eval_every: int = 0
     heldout_windows: int = 2
+    window: int | None = None
+    chunks: int = 2
 
     def __post_init__(self) -> None:
         # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
@@ -104,6 +112,16 @@ class FinetuneSettings:
         for name in ("checkpoint_every", "eval_every"):
             checked[name] = require_int(name, getattr(self, name), minimum=0)
         checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=1)
+        if self.window is not None:
+            if require_int("window", self.window, minimum=2) > checked["target_length"]:
+                raise ValueError(
+                    f"window must be at most target_length={checked['target_length']} (PoSE trains on windows "
+                    f"shorter than the target), got {self.window}"
+                )
+            pose = PoseSettings(window=self.window, target_length=checked["target_length"], chunks=self.chunks)
+            checked["window"], checked["chunks"] = pose.window, pose.chunks
+        else:
+            checked["chunks"] = require_int("chunks", self.chunks, minimum=1)
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
@@ -117,24 +135,6 @@ class FinetuneSettings:
         span = max(1, self.steps - self.warmup_steps)
         progress = min(1.0, (step - self.warmup_steps) / span)
         return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def lora_model(model: nn.Module, settings: FinetuneSettings) -> nn.Module:
-    """``model`` with LoRA adapters on every linear layer but the head, and its norms and embeddings trainable."""
-    from peft import LoraConfig, get_peft_model
-
-    config = LoraConfig(
-        r=settings.lora_rank,
-        lora_alpha=settings.lora_alpha or 2.0 * settings.lora_rank,
-        lora_dropout=0.0,
-        target_modules="all-linear",
-        bias="none",
-    )
-    wrapped = get_peft_model(model, config)
-    for name, parameter in wrapped.named_parameters():
-        if "norm" in name or "embed" in name:  # LongLoRA's trainable "embed,norm"
-            parameter.requires_grad_(True)
-    return wrapped
 
 
 def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
@@ -220,7 +220,7 @@ def train(
 
     Args:
         build_model: returns the model to train (called once per process, after the seed is set).
-        windows: ``(n, target_length)`` training windows.
+        windows: ``(n, target_length)`` training windows (``(n, window)`` with PoSE: ``settings.window``).
         heldout: ``(m, target_length)`` held-out windows.
         settings: see :class:`FinetuneSettings`.
         work_dir: where ``checkpoint/``, ``loss.csv`` and ``loss.png`` go.
@@ -260,7 +260,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
     if settings.lora_rank:
-        model = lora_model(model, settings)
+        model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
     wrapper = ChunkedCausalLM(model)
     parameters = [p for p in wrapper.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
@@ -268,7 +268,13 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
     global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
     order = window_order(len(windows), settings.steps * global_batch, settings.seed)
-    loader = torch.utils.data.DataLoader(windows[order], batch_size=settings.batch_size, shuffle=False, drop_last=True)
+    data: Any = windows[order]  # (samples, length)
+    if settings.window is not None:  # PoSE: each sample's position ids, a function of (seed, sample number)
+        pose = PoseSettings(
+            window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
+        )
+        data = torch.utils.data.TensorDataset(data, pose.batch(torch.arange(len(order))))
+    loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=False, drop_last=True)
     wrapper, optimizer, loader = accelerator.prepare(wrapper, optimizer, loader)
     accelerator.register_for_checkpointing(scheduler)
 
@@ -299,7 +305,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
         result.heldout_before = heldout_loss()
         log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
 
-    tokens_per_step = global_batch * settings.target_length
+    tokens_per_step = global_batch * (settings.window or settings.target_length)
     bar = progress_bar(accelerator, progress, settings.steps, start, title)
     elapsed = log[-1].seconds if log else 0.0
     session_seconds = 0.0  # this run's training time (for tokens/s; a resumed run does not count the old one)
@@ -313,7 +319,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
             for _ in range(settings.grad_accum):
                 batch = next(batches)
                 with accelerator.accumulate(wrapper):
-                    loss = wrapper(batch)
+                    loss = wrapper(*batch) if settings.window is not None else wrapper(batch)  # (ids, positions)
                     accelerator.backward(loss)
                     if accelerator.sync_gradients and settings.max_grad_norm:
                         # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping
@@ -381,7 +387,7 @@ def _final_model(accelerator, wrapper: nn.Module, build_model, settings: Finetun
     if accelerator.distributed_type.value == "FSDP":
         model = build_model()
         if settings.lora_rank:
-            model = lora_model(model, settings)
+            model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
         fresh = ChunkedCausalLM(model)
         fresh.load_state_dict(state)
         model = fresh.model
