@@ -155,3 +155,16 @@ def test_jit_script_is_refused_clearly_and_trace_works():
     q, k = torch.randn(1, 3, 2, D), torch.randn(1, 3, 2, D)
     traced = _trace(Attention(), (q, k, *_tables(0, 3)))
     torch.testing.assert_close(traced(q, k, *_tables(9, 3))[1].double(), _exact(k, 9), rtol=0, atol=2e-6)
+
+
+def test_export_rotary_embedding_is_exact_on_new_inputs():
+    """torch.export (which also cannot see the C++ kernel) records the in-graph tables and rotation."""
+    gen = torch.Generator().manual_seed(7)
+    rotary = RotaryEmbedding(RopeConfig(D))
+    q, k = torch.randn(1, 5, 2, D, generator=gen), torch.randn(1, 5, 1, D, generator=gen)
+    exported = torch.export.export(rotary, (q, k, torch.arange(5)), strict=False).module()
+    far = torch.arange(2**33, 2**33 + 5)
+    got_q, got_k = exported(q, k, far)
+    c, s = cos_sin(far, FREQS, dtype=torch.float64)
+    torch.testing.assert_close(got_q.double(), rope_reference(q.double(), c, s), rtol=0, atol=2e-6)
+    torch.testing.assert_close(got_k.double(), rope_reference(k.double(), c, s), rtol=0, atol=2e-6)
