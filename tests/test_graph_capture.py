@@ -168,3 +168,21 @@ def test_export_rotary_embedding_is_exact_on_new_inputs():
     c, s = cos_sin(far, FREQS, dtype=torch.float64)
     torch.testing.assert_close(got_q.double(), rope_reference(q.double(), c, s), rtol=0, atol=2e-6)
     torch.testing.assert_close(got_k.double(), rope_reference(k.double(), c, s), rtol=0, atol=2e-6)
+
+
+def test_length_dependent_scaling_refuses_capture_unless_fixed():
+    """Dynamic NTK recomputes its frequencies from the largest position, which a graph cannot read: tracing it
+    would bake one length's frequencies in silently. Refused, unless fixed_seq_len pins them."""
+    from ropekit.scaling import get_scaling
+
+    dynamic = get_scaling("dynamic")
+    q = torch.randn(1, 4, 2, D)
+    rotary = RotaryEmbedding(RopeConfig(D, scaling=dynamic.make(factor=2.0, original_max_position_embeddings=8)))
+    with pytest.raises(NotImplementedError, match="fixed_seq_len"):
+        _trace(rotary, (q, q.clone()))
+    fixed = RotaryEmbedding(
+        RopeConfig(D, scaling=dynamic.make(factor=2.0, original_max_position_embeddings=8, fixed_seq_len=32))
+    )
+    traced = _trace(fixed, (q, q.clone(), torch.arange(4)))
+    positions = torch.arange(20, 24)
+    torch.testing.assert_close(traced(q, q.clone(), positions)[0], fixed(q, q.clone(), positions)[0], rtol=0, atol=1e-6)
