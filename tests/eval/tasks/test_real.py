@@ -1,0 +1,46 @@
+"""SmolLM2-135M (GGUF, dequantised): samples exact in its own tokenizer's tokens, and the fast path (shared prefill,
+shortcut, cached decoding) giving exactly transformers' ``generate(do_sample=False)`` tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytestmark = [pytest.mark.real, pytest.mark.hf]
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_path):
+    from ropekit.eval.models import load_eval_model
+
+    return load_eval_model(smollm2_path)
+
+
+def test_smollm2_samples_and_fast_path(smollm2):
+    from ropekit.eval.tasks.base import Pieces
+    from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+    from ropekit.eval.tasks.run import detokenize, stop_tokens
+    from ropekit.eval.tasks.suite import make_sample
+    from ropekit.eval.text import shipped_text, tokenize
+
+    text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
+    pieces = Pieces(lambda b: smollm2.encode(b).numpy())
+    sample = make_sample("niah_multikey_1", 192, pieces.encode, text=text, index=0, pieces=pieces, asks=2)
+    assert sample.length == 192
+    assert all(a in detokenize(smollm2, sample.context.tolist()) for q in sample.questions for a in q.answers)
+    decoder = make_decoder(smollm2)
+    decoder.extend(torch.from_numpy(sample.context), keep=0)
+    stop = stop_tokens(smollm2)
+    for question in sample.questions:  # two questions after one prefill
+        prompt = torch.from_numpy(np.concatenate([sample.context, question.ids]))[None]
+        with torch.no_grad():
+            out = smollm2.model.generate(
+                prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=6,
+                pad_token_id=min(stop) if stop else 0,
+            )  # fmt: skip
+        expected = [t for t in out[0, prompt.shape[1] :].tolist() if t not in stop]
+        for target in (np.zeros(0, dtype=np.int64), question.target):
+            answer = greedy_answer(decoder, question.ids, target, 6, stop)
+            assert answer.tokens == expected[: len(answer.tokens)]
+            assert answer.shortcut or answer.tokens == expected
