@@ -18,27 +18,16 @@ transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
-VOCAB = 300
-SIZES = {
-    "vocab_size": VOCAB,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 128,
-    "initializer_range": 0.05,
-}
+VOCAB = 300  # conftest.SMALL
 #: the transform under test and its config values: big enough that leaving it out moves the loss by > 0.01
 ARCHITECTURES = {
     "cohere": ("Cohere", {"logit_scale": 0.25}),
     "granite": ("Granite", {"logits_scaling": 4.0}),
-    "gemma2": ("Gemma2", {"final_logit_softcapping": 0.5, "head_dim": 16, "sliding_window": 16}),
+    "gemma2": ("Gemma2", {"final_logit_softcapping": 0.5, "sliding_window": 16}),
     "gemma3": (
         "Gemma3Text",
         {
             "final_logit_softcapping": 0.5,
-            "head_dim": 16,
             "sliding_window": 16,
             "layer_types": ["sliding_attention", "full_attention"],
         },
@@ -47,20 +36,10 @@ ARCHITECTURES = {
 }
 
 
-def build(name: str) -> torch.nn.Module:
-    """A random 2-layer model of architecture ``name`` with larger weights (far from uniform logits)."""
-    prefix, extra = ARCHITECTURES[name]
-    config = getattr(transformers, f"{prefix}Config")(**SIZES, **extra)
-    model_class = (
-        transformers.Gemma3ForCausalLM if prefix == "Gemma3Text" else getattr(transformers, f"{prefix}ForCausalLM")
-    )
-    torch.manual_seed(0)
-    model = model_class(config).float()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
-    return model
+@pytest.fixture
+def build(small_causal_lm):
+    """``build(name)``: the small random model of :data:`ARCHITECTURES` ``name`` (conftest ``small_causal_lm``)."""
+    return lambda name: small_causal_lm(ARCHITECTURES[name][0], **ARCHITECTURES[name][1])
 
 
 def ids_of(batch: int = 2, length: int = 50, seed: int = 0) -> torch.Tensor:
@@ -73,7 +52,7 @@ def grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize("chunk_positions", [7, None], ids=["chunks-of-7", "one-chunk"])
 @pytest.mark.parametrize("name", list(ARCHITECTURES))
-def test_training_loss_and_gradients_equal_transformers(name: str, chunk_positions: int | None) -> None:
+def test_training_loss_and_gradients_equal_transformers(build, name: str, chunk_positions: int | None) -> None:
     """``ChunkedCausalLM`` (the fine-tuning loss) gives transformers' ``labels=`` loss and every parameter's
     gradient, with the head in chunks of 7 positions (checkpointed) and in one piece."""
     from ropekit.finetune.loss import ChunkedCausalLM
@@ -113,7 +92,7 @@ def doubling(model: torch.nn.Module) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("name", list(ARCHITECTURES))
-def test_head_check_accepts_the_known_transforms(name: str) -> None:
+def test_head_check_accepts_the_known_transforms(build, name: str) -> None:
     from ropekit.integrations.head import check_head
 
     model = build(name).train()
@@ -121,7 +100,7 @@ def test_head_check_accepts_the_known_transforms(name: str) -> None:
     assert model.training  # the mode is restored
 
 
-def test_unknown_transform_is_refused_before_training(tmp_path) -> None:
+def test_unknown_transform_is_refused_before_training(build, tmp_path) -> None:
     pytest.importorskip("accelerate")
     from ropekit.finetune.train import FinetuneSettings, train
     from ropekit.integrations.head import check_head
@@ -145,7 +124,7 @@ def test_unknown_transform_is_refused_before_training(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("name", ["llama", "gemma3"])
-def test_loss_with_skipping_position_ids_equals_transformers(name: str) -> None:
+def test_loss_with_skipping_position_ids_equals_transformers(build, name: str) -> None:
     """Issue 25: position ids flow through the loss wrapper — PoSE ids (two chunks, one skip) give transformers'
     ``model(input_ids, position_ids=..., labels=...)`` loss and gradients, and differ from the loss at plain positions
     (the ids reach the model). Without a mask or a cache transformers would read the skip as a document boundary."""

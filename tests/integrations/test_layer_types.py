@@ -20,33 +20,15 @@ transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
-VOCAB = 300
-SIZES = {
-    "vocab_size": VOCAB,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 128,
-    "initializer_range": 0.05,
-    "sliding_window": 512,
-}
+VOCAB = 300  # conftest.SMALL
 BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
 
 
-def save_gemma3(path: Path, layer_types: list[str]) -> Path:
+def save_gemma3(build, path: Path, layer_types: list[str]) -> Path:
     """A random 2-layer Gemma 3 whose ``config.json`` has a RoPE for exactly the layer types its layers run."""
     used = sorted(set(layer_types))
     rope = {t: {"rope_type": "default", "rope_theta": BASES[t]} for t in used}
-    config = transformers.Gemma3TextConfig(**SIZES, layer_types=layer_types, rope_parameters=rope)
-    torch.manual_seed(0)
-    model = transformers.Gemma3ForCausalLM(config)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
+    model = build("Gemma3Text", sliding_window=512, layer_types=layer_types, rope_parameters=rope)
     model.save_pretrained(path)
     written = json.loads((path / "config.json").read_text())
     written["rope_parameters"] = {t: written["rope_parameters"][t] for t in used}  # as the checkpoint ships it
@@ -55,13 +37,16 @@ def save_gemma3(path: Path, layer_types: list[str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def all_sliding(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_gemma3(tmp_path_factory.mktemp("sliding") / "model", ["sliding_attention", "sliding_attention"])
+def all_sliding(small_causal_lm, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sliding") / "model"
+    return save_gemma3(small_causal_lm, path, ["sliding_attention", "sliding_attention"])
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_gemma3(tmp_path_factory.mktemp("mixed") / "model", ["sliding_attention", "full_attention"])
+def mixed(small_causal_lm, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_gemma3(
+        small_causal_lm, tmp_path_factory.mktemp("mixed") / "model", ["sliding_attention", "full_attention"]
+    )
 
 
 def test_the_rule_agrees_on_the_raw_and_the_loaded_config(all_sliding: Path, mixed: Path) -> None:
