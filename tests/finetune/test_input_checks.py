@@ -115,14 +115,14 @@ def test_extend_of_a_folder_without_weights_is_refused(llama_dir, tmp_path):
 def test_errors_name_only_options_the_command_has_and_the_user_typed(llama_dir, text_file, tmp_path, command, args):
     """Item 16: errors cited --param (which neither command had), --factor when none was typed, and so on."""
     factors = tmp_path / "factors.json"
-    factors.write_text(json.dumps([1.0, 2.0]))  # 2 factors for 8 pairs
+    factors.write_text(json.dumps([0.0] + [1.0] * 7))  # a factor of 0 for the 8 pairs
     args = [str(factors) if a == "FACTORS" else a for a in args]
     extra = ["--text", text_file] if command == "finetune" else []
     if command == "finetune" and "--target-length" not in args:
         args = [*args, "--target-length", "128"]
     line = error_line([command, "--model", llama_dir, *extra, *args, "-o", tmp_path / "out"])
     named = named_options(line)
-    assert named <= options_of(command), line
+    assert named and named <= options_of(command), line
     typed = {a for a in args if a.startswith("--")}
     assert named - {"--factors", "--param", "--base"} <= typed, line  # remedies may name options not yet typed
     if "--target-length" in args and "--factor" not in args:
