@@ -187,7 +187,7 @@ def test_cli_longrope_takes_its_factor_lists_from_param() -> None:
 @pytest.mark.parametrize(
     ("param", "message"),
     [
-        ("beta_fst=16", "--param: unknown parameter(s) ['beta_fst']"),
+        ("beta_fst=16", "--param beta_fst: unknown parameter(s) ['beta_fst']"),
         ("beta_fast", "NAME=VALUE"),
         ("beta_slow=0", "beta_slow"),
     ],
