@@ -2,7 +2,7 @@
 
 A decoder holds the tokens fed so far (as a cache) and gives logits for the last positions of what it is fed:
 
-- :class:`TinyDecoder`: the bundled model's layers with a per-layer key/value cache (RoPE at absolute positions);
+- :class:`TinyDecoder`: the bundled model with its own key/value cache (:mod:`ropekit.model.kv_cache`);
 - :class:`HFDecoder`: a transformers causal LM with its own ``DynamicCache`` (cropped back after each question);
 - :class:`FullDecoder`: no cache, the whole sequence again at every step (any model; the reference the cached
   decoders are tested against, and the fallback for Infini-attention models).
@@ -22,9 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-#: feeds of at most this many tokens run on one thread (:meth:`TinyDecoder.extend`)
-SMALL_STEP = 4096
 
 
 class FullDecoder:
@@ -52,78 +49,41 @@ class FullDecoder:
 
 
 class TinyDecoder:
-    """The bundled model (:class:`ropekit.model.TinyLM`, RoPE, sinusoidal or no positions) with a key/value cache."""
+    """The bundled model (:class:`ropekit.model.TinyLM`) with its own :class:`~ropekit.model.kv_cache.KVCache`."""
 
     def __init__(self, lm: Any) -> None:
+        from ropekit.model.kv_cache import KVCache
+
         if lm.config.position == "infini":
-            raise ValueError("an Infini-attention model has no key/value cache here; use FullDecoder")
+            raise ValueError("an Infini-attention model has no key/value cache; use FullDecoder")
         self.lm = lm
-        self.keys: list[torch.Tensor | None] = [None] * len(lm.blocks)
-        self.values: list[torch.Tensor | None] = [None] * len(lm.blocks)
-        self.length = 0
+        self.cache = KVCache()
+
+    @property
+    def length(self) -> int:
+        return self.cache.length(0)
 
     def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         """Feed ``ids`` (1-D); return float32 logits ``(keep, vocab)`` for the last ``keep`` of them.
 
-        A few tokens run on one thread: for a model this small, waking a second thread costs more than the work
-        (50× more on a loaded 2-core machine).
+        Runs on one thread: for a model this small, waking a second thread costs more than the work (50× more on a
+        loaded 2-core machine).
         """
-        if len(ids) > SMALL_STEP:
-            return self._extend(ids, keep)
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._extend(ids, keep)
+            with torch.no_grad():
+                device = self.lm.embed.weight.device
+                hidden = self.lm.hidden_states(ids[None].to(device), cache=self.cache)[0]  # (len(ids), d_model)
+                if keep == 0:
+                    return torch.zeros(0)
+                return F.linear(hidden[len(ids) - keep :], self.lm.embed.weight).float().cpu()  # tied: (keep, vocab)
         finally:
             torch.set_num_threads(before)
 
-    @torch.no_grad()
-    def _extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
-        lm, config = self.lm, self.lm.config
-        count, past = len(ids), self.length
-        positions = torch.arange(past, past + count)
-        if past + count > config.max_positions:
-            raise ValueError(f"position {past + count - 1} is beyond max_positions={config.max_positions}")
-        device = lm.embed.weight.device
-        x = lm.embed(ids[None].to(device))  # (1, count, d_model)
-        if config.position == "sinusoidal":
-            from ropekit.model.tiny import sinusoidal_table
-
-            x = x + sinusoidal_table(positions, config.d_model).to(x)
-        hd = config.head_dim
-        mask = None
-        if past and count > 1:  # query i sees every cached key and the new keys up to itself
-            mask = (
-                torch.arange(past + count, device=device)[None, :]
-                <= (past + torch.arange(count, device=device))[:, None]
-            )
-        for index, block in enumerate(lm.blocks):
-            attn, h = block.attn, block.attn_norm(x)
-            q = attn.q_proj(h).view(1, count, config.n_heads, hd)  # (1, count, heads, hd)
-            k = attn.k_proj(h).view(1, count, config.n_kv_heads, hd)  # (1, count, kv, hd)
-            v = attn.v_proj(h).view(1, count, config.n_kv_heads, hd)
-            if attn.rotary is not None:
-                q, k = attn.rotary(q, k, positions.to(device))
-            q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (1, heads, count, hd)
-            if self.keys[index] is not None:
-                k = torch.cat([self.keys[index], k], dim=2)  # (1, kv, past + count, hd)
-                v = torch.cat([self.values[index], v], dim=2)
-            self.keys[index], self.values[index] = k, v
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=past == 0 and count > 1, enable_gqa=True
-            )  # (1, heads, count, hd)
-            x = x + attn.o_proj(out.transpose(1, 2).reshape(1, count, -1))
-            x = x + block.mlp(block.mlp_norm(x))
-        self.length = past + count
-        if keep == 0:
-            return torch.zeros(0)
-        hidden = lm.norm(x[0, count - keep :])  # (keep, d_model)
-        return F.linear(hidden, lm.embed.weight).float().cpu()  # tied embeddings: (keep, vocab)
-
     def crop(self, length: int) -> None:
-        self.keys = [None if k is None else k[:, :, :length] for k in self.keys]
-        self.values = [None if v is None else v[:, :, :length] for v in self.values]
-        self.length = min(self.length, length)
+        self.cache.keys = [k[:, :length] for k in self.cache.keys]  # (batch, length, kv_heads, head_dim)
+        self.cache.values = [v[:, :length] for v in self.cache.values]
 
 
 class HFDecoder:
