@@ -89,7 +89,7 @@ def report_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
-    task_samples: int = typer.Option(10, help="RULER-style task samples per (method, length, task); 0: no tasks."),
+    task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
     tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
     task_multiples: str = typer.Option("1,2,4", help="Task lengths as multiples of the training length."),
     threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
