@@ -76,6 +76,7 @@ PUBLIC = {
         "list_scalings",
         "make_scaling",
         "ntk_base",
+        "ranked_scalings",
         "register_scaling",
     ],
 }

@@ -354,10 +354,12 @@ def test_version():
 
 
 def test_methods_help_lists_the_registry():
-    from ropekit.cli.eval_cmd import METHOD_NAMES, SPECIAL_METHODS
+    from ropekit.cli.eval_cmd import DEFAULT_METHODS, METHOD_NAMES, SPECIAL_METHODS
+    from ropekit.eval.methods import default_methods
     from ropekit.scaling import list_scalings
 
-    assert set(METHOD_NAMES) == {*SPECIAL_METHODS, *list_scalings()}
+    assert set(METHOD_NAMES) <= {*SPECIAL_METHODS, *list_scalings()}
+    assert ",".join(default_methods()) == DEFAULT_METHODS
     help_text = " ".join(run("eval", "perplexity", "--help").stdout.split())
     for name in METHOD_NAMES:
         assert name in help_text, name

@@ -46,7 +46,7 @@ def test_extend_base_and_paper_ramp(llama_dir, tmp_path):
 
 
 def test_extend_plan_says_what_it_chose(llama_dir, tmp_path):
-    from ropekit.finetune.choose import PREFERENCE
+    from ropekit.scaling import ranked_scalings
 
     out = tmp_path / "out"
     result = runner.invoke(
@@ -57,7 +57,8 @@ def test_extend_plan_says_what_it_chose(llama_dir, tmp_path):
     assert "plan:" in result.output
     written = {"ntk": "default"}  # NTK is a base change
     assert any(
-        chosen["rope_type"] == written.get(name, name) and f"plan: {name}" in result.output for name in PREFERENCE
+        chosen["rope_type"] == written.get(name, name) and f"plan: {name}" in result.output
+        for name in ranked_scalings("extend_preference")
     )
 
 

@@ -17,8 +17,6 @@ from ropekit.cli.common import (
     print_json,
 )
 
-#: methods compared when ``--factor`` is given without ``--scaling``.
-COMPARED = ("linear", "ntk", "yarn", "llama3")
 #: scan B_m(base) up to this many distances for the "feasible up to" line.
 BOUND_SCAN_LIMIT = 1 << 22
 
@@ -29,7 +27,7 @@ def inspect_command(
     train_length: str = typer.Option(..., help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k."),
     rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
     scaling: list[str] = typer.Option(
-        [], help=f"Scaling method(s) to compare, repeatable (default with --factor: {', '.join(COMPARED)})."
+        [], help="Scaling method(s) to compare, repeatable (default with --factor: the methods of `ropekit plan`)."
     ),
     factor: float | None = typer.Option(None, help="Scaling factor s."),
     original_length: str | None = typer.Option(None, help="Original length L0 of the scaling (default: T)."),
@@ -43,6 +41,7 @@ def inspect_command(
     from rich.table import Table
 
     from ropekit.config import RopeConfig
+    from ropekit.scaling import frequencies
     from ropekit.theory.bound import max_context_length
     from ropekit.theory.wavelengths import wavelength_report
 
@@ -51,14 +50,13 @@ def inspect_command(
     check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
     train = parse_length(train_length, "--train-length")
     original = parse_length(original_length, "--original-length") if original_length is not None else train
-    names = list(scaling) or (list(COMPARED) if factor is not None else [])
+    if not scaling and factor is not None:
+        from ropekit.scaling import ranked_scalings
+
+        scaling = ranked_scalings("plan_order")  # the methods a plan compares
+    names = list(scaling)
     if original_length is not None and not names:
         raise fail("--original-length applies to a scaling method; give --scaling or --factor (without, it is unused)")
-    if "proportional" in names and rotary_dim is not None and rotary_dim != head_dim:
-        raise fail(
-            "--scaling proportional spreads its frequencies over the whole head (--head-dim / 2 pairs), so its pairs "
-            "do not line up with --rotary-dim's; inspect it with --rotary-dim equal to --head-dim, or use frequencies"
-        )
     options = {
         "head_dim": "--head-dim",
         "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",
@@ -73,6 +71,12 @@ def inspect_command(
         for name in names:
             spec = build_scaling(name, factor, original, base=base, params=parse_params(param))
             scaled = rope.replace(scaling=spec)
+            pairs = len(frequencies(scaled).inv_freq)
+            if pairs != rope.dim // 2:  # e.g. proportional: frequencies over the whole head
+                raise fail(
+                    f"--scaling {name} gives {pairs} pairs (over --head-dim), which do not line up with --rotary-dim's "
+                    f"{rope.dim // 2}; inspect it with --rotary-dim equal to --head-dim, or use frequencies"
+                )
             methods[scaled.rope_type] = wavelength_report(scaled, train)
         supported = max_context_length(rope.base, rope.dim, limit=BOUND_SCAN_LIMIT)
     periodic = plain.wavelengths <= train

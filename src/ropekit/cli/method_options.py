@@ -21,9 +21,11 @@ METHODS_HELP = (
     + "; alone or on top of a scaling as scaling+method, e.g. yarn+self_extend."
 )
 
-#: what ``--methods`` accepts besides the registry's rope_type names (kept equal to it by a test, so the help can
-#: list the names without importing the registry: ``ropekit --help`` stays free of numpy)
+#: what ``--methods`` accepts besides the registry's rope_type names
 SPECIAL_METHODS = ("none", "native")
+#: the built-in rope_type names the help lists, written out so that ``ropekit --help`` stays free of numpy (a test
+#: keeps them registered); a method registered in its own file is accepted too, as :func:`parse_methods` asks the
+#: registry, and an unknown name's error lists every registered one
 METHOD_NAMES = (
     "none",
     "native",
@@ -37,6 +39,8 @@ METHOD_NAMES = (
     "proportional",
     "yarn",
 )
+#: the default of ``--methods`` written out for the help: :func:`ropekit.eval.methods.default_methods` (a test keeps
+#: them equal)
 DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
 
 METHODS = typer.Option(

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
-from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings
+from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
 
-#: what ``--methods`` means by default: every training-free method that needs no searched parameters
-DEFAULT_METHODS = ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+
+def default_methods() -> tuple[str, ...]:
+    """What ``--methods`` means by default: plain RoPE and every registered method with an ``eval_order``."""
+    return ("none", *ranked_scalings("eval_order"))
 
 
 def factor_for(length: int, train_length: int, factor: float | str) -> float:

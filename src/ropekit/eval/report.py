@@ -18,7 +18,7 @@ from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
 from ropekit.plots import wavelength_figure
-from ropekit.scaling.registry import frequencies
+from ropekit.scaling.registry import frequencies, ranked_scalings
 
 
 def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def write_report(
     lengths = sorted({r["length"] for r in result.perplexity} | {r["length"] for r in result.passkey})
     theory = theory_view(model, lengths)
     scaled = {"plain": frequencies(model.rope).wavelengths}
-    for method in ("linear", "yarn", "llama3"):
+    for method in ranked_scalings("plan_order"):  # the static methods a plan compares, when evaluated
         if method in settings.methods:
             factor = max(lengths) / train
             spec = scaling_for(method, factor=factor, train_length=train)

@@ -41,23 +41,13 @@ from ropekit.config import RopeConfig
 from ropekit.hf_format import to_hf_dict
 from ropekit.scaling.registry import ScalingConfig, frequencies, inv_freq
 
-#: rope types transformers computes itself; the flag says whether ropekit's config of that type is static.
-NATIVE_TYPES = ("linear", "yarn", "llama3", "proportional", "dynamic", "longrope")
-#: methods that are a base change by definition; ``to_hf_dict`` writes them as ``default`` with the exact new base
-_BASE_CHANGES = ("ntk", "base")
 #: relative tolerance for recognising a pure base change in float64 frequencies.
 _BASE_CHANGE_RTOL = 1e-12
 
 
 def is_native(scaling: ScalingConfig | None) -> bool:
     """True when transformers computes ``scaling`` itself (same name, same frequencies at every length)."""
-    if scaling is None:
-        return True
-    if scaling.rope_type not in NATIVE_TYPES:
-        return False
-    if getattr(scaling, "ramp", "transformers") != "transformers":
-        return False
-    return getattr(scaling, "fixed_seq_len", None) is None
+    return scaling is None or scaling.is_hf_native()
 
 
 @dataclass(frozen=True)
@@ -99,11 +89,11 @@ def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
     if is_native(scaling):
         params = to_hf_dict(rope)
         name = params["rope_type"]
-        if name == "dynamic":
-            original = scaling.original_max_position_embeddings
-            return NativeRope(params, original, f"dynamic (native; max_position_embeddings = {original}, its L)")
+        length = None if scaling is None else scaling.hf_model_keys(None).get("max_position_embeddings")
+        if length is not None:  # dynamic: transformers reads its original length from max_position_embeddings
+            return NativeRope(params, length, f"{name} (native; max_position_embeddings = {length}, its L)")
         return NativeRope(params, None, f"{name} (native)")
-    if scaling.rope_type in _BASE_CHANGES:  # the new base is known exactly; no need to recover it from θ'_1
+    if scaling.base_change:  # the new base is known exactly; no need to recover it from θ'_1
         params = to_hf_dict(rope)
         return NativeRope(params, None, f"default with rope_theta = {params['rope_theta']:.9g} ({scaling.rope_type})")
     freqs = frequencies(rope)

@@ -13,6 +13,10 @@ transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans
   transformers quirk documented once, in the method's own docstring;
 * ``depends_on_seq_len`` and ``recompute_length``: how its frequencies follow the sequence length;
 * ``plan_order``, ``plan_why`` and ``plan_summary``: whether and how it appears in :func:`ropekit.theory.plan`;
+* ``hf_native``/``is_hf_native`` and ``base_change``: how ``extend`` and ``finetune`` write it natively
+  (:mod:`ropekit.integrations.native`);
+* ``extend_preference`` and ``eval_order``: whether ``extend --plan`` may pick it and whether an evaluation runs
+  it by default (:func:`~ropekit.scaling.registry.ranked_scalings`);
 * ``describe``: its JSON description in evaluation results.
 """
 
@@ -35,6 +39,7 @@ from ropekit.scaling.registry import (
     inv_freq,
     list_scalings,
     make_scaling,
+    ranked_scalings,
     register_scaling,
 )
 from ropekit.scaling.yarn import YarnScaling
@@ -73,5 +78,6 @@ __all__ = [
     "list_scalings",
     "make_scaling",
     "ntk_base",
+    "ranked_scalings",
     "register_scaling",
 ]

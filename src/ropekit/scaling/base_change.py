@@ -17,6 +17,7 @@ class BaseChange(ScalingConfig):
     """Replace the model's base by ``base`` (for continued training at a longer length)."""
 
     rope_type = "base"
+    base_change = True
     base: float
 
     def __post_init__(self) -> None:

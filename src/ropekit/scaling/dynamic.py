@@ -54,6 +54,8 @@ class DynamicScaling(ScalingConfig):
 
     rope_type = "dynamic"
     ropekit_only = ("fixed_seq_len",)
+    hf_native = True
+    eval_order = 3.0
     depends_on_seq_len = True
     hf_required = ("factor",)
     factor: float

@@ -25,6 +25,9 @@ class LinearScaling(ScalingConfig):
     rope_type = "linear"
     hf_required = ("factor",)
     plan_order = 1.0
+    hf_native = True
+    extend_preference = 4.0
+    eval_order = 1.0
     plan_why = (
         "Linear interpolation divides every frequency by s: positions map back into the trained range, but "
         "neighbouring tokens become s times closer in angle."

@@ -43,6 +43,9 @@ class Llama3Scaling(ScalingConfig):
     rope_type = "llama3"
     hf_required = ("factor", "low_freq_factor", "high_freq_factor")
     plan_order = 4.0
+    hf_native = True
+    extend_preference = 2.0
+    eval_order = 5.0
     plan_why = (
         "Llama 3 keeps wavelengths shorter than T/high_freq_factor, divides those longer than T/low_freq_factor "
         "by s, and blends between."

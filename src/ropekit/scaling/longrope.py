@@ -54,6 +54,8 @@ class LongRopeScaling(ScalingConfig):
 
     rope_type = "longrope"
     ropekit_only = ("fixed_seq_len",)
+    hf_native = True
+    eval_order = 6.0
     depends_on_seq_len = True
     hf_required = ("short_factor", "long_factor")
     short_factor: tuple[float, ...]

@@ -41,6 +41,9 @@ class NTKScaling(ScalingConfig):
 
     rope_type = "ntk"
     plan_order = 2.0
+    base_change = True
+    extend_preference = 3.0
+    eval_order = 2.0
     plan_why = "NTK-aware scaling raises the base so the slowest pair is divided by exactly s and the fastest is kept."
     factor: float
 

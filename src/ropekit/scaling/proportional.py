@@ -33,6 +33,7 @@ class ProportionalScaling(ScalingConfig):
 
     rope_type = "proportional"
     hf_always_writes_partial = True
+    hf_native = True
     factor: float = 1.0
 
     def __post_init__(self) -> None:

@@ -82,6 +82,14 @@ class ScalingConfig:
     plan_order: ClassVar[float | None] = None
     #: one sentence for the plan's "why": what the method does.
     plan_why: ClassVar[str] = ""
+    #: True when transformers computes this ``rope_type`` itself (see :meth:`is_hf_native`).
+    hf_native: ClassVar[bool] = False
+    #: True when the method is plain RoPE at another base by definition (``to_hf`` writes ``default`` with it).
+    base_change: ClassVar[bool] = False
+    #: rank among the methods ``extend --plan`` may pick (lower first: best measured first); ``None``: never.
+    extend_preference: ClassVar[float | None] = None
+    #: position in an evaluation's default ``--methods``; ``None``: evaluated only when named.
+    eval_order: ClassVar[float | None] = None
 
     def check_rope(self, rope: RopeConfig) -> None:
         """Raise ``ValueError`` if this method cannot serve ``rope`` (e.g. factor lists of the wrong length)."""
@@ -198,6 +206,12 @@ class ScalingConfig:
             if value is not None:
                 params[field.name] = list(value) if isinstance(value, tuple) else value
         return params
+
+    def is_hf_native(self) -> bool:
+        """True when transformers computes this config itself: a ``rope_type`` it names (``hf_native``) with every
+        ropekit-only field at its default, so the same frequencies at every length."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return self.hf_native and all(getattr(self, name) == defaults[name] for name in self.ropekit_only)
 
     # -- following the sequence length ---------------------------------------------------------------------
 
@@ -318,6 +332,13 @@ def make_scaling(name: str, **params: Any) -> ScalingConfig | None:
     if name in ("none", "default") and not params:
         return None
     return get_scaling(name).make(**params)
+
+
+def ranked_scalings(rank: str) -> list[str]:
+    """The registered names whose config class sets the class attribute ``rank`` (e.g. ``"eval_order"``), lowest
+    first; methods that leave it ``None`` are left out."""
+    ranked = [(getattr(m.config_class, rank), name) for name, m in SCALINGS.items()]
+    return [name for value, name in sorted((v, n) for v, n in ranked if v is not None)]
 
 
 def inv_freq(rotary_dim: int, base: float) -> np.ndarray:

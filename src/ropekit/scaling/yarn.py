@@ -77,6 +77,9 @@ class YarnScaling(ScalingConfig):
     rope_type = "yarn"
     ropekit_only = ("ramp",)
     plan_order = 3.0
+    hf_native = True
+    extend_preference = 1.0
+    eval_order = 4.0
     plan_why = (
         "YaRN keeps the pairs that rotate more than beta_fast times within the training length, interpolates the "
         "ones that rotate fewer than beta_slow times, ramps between, and scales attention by A = 0.1·ln s + 1."
