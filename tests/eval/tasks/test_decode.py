@@ -123,3 +123,30 @@ def test_matches_transformers_generate():
             answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 8)
             assert answer.tokens == expected
             assert decoder.length == len(context)
+
+
+def test_settled_hand_examples():
+    from ropekit.eval.tasks.decode import settled
+
+    out = list(b"12345")
+    assert not settled(out, ["3456789"], budget=9)  # "345" begins it, 4 more bytes fit in the 4 left
+    assert settled(out, ["3456789"], budget=8)  # only 3 left
+    assert settled(out, ["234"], budget=5) and settled(out, ["234"], budget=50)  # found: nothing can change
+    assert not settled(out, ["234", "999"], budget=8) and settled(out, ["234", "999"], budget=7)
+
+
+def test_early_stop_keeps_the_score(tiny_lm):
+    from ropekit.eval.tasks.scoring import string_match_all
+
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        decoder = TinyDecoder(tiny_lm)
+        decoder.extend(torch.from_numpy(rng.integers(0, 256, 60)), keep=0)
+        question = rng.integers(0, 256, 4)
+        full = greedy_answer(decoder, question, np.zeros(0, dtype=np.int64), 12).tokens
+        text = bytes(full).decode("latin-1")
+        refs = [text[2:5], "zzzz"] if rng.random() < 0.5 else ["zz", text[-3:]]
+        short = greedy_answer(decoder, question, np.zeros(0, dtype=np.int64), 12, refs=refs).tokens
+        assert short == full[: len(short)]
+        as_text = bytes(short).decode("utf-8", errors="replace")
+        assert string_match_all(as_text, refs) == string_match_all(bytes(full).decode("utf-8", errors="replace"), refs)

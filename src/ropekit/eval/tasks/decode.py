@@ -16,6 +16,7 @@ cannot change). The result is token for token greedy decoding's, at the cost of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,8 +141,32 @@ class Answer:
     shortcut: bool
 
 
+def settled(tokens: list[int], refs: Sequence[str], budget: int) -> bool:
+    """For a byte-level model (one token, at most one byte): can no further token change the string-match score?
+
+    True when every reference is already in the output, or when none missing can still be completed: a missing
+    reference needs its unmatched rest (after the longest suffix of the output that begins it) within the tokens
+    left. Stopping there gives the score that decoding to the budget would give.
+    """
+    text = bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace").lower()
+    left = budget - len(tokens)
+    missing = [ref.lower() for ref in refs if ref.lower() not in text]
+    if not missing:
+        return True
+    for ref in missing:
+        overlap = max((k for k in range(min(len(ref), len(text)), 0, -1) if text.endswith(ref[:k])), default=0)
+        if len(ref) - overlap <= left:
+            return False
+    return True
+
+
 def greedy_answer(
-    decoder: Any, question: np.ndarray, target: np.ndarray, budget: int, stop: frozenset[int] = frozenset()
+    decoder: Any,
+    question: np.ndarray,
+    target: np.ndarray,
+    budget: int,
+    stop: frozenset[int] = frozenset(),
+    refs: Sequence[str] | None = None,
 ) -> Answer:
     """Greedy decoding of the answer to ``question`` after what ``decoder`` holds; the decoder is left as it was.
 
@@ -151,6 +176,8 @@ def greedy_answer(
         target: the canonical answer (the teacher-forced shortcut); may be empty.
         budget: the most tokens to generate (>= ``len(target)`` for the shortcut to apply).
         stop: token ids that end generation (the tokenizer's end of sequence); a stop token is not returned.
+        refs: for a byte-level model only, the references scored: decoding stops once :func:`settled` says no token
+            can change the score (the score is the same; the tokens may be fewer).
     """
     base = decoder.length
     target = [int(t) for t in target][:budget]
@@ -168,7 +195,7 @@ def greedy_answer(
     nxt = predicted[matched]
     while len(tokens) < budget and nxt not in stop:
         tokens.append(nxt)
-        if len(tokens) == budget:
+        if len(tokens) == budget or (refs is not None and settled(tokens, refs, budget)):
             break
         nxt = int(decoder.extend(torch.tensor([nxt]), keep=1)[0].argmax())
         forward += 1

@@ -244,6 +244,7 @@ def run_tasks(
     }
     result = TaskResult(context)
     stop = stop_tokens(model)
+    byte_level = getattr(model, "tokenizer", None) is None  # detokenize: at most one byte per token
     lengths = settings.token_lengths(train_length)
     for method in settings.methods:
         for length in lengths:
@@ -263,7 +264,8 @@ def run_tasks(
                     decoder.extend(torch.from_numpy(sample.context), keep=0)
                     forward += len(sample.context)
                     for question in sample.questions:
-                        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop)
+                        refs = question.answers if byte_level else None  # exact early stop (decode.settled)
+                        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
                         forward += answer.forward_tokens
                         shortcuts += answer.shortcut
                         scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
