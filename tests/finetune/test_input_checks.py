@@ -151,7 +151,7 @@ def test_an_unknown_rope_type_in_the_config_is_blamed_on_the_model(llama_dir, tm
     ("command", "args"),
     [
         ("extend", ["--scaling", "yarn", "--factor", "2", "--target-length", "4k"]),
-        ("finetune", ["--scaling", "yarn", "--factor", "4", "--target-length", "300"]),
+        ("finetune", ["--scaling", "yarn", "--factor", "4", "--target-length", "300", "--steps", "1", "--no-evaluate"]),
     ],
 )
 def test_contradictory_factor_and_target_length_are_refused(llama_dir, text_file, tmp_path, command, args):

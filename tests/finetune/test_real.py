@@ -29,6 +29,7 @@ def test_smollm2_gguf_extends_natively_with_equal_logits(smollm2_path, tmp_path)
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["rope_parameters"]["rope_type"] == "longrope" and config["max_position_embeddings"] == 4 * TRAIN
     assert (tmp_path / "out" / "tokenizer.json").is_file()
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["dtype"] == "float32"  # issue 23 item 17
     native = AutoModelForCausalLM.from_pretrained(result.out, dtype=torch.float32).eval()
     patched, tokenizer = load_model(smollm2_path)
     apply_scaling(patched, scaling)

@@ -126,7 +126,8 @@ def load_model(model: str, device_map: str | None, *, dtype: str = "auto", befor
     try:
         loaded = load_eval_model(model, device_map=device_map, dtype=dtype, before_weights=before_weights)
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
-        raise fail(f"--model {model!r}: {error}") from error
+        message = str(error)  # ropekit's own checks (a broken GGUF file) already name --model
+        raise fail(message if message.startswith("--model") else f"--model {model!r}: {message}") from error
     if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
         raise fail(f"--device-map applies to transformers models; --model {model!r} is a ropekit tiny checkpoint")
     return loaded
