@@ -186,3 +186,16 @@ def test_length_dependent_scaling_refuses_capture_unless_fixed():
     traced = _trace(fixed, (q, q.clone(), torch.arange(4)))
     positions = torch.arange(20, 24)
     torch.testing.assert_close(traced(q, q.clone(), positions)[0], fixed(q, q.clone(), positions)[0], rtol=0, atol=1e-6)
+
+
+def test_trace_in_place_rotation_is_recorded():
+    def fn(x, c, s):
+        apply_rope(x, c, s, inplace=True)
+        return x * 1.0
+
+    traced = _trace(fn, (torch.randn(1, 4, 2, D), *_tables(0, 4)))
+    x = torch.randn(1, 4, 2, D)
+    want = _exact(x, 50)
+    got = traced(x, *_tables(50, 4))
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=2e-6)
+    torch.testing.assert_close(x.double(), want, rtol=0, atol=2e-6)  # and x itself was written
