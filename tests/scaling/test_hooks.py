@@ -1,8 +1,9 @@
 """The registry is the only place that knows a method: every caller (CLI, transformers dicts, evaluation, plan, the
 module) reaches a method through its config class's hooks.
 
-Oracles: a toy method registered in this file only (its frequencies in closed form) must appear everywhere with no
-other file changed; the built-in methods built from user-facing options equal the same configs written out by
+Oracles: a toy method registered by one class and one function (``toy_method`` in ``tests/conftest.py``, its
+frequencies in closed form) must appear everywhere — every command, the transformers round trip, ``extend``, the
+evaluation and the plan — with no other file changed; the built-in methods built from user-facing options equal the same configs written out by
 hand; the length rules equal transformers' rules written out as tables.
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,7 +24,6 @@ from ropekit.hf_format import to_hf_dict
 from ropekit.scaling import (
     BaseChange,
     DynamicScaling,
-    Frequencies,
     LinearScaling,
     Llama3Scaling,
     LongRopeScaling,
@@ -33,8 +32,6 @@ from ropekit.scaling import (
     ScalingConfig,
     YarnScaling,
     inv_freq,
-    list_scalings,
-    register_scaling,
     registry,
 )
 from ropekit.scaling.registry import MissingParameters
@@ -43,55 +40,25 @@ from ropekit.theory import plan
 runner = CliRunner()
 
 
-@dataclass(frozen=True, kw_only=True)
-class SlowHalf(ScalingConfig):
-    """Toy method: the slower half of the pairs divided by ``factor``, the faster half kept."""
-
-    rope_type = "toy-slow-half"
-    hf_required = ("factor",)
-    plan_order = 99.0
-    plan_why = "The toy method divides the slower half of the pairs by s."
-    factor: float
-    original_max_position_embeddings: int
-
-
-def slow_half_oracle(dim: int, base: float, factor: float) -> np.ndarray:
-    """θ_i = b^(−2i/d), divided by s for i >= d/4."""
-    theta = np.array([base ** (-2 * i / dim) for i in range(dim // 2)])
-    theta[dim // 4 :] /= factor
-    return theta
-
-
 @pytest.fixture
-def toy() -> Iterator[None]:
-    """Register the toy method as one new file would, and remove it afterwards."""
-
-    @register_scaling(SlowHalf)
-    def slow_half_frequencies(spec: SlowHalf, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
-        theta = inv_freq(rope.dim, rope.base)
-        theta[rope.dim // 4 :] /= spec.factor
-        return Frequencies(theta, 1.0)
-
-    try:
-        yield
-    finally:
-        del registry.SCALINGS["toy-slow-half"]
-    assert "toy-slow-half" not in list_scalings()
+def toy(toy_method: type) -> type:
+    """The toy method of ``tests/conftest.py`` (``toy_method``): registered by one class and one function only."""
+    return toy_method
 
 
-def test_toy_method_is_in_the_cli_choices_and_runs_from_the_cli(toy: None) -> None:
+def test_toy_method_is_in_the_cli_choices_and_runs_from_the_cli(toy: type, toy_oracle) -> None:
     result = runner.invoke(app, ["frequencies", "--scaling", "no-such-method"])
     assert result.exit_code == 2 and "toy-slow-half" in result.output
     args = ["frequencies", "--head-dim", "16", "--base", "500", "--scaling", "toy-slow-half", "--factor", "4"]
     result = runner.invoke(app, [*args, "--original-length", "1k", "--json"])
     assert result.exit_code == 0, result.output
-    np.testing.assert_allclose(json.loads(result.output)["inv_freq"], slow_half_oracle(16, 500.0, 4.0), rtol=1e-15)
+    np.testing.assert_allclose(json.loads(result.output)["inv_freq"], toy_oracle(16, 500.0, 4.0), rtol=1e-15)
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "--scaling toy-slow-half needs --original-length" in result.output
 
 
-def test_toy_method_round_trips_through_transformers_dicts(toy: None) -> None:
-    rope = RopeConfig(64, base=1e4, scaling=SlowHalf(factor=4.0, original_max_position_embeddings=1024))
+def test_toy_method_round_trips_through_transformers_dicts(toy: type) -> None:
+    rope = RopeConfig(64, base=1e4, scaling=toy(factor=4.0, original_max_position_embeddings=1024))
     exported = to_hf_dict(rope)
     assert exported == {
         "rope_type": "toy-slow-half",
@@ -104,17 +71,59 @@ def test_toy_method_round_trips_through_transformers_dicts(toy: None) -> None:
         from_hf_config({"head_dim": 64, "rope_parameters": {"rope_type": "toy-slow-half", "factor": None}})
 
 
-def test_toy_method_is_in_the_plan_and_the_evaluation(toy: None) -> None:
+def test_toy_method_is_in_the_plan_and_the_evaluation(toy: type, toy_oracle) -> None:
     result = plan(64, 1e4, 1024, 4096, robust=False)
     assert [m.name for m in result.methods] == ["linear", "ntk", "yarn", "llama3", "toy-slow-half"]
     toy_plan = result.method("toy-slow-half")
-    np.testing.assert_allclose(toy_plan.ratio, slow_half_oracle(64, 1e4, 4.0) / inv_freq(64, 1e4), rtol=1e-14)
+    np.testing.assert_allclose(toy_plan.ratio, toy_oracle(64, 1e4, 4.0) / inv_freq(64, 1e4), rtol=1e-14)
     assert toy_plan.kept == list(range(16)) and toy_plan.interpolated == list(range(16, 32))
     assert toy_plan.blended == [] and "0–15 kept, 16–31 divided by s" in toy_plan.summary
-    assert SlowHalf.plan_why in result.why
-    assert scaling_for("toy-slow-half", factor=4.0, train_length=256) == SlowHalf(
+    assert toy.plan_why in result.why
+    assert scaling_for("toy-slow-half", factor=4.0, train_length=256) == toy(
         factor=4.0, original_max_position_embeddings=256
     )
+
+
+def test_toy_method_is_in_inspect(toy: type, toy_oracle) -> None:
+    """``inspect --scaling toy-slow-half`` and ``inspect --factor`` alone (the plan's methods, the toy's included)."""
+    args = ["inspect", "--head-dim", "16", "--base", "500", "--train-length", "1k", "--factor", "4", "--json"]
+    for extra in (["--scaling", "toy-slow-half"], []):
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        ratio = json.loads(result.output)["methods"]["toy-slow-half"]["ratio"]
+        np.testing.assert_allclose(ratio, toy_oracle(16, 500.0, 4.0) / inv_freq(16, 500.0), rtol=1e-14)
+
+
+@pytest.mark.hf
+@pytest.mark.usefixtures("quiet_transformers")
+def test_toy_method_runs_in_eval_methods(toy: type, llama_dir, tmp_path) -> None:
+    """``eval perplexity --methods none,toy-slow-half``: at the training length s = 1, so the toy is plain RoPE and
+    its perplexity is plain RoPE's exactly; beyond it the toy's frequencies differ, and so does the perplexity."""
+    args = ["eval", "perplexity", "--model", str(llama_dir), "--methods", "none,toy-slow-half", "--multiples", "1,2"]
+    result = runner.invoke(app, [*args, "--max-tokens", "256", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {(r["method"], r["length"]): r["perplexity"] for r in json.loads(result.stdout)["perplexity"]}
+    assert sorted(rows) == [("none", 64), ("none", 128), ("toy-slow-half", 64), ("toy-slow-half", 128)]
+    assert rows["toy-slow-half", 64] == rows["none", 64] and rows["toy-slow-half", 128] != rows["none", 128]
+
+
+@pytest.mark.hf
+@pytest.mark.usefixtures("quiet_transformers")
+def test_toy_method_extends_a_model_that_transformers_runs(toy: type, toy_oracle, llama_dir, tmp_path) -> None:
+    """``extend --scaling toy-slow-half``: transformers does not know the toy, so the static-method rule writes it as
+    ``longrope`` with equal per-pair factors; the reloaded model's frequencies are the toy's closed form."""
+    import transformers
+
+    out = tmp_path / "out"
+    args = ["extend", "--model", str(llama_dir), "--scaling", "toy-slow-half", "--factor", "2", "-o", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = json.loads((out / "config.json").read_text())["rope_parameters"]
+    assert written["rope_type"] == "longrope" and written["short_factor"] == written["long_factor"]
+    np.testing.assert_allclose(written["long_factor"], [1.0] * 4 + [2.0] * 4, rtol=1e-12)
+    model = transformers.AutoModelForCausalLM.from_pretrained(out)
+    theirs = model.model.rotary_emb.inv_freq.double().numpy()
+    np.testing.assert_allclose(theirs, toy_oracle(16, 1e4, 2.0), rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------------
