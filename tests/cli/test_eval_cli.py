@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,18 +19,10 @@ from ropekit.cli.app import app
 
 transformers = pytest.importorskip("transformers")
 
-pytestmark = pytest.mark.hf
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]  # tests/conftest.py
 
 TRAIN_LENGTH = 64  # max_position_embeddings of the saved Llama below
 SMALL = ["--multiples", "1,2", "--max-tokens", "256"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
 
 
 def run(*args: str):

@@ -9,7 +9,6 @@ would change the losses by far more than the tolerance; that is checked too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,12 +59,7 @@ def test_tiny_model_predictions_equal_full_argmax(tiny_checkpoint: Path) -> None
 transformers = pytest.importorskip("transformers")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
+pytestmark = pytest.mark.usefixtures("quiet_transformers")  # tests/conftest.py
 
 
 SIZES = {

@@ -34,7 +34,7 @@ transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 from transformers.models.phi3 import modeling_phi3  # noqa: E402
 
-pytestmark = pytest.mark.hf
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]  # tests/conftest.py
 
 RTOL = 1e-6
 EXAMPLES = settings(
@@ -44,15 +44,6 @@ EXAMPLES = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def quiet_transformers() -> Iterator[None]:
-    """transformers warns (not raises) about odd values; the equivalence tests only compare numbers."""
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    yield
-    transformers.logging.set_verbosity(verbosity)
 
 
 class _Float64Torch(types.ModuleType):
