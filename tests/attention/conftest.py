@@ -54,6 +54,15 @@ def sinks(i: int, j: int, *, n_sink: int, window: int) -> float | None:
     return None
 
 
+#: parameters far below the test lengths, so every region of every method is exercised
+CASES = {
+    "self_extend": {"group": 3, "window": 20},
+    "rerope": {"window": 24},
+    "leaky_rerope": {"window": 24, "k": 3.5},
+    "dual_chunk": {"chunk_size": 28, "local_window": 6},
+    "sinks": {"n_sink": 3, "window": 30},
+}
+
 ORACLES = {
     "self_extend": self_extend,
     "rerope": rerope,

@@ -7,15 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ropekit.attention import get_attention
+from ropekit.attention import get_attention, list_attentions
 
-CASES = {
-    "self_extend": {"group": 3, "window": 20},
-    "rerope": {"window": 24},
-    "leaky_rerope": {"window": 24, "k": 3.5},
-    "dual_chunk": {"chunk_size": 28, "local_window": 6},
-    "sinks": {"n_sink": 3, "window": 30},
-}
+NAMES = sorted(list_attentions())
 LENGTH = 80
 BASE = 10000.0
 HEAD_DIM = 16
@@ -39,13 +33,13 @@ def tiny_oracle_logits(model, ids: torch.Tensor, name: str, oracle) -> torch.Ten
         q = attn.q_proj(h).view(batch, seq, config.n_heads, -1).transpose(1, 2)  # (b, h, s, hd)
         k = attn.k_proj(h).view(batch, seq, config.n_kv_heads, -1).transpose(1, 2)
         v = attn.v_proj(h).view(batch, seq, config.n_kv_heads, -1).transpose(1, 2)
-        out = oracle.attention(name, q, k, v, freqs, **CASES[name]).float()
+        out = oracle.attention(name, q, k, v, freqs, **oracle.CASES[name]).float()
         x = x + attn.o_proj(out.transpose(1, 2).reshape(batch, seq, -1))
         x = x + block.mlp(block.mlp_norm(x))
     return F.linear(model.norm(x), model.embed.weight)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_tiny_model_matches_oracle(name: str, oracle):
     from ropekit.model import load
 
@@ -53,9 +47,9 @@ def test_tiny_model_matches_oracle(name: str, oracle):
     ids = torch.randint(0, 256, (1, LENGTH), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = tiny_oracle_logits(model, ids, name, oracle)
-        ours = model.set_attention(get_attention(name)(**CASES[name]))(ids)
+        ours = model.set_attention(get_attention(name)(**oracle.CASES[name]))(ids)
         assert float((ours - expected).abs().max()) < 1e-4 * float(expected.abs().max())
-        wide = {k: (LENGTH if k in ("window", "chunk_size") else v) for k, v in CASES[name].items()}
+        wide = {k: (LENGTH if k in ("window", "chunk_size") else v) for k, v in oracle.CASES[name].items()}
         plain = model.set_attention(None)(ids)
         assert float((model.set_attention(get_attention(name)(**wide))(ids) - plain).abs().max()) < 1e-4
 
@@ -123,7 +117,7 @@ def oracle_logits(model, ids: torch.Tensor, name: str, base: float, oracle) -> t
     def forward(module, query, key, value, attention_mask, scaling=None, **kwargs):
         if getattr(module, "is_sliding", False):
             return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
-        out = oracle.attention(name, query, key, value, inv_freq(base), scaling, rotated=True, **CASES[name])
+        out = oracle.attention(name, query, key, value, inv_freq(base), scaling, rotated=True, **oracle.CASES[name])
         return out.to(query.dtype).transpose(1, 2), None
 
     AttentionInterface.register("attention_oracle_test", forward)
@@ -137,9 +131,9 @@ def oracle_logits(model, ids: torch.Tensor, name: str, base: float, oracle) -> t
 
 
 #: every method on Llama; Gemma 3 with Self-Extend by default, the others under -m slow (each case runs the oracle)
-MODEL_CASES = [pytest.param("llama", name, id=f"llama-{name}") for name in sorted(CASES)] + [
+MODEL_CASES = [pytest.param("llama", name, id=f"llama-{name}") for name in NAMES] + [
     pytest.param("gemma3", name, id=f"gemma3-{name}", marks=() if name == "self_extend" else pytest.mark.slow)
-    for name in sorted(CASES)
+    for name in NAMES
 ]
 
 
@@ -156,7 +150,7 @@ def test_transformers_model_matches_oracle_and_decodes(arch: str, name: str, ora
         apply_scaling(model, None)  # ropekit's float64 rotary: the oracle's frequencies exactly
         plain = model(ids).logits
         expected = oracle_logits(model, ids, name, base, oracle)
-        apply_attention(model, get_attention(name)(**CASES[name]))
+        apply_attention(model, get_attention(name)(**oracle.CASES[name]))
         ours = model(ids).logits
         assert float((ours - expected).abs().max()) < 1e-5
         assert float((ours - plain).abs().max()) > 1e-4  # the method changes something at this length
@@ -175,14 +169,14 @@ def test_transformers_model_matches_oracle_and_decodes(arch: str, name: str, ora
 
 
 @pytest.mark.hf
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_transformers_window_covering_the_length_is_plain(name: str):
+@pytest.mark.parametrize("name", NAMES)
+def test_transformers_window_covering_the_length_is_plain(name: str, oracle):
     from ropekit.integrations.hf import apply_scaling
     from ropekit.integrations.hf_attention import apply_attention
 
     model = llama()
     ids = torch.randint(0, 101, (1, 40), generator=torch.Generator().manual_seed(3))
-    wide = {k: (40 if k in ("window", "chunk_size") else v) for k, v in CASES[name].items()}
+    wide = {k: (40 if k in ("window", "chunk_size") else v) for k, v in oracle.CASES[name].items()}
     with torch.no_grad():
         apply_scaling(model, None)
         plain = model(ids).logits

@@ -11,14 +11,7 @@ from ropekit.functional import apply_rope, cos_sin
 BASE = 10000.0
 HEAD_DIM = 16
 LENGTH = 160
-#: parameters far below LENGTH, so every region of every method is exercised
-CASES = {
-    "self_extend": {"group": 3, "window": 20},
-    "rerope": {"window": 24},
-    "leaky_rerope": {"window": 24, "k": 3.5},
-    "dual_chunk": {"chunk_size": 28, "local_window": 6},
-    "sinks": {"n_sink": 3, "window": 30},
-}
+NAMES = sorted(list_attentions())
 
 
 def inv_freq(rotary_dim: int = HEAD_DIM) -> torch.Tensor:
@@ -40,27 +33,27 @@ def tensors(length: int = LENGTH, heads: int = 4, kv_heads: int = 2, dtype=torch
 
 
 def test_every_registered_method_has_an_oracle(oracle):
-    assert set(list_attentions()) == set(CASES) == set(oracle.ORACLES)
+    assert set(list_attentions()) == set(oracle.CASES) == set(oracle.ORACLES)
 
 
 @pytest.mark.parametrize("rows", [16, 37, 256])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_matches_oracle_beyond_the_window(name: str, rows: int, oracle):
     """Blocks of queries smaller than, across and larger than every window and chunk."""
     freqs = inv_freq()
     q, k, v = tensors()
-    method = get_attention(name)(**CASES[name])
+    method = get_attention(name)(**oracle.CASES[name])
     ours = attend(rotated(q, freqs), rotated(k, freqs), v, method, freqs, block_rows=rows)
-    expected = oracle.attention(name, q, k, v, freqs, **CASES[name])
+    expected = oracle.attention(name, q, k, v, freqs, **oracle.CASES[name])
     assert float((ours.double() - expected).abs().max()) < 1e-5
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_decoding_rows_match_the_full_result(name: str):
+@pytest.mark.parametrize("name", NAMES)
+def test_decoding_rows_match_the_full_result(name: str, oracle):
     """Queries given as the last rows against the whole key cache (KV-cached decoding) give the same rows."""
     freqs = inv_freq()
     q, k, v = tensors()
-    method = get_attention(name)(**CASES[name])
+    method = get_attention(name)(**oracle.CASES[name])
     qr, kr = rotated(q, freqs), rotated(k, freqs)
     full = attend(qr, kr, v, method, freqs)
     for last in (1, 7):
@@ -68,7 +61,7 @@ def test_decoding_rows_match_the_full_result(name: str):
         assert float((tail - full[:, :, -last:]).abs().max()) < 1e-6
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_window_covering_the_length_is_plain_attention(name: str):
     freqs = inv_freq()
     q, k, v = tensors(length=48)
@@ -86,9 +79,9 @@ def test_partial_rotary_and_float64(oracle):
     """A rotary dim below head_dim leaves the tail dims alone; float64 inputs agree to float64 rounding."""
     freqs = inv_freq(rotary_dim=8)
     q, k, v = tensors(dtype=torch.float64)
-    method = get_attention("self_extend")(**CASES["self_extend"])
+    method = get_attention("self_extend")(**oracle.CASES["self_extend"])
     ours = attend(rotated(q, freqs), rotated(k, freqs), v, method, freqs)
-    expected = oracle.attention("self_extend", q, k, v, freqs, **CASES["self_extend"])
+    expected = oracle.attention("self_extend", q, k, v, freqs, **oracle.CASES["self_extend"])
     assert float((ours - expected).abs().max()) < 1e-10
 
 
