@@ -13,7 +13,12 @@ from ropekit.cli.common import fail, json_option, option_errors, parse_length, p
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
-FACTOR = typer.Option(None, "--factor", help="Scaling factor s >= 1 (default: target length / original length).")
+FACTOR = typer.Option(
+    None,
+    "--factor",
+    help="Scaling factor s >= 1 over the original length, also for an already-extended model "
+    "(default: target length / original length).",
+)
 ORIGINAL = typer.Option(None, "--original-length", help="Pre-training length, e.g. 8k (default: from the config).")
 BASE = typer.Option(None, "--base", help="Change the RoPE base to B (Men et al.'s recipe); instead of --scaling.")
 PLAN = typer.Option(False, "--plan", help="Take the method from `ropekit plan` for --target-length (says which).")
