@@ -230,17 +230,6 @@ def json_option(help: str = "Print JSON instead of tables.") -> Any:
     return typer.Option(False, "--json", metavar="", help=help)
 
 
-def resolve_alias(value: Any, alias_value: Any, option: str, alias: str, *, default: Any) -> tuple[Any, str]:
-    """The value of an option that keeps an old spelling (a hidden ``alias``), and the spelling the user typed."""
-    if alias_value is None:
-        return value, option
-    if value != default and value != alias_value:
-        raise fail(
-            f"{option} and {alias} are one option (the latter is the old name); got {value!r} and {alias_value!r}"
-        )
-    return alias_value, alias
-
-
 def version_callback(value: bool) -> None:
     """``ropekit --version``."""
     if value:

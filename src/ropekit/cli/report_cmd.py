@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, json_option, prepare_output_dir, print_json, refuse_overwrite, resolve_alias
+from ropekit.cli.common import fail, json_option, prepare_output_dir, print_json, refuse_overwrite
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
     DTYPE,
@@ -76,7 +76,6 @@ def report_command(
     perplexity_multiples: str = typer.Option(
         "1,2,4,8,16", "--perplexity-multiples", help="Perplexity lengths as multiples of the training length."
     ),
-    multiples: str | None = typer.Option(None, "--multiples", hidden=True, help="Old name of --perplexity-multiples."),
     passkey_multiples: str = typer.Option("1,2,4,8", help="Passkey lengths as multiples of the training length."),
     depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Passkey needle depths."),
     trials: int = typer.Option(10, help="Passkey trials per cell."),
@@ -105,13 +104,10 @@ def report_command(
     from ropekit.eval.report import write_report
 
     started = time.perf_counter()
-    lengths, lengths_option = resolve_alias(
-        perplexity_multiples, multiples, "--perplexity-multiples", "--multiples", default="1,2,4,8,16"
-    )
-    names = {"multiples": lengths_option}
+    names = {"multiples": "--perplexity-multiples"}
     settings = build_settings(
         methods=methods,
-        multiples=lengths,
+        multiples=perplexity_multiples,
         passkey_multiples=passkey_multiples,
         depths=depths,
         factor=factor,

@@ -13,7 +13,6 @@ from ropekit.cli.common import (
     parse_length,
     prepare_output_dir,
     print_json,
-    resolve_alias,
 )
 
 DEFAULT_OUT = Path("runs/tiny")
@@ -48,7 +47,6 @@ def train_command(
     train_length: str = typer.Option("256", help="Training context in bytes, e.g. 256 or 1k."),
     position: str = typer.Option("rope", help="rope, sinusoidal, none (NoPE) or infini (Infini-attention)."),
     base: float = typer.Option(10000.0, "--base", help="RoPE base b."),
-    rope_base: float | None = typer.Option(None, "--rope-base", hidden=True, help="Old spelling of --base."),
     segment_length: int | None = typer.Option(None, help="Infini-attention segment length (position infini)."),
     memory_update: str = typer.Option("linear", help="Infini-attention memory rule: linear or delta."),
     task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are passkey episodes."),
@@ -64,10 +62,9 @@ def train_command(
     from ropekit.model.tiny import TinyConfig
     from ropekit.model.train import TrainConfig, train
 
-    base, base_option = resolve_alias(base, rope_base, "--base", "--rope-base", default=10000.0)
     length = parse_length(train_length, "--train-length")
     names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
-    names |= {"rope_base": base_option, "train_length": "--train-length"}
+    names |= {"rope_base": "--base", "train_length": "--train-length"}
     with option_errors(**names):
         config = TinyConfig(
             d_model=d_model,
