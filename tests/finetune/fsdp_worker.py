@@ -1,7 +1,8 @@
 """``ropekit finetune`` sharded with FSDP over CPU processes (gloo): what ``accelerate launch --config_file
 configs/fsdp.yaml`` does on GPUs, run where accelerate 1.15 will not.
 
-Usage: ``python tests/finetune/fsdp_worker.py --processes 2 --config configs/fsdp.yaml -- finetune ARGS...``
+Usage: ``python tests/finetune/fsdp_worker.py --processes 2 --config configs/fsdp.yaml -- finetune ARGS...``; exits
+with ropekit's exit code (130 when Ctrl-C, sent to the process group, stopped the run with a checkpoint).
 
 accelerate 1.15 picks FSDP only when it sees GPUs (or other accelerators): on CPU its ``MULTI_CPU`` branch never looks
 at the FSDP plugin, so the launch trains as plain data parallelism (``test_distributed.py`` pins that). torch itself
@@ -83,11 +84,7 @@ def _worker(rank: int, processes: int, port: int, config: str, args: list[str]) 
         print(f"accelerate chose {chosen} for this FSDP config on CPU; running it as FSDP", flush=True)
     from ropekit.cli.app import app
 
-    try:
-        app(args, prog_name="ropekit")
-    except SystemExit as done:
-        if done.code not in (0, None):
-            raise RuntimeError(f"ropekit finetune exited with {done.code} on rank {rank}") from None
+    app(args, prog_name="ropekit")  # its exit code (130 after Ctrl-C) becomes the worker's
 
 
 def _free_port() -> int:
@@ -96,16 +93,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--config", required=True, help="an accelerate config with distributed_type: FSDP")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="-- finetune ARGS...")
     options = parser.parse_args(argv)
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
+    import signal
+
     import torch.multiprocessing as mp
 
-    mp.spawn(_worker, args=(options.processes, _free_port(), options.config, args), nprocs=options.processes)
+    # Ctrl-C is for the workers (ropekit stops them all after a step, with a checkpoint); the spawning parent would
+    # kill them instead. SIG_IGN survives exec, and ropekit's training loop installs its own handler in each worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        mp.spawn(_worker, args=(options.processes, _free_port(), options.config, args), nprocs=options.processes)
+    except mp.ProcessExitedException as failed:  # a worker's exit code, e.g. ropekit's 130 after Ctrl-C
+        return failed.exit_code
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """FSDP2 on CPU: ``ropekit finetune`` sharded over two gloo processes with ``configs/fsdp.yaml``'s FSDP settings gives
-the one-process run's step losses, held-out losses and final weights.
+the one-process run's step losses, held-out losses and final weights, also when stopped by Ctrl-C and resumed from
+its sharded checkpoint.
 
 Oracle: the same command in one process, unsharded, on the same global batch (the data order depends on the seed
 alone). accelerate 1.15 shards only on GPUs, so ``fsdp_worker.py`` initialises accelerate's state as it would there
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,36 @@ def test_fsdp2_on_two_cpu_processes_matches_one_process(llama_dir, text_file, tm
     assert sharded_weights.keys() == one_weights.keys()
     for name, weight in one_weights.items():
         torch.testing.assert_close(sharded_weights[name], weight, rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.slow
+def test_fsdp2_run_stopped_by_ctrl_c_resumes_from_its_sharded_checkpoint(llama_dir, text_file, tmp_path):
+    """Ctrl-C to both sharded workers stops them after a step with a sharded checkpoint (exit 130); ``--resume``
+    loads it and continues the loss curve of an uninterrupted one-process run."""
+    (tmp_path / "run").mkdir()
+    out = tmp_path / "run" / "sharded"
+    args = _args(llama_dir, text_file, out, 1, 0)
+    args[args.index("--steps") + 1] = "8"
+    worker = [sys.executable, str(WORKER), "--processes", "2", "--config", str(ROOT / "configs" / "fsdp.yaml"), "--"]
+    process = subprocess.Popen(
+        [*worker, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline and process.poll() is None:
+        logs = list((tmp_path / "run").rglob("loss.csv"))  # the run may write beside --out until it finishes
+        if logs and len(logs[0].read_text().splitlines()) >= 3:  # header, step 0 (held-out), step 1
+            break
+        time.sleep(0.2)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr[-3000:]
+
+    resumed = subprocess.run([*worker, *args, "--resume"], capture_output=True, text=True, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    one_args = _args(llama_dir, text_file, tmp_path / "one", 2, 0)
+    one_args[one_args.index("--steps") + 1] = "8"
+    one = CliRunner().invoke(app, one_args)
+    assert one.exit_code == 0, one.output
+    assert len(_losses(out)) == 8
+    assert _losses(out) == pytest.approx(_losses(tmp_path / "one"), abs=4e-6)
