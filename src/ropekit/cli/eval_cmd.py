@@ -180,24 +180,17 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: 
     A failure part-way writes the methods already measured to ``out`` (when given) before the error.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ropekit._progress import progress_bar
     from ropekit.eval.sweep import SweepResult, cost_lines, evaluation_text, forward_tokens, run_sweep
 
     console = Console(stderr=True)
     text_tokens = len(evaluation_text(model, text)[0])
     for line in cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey):
         console.print(line, highlight=False)
-    columns = [  # progress in forward tokens, so the ETA weighs a 32k window 4x an 8k one (and more for attention)
-        TextColumn("[bold]eval"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}% {task.description}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    ]
     merged: SweepResult | None = None
-    with Progress(*columns, transient=False, console=console) as bar:
+    # progress in forward tokens, so the ETA weighs a 32k window 4x an 8k one (and more for attention)
+    with progress_bar("eval") as bar:
         cost = forward_tokens(settings, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
         task = bar.add_task("", total=max(1, sum(cost.values())))
         for method in settings.methods:

@@ -118,8 +118,8 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
 def run_with_progress(model, settings, tokens, samples):
     """run_tasks under a rich progress bar in forward tokens (on stderr, so ``--json`` stays valid), cost first."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ropekit._progress import progress_bar
     from ropekit.eval.tasks.run import forward_tokens, run_tasks
 
     console = Console(stderr=True)
@@ -131,15 +131,7 @@ def run_with_progress(model, settings, tokens, samples):
         f"once; a wrong answer adds up to its budget: at most {budget * len(settings.methods):,} more)",
         highlight=False,
     )
-    columns = [
-        TextColumn("[bold]tasks"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}% {task.description}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    ]
-    with Progress(*columns, console=console) as bar:
+    with progress_bar("tasks") as bar:
         task = bar.add_task("", total=max(1, total))
         try:
             return run_tasks(

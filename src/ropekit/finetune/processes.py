@@ -44,23 +44,8 @@ def save_checkpoint(accelerator, state_dir: Path, step: int) -> None:
 def progress_bar(accelerator, enabled: bool, total: int, done: int, title: str):
     if not (enabled and accelerator.is_main_process):
         return None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from ropekit._progress import progress_bar as make_bar
 
-    bar = Progress(
-        TextColumn(f"[bold]{title}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
+    bar = make_bar(title, steps=True)
     bar.start()
     return bar, bar.add_task("", total=total, completed=done)

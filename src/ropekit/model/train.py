@@ -210,8 +210,7 @@ def train(
             they fine-tune with a changed base. Its shape must match ``config``; position encoding, base and
             training length may differ (RoPE has no weights). Ignored when resuming.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from ropekit._progress import progress_bar
 
     torch.manual_seed(train.seed)
     out = Path(out)
@@ -242,17 +241,8 @@ def train(
     started = time.perf_counter()
     elapsed_before = history[-1]["elapsed_s"] if history else 0.0
     tokens_per_step = train.batch_size * config.train_length
-    columns = [
-        TextColumn("[bold]train"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ]
-    # on stderr, so a caller's JSON on stdout stays valid
-    with Progress(*columns, disable=not progress, console=Console(stderr=True)) as bar:
-        task = bar.add_task("train", total=train.steps, completed=step, info="")
+    with progress_bar("train", steps=True, enabled=progress) as bar:
+        task = bar.add_task("", total=train.steps, completed=step)
         smoothed = None
         while step < train.steps:
             model.train()
@@ -273,7 +263,9 @@ def train(
             elapsed = elapsed_before + time.perf_counter() - started
             smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
             rate = step * tokens_per_step / max(elapsed, 1e-9)
-            bar.update(task, completed=step, info=f"loss {smoothed:.3f}  {rate:,.0f} tok/s  {fraction:.0%} of budget")
+            bar.update(
+                task, completed=step, description=f"loss {smoothed:.3f}  {rate:,.0f} tok/s  {fraction:.0%} of budget"
+            )
             if step % 10 == 0:
                 history.append({"step": step, "loss": round(smoothed, 4), "elapsed_s": round(elapsed, 1)})
             if step % train.checkpoint_every == 0:
