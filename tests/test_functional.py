@@ -1,4 +1,5 @@
-"""Tests of ropekit.functional: cos_sin, apply_rope and the weight-layout conversion.
+"""Tests of ropekit.functional: apply_rope (the tables are tests/test_tables.py, the weight-layout conversion
+tests/test_permute.py).
 
 Every check compares against an oracle built here in float64 from the closed form θ_i = b^(−2i/d): an explicit
 block-diagonal rotation matrix, complex multiplication (Meta's ``freqs_cis``), the ``rotate_half`` /
@@ -15,8 +16,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropekit.functional import apply_rope, cos_sin, half_split_to_interleaved, interleaved_to_half_split
-from ropekit.scaling.registry import Frequencies, inv_freq
+from ropekit.functional import apply_rope, cos_sin
+from ropekit.scaling.registry import inv_freq
 
 BASE = 10000.0
 
@@ -179,20 +180,6 @@ def test_rotation_preserves_norms(seed, interleaved, dtype):
     torch.testing.assert_close(y.double().norm(dim=-1), x.double().norm(dim=-1), rtol=tol, atol=0)
 
 
-def test_attention_factor_scales_norms_and_tables(seed):
-    positions = torch.arange(50)
-    x = torch.randn(1, 50, 2, 16, dtype=torch.float64)
-    cos1, sin1 = tables(positions, 16, dtype=torch.float64)
-    cos2, sin2 = cos_sin(positions, inv_freq(16, BASE), attention_factor=1.25, dtype=torch.float64)
-    torch.testing.assert_close(cos2, 1.25 * cos1, rtol=1e-15, atol=0)
-    torch.testing.assert_close(sin2, 1.25 * sin1, rtol=1e-15, atol=0)
-    y = apply_rope(x, cos2, sin2)
-    torch.testing.assert_close(y.norm(dim=-1), 1.25 * x.norm(dim=-1), rtol=1e-13, atol=0)
-    # A Frequencies' own factor multiplies the one passed.
-    cos3, _ = cos_sin(positions, Frequencies(inv_freq(16, BASE), 2.0), attention_factor=1.25, dtype=torch.float64)
-    torch.testing.assert_close(cos3, 2.5 * cos1, rtol=1e-15, atol=0)
-
-
 # ---------------------------------------------------------------- autograd
 
 
@@ -270,63 +257,6 @@ def test_works_under_torch_compile_inductor(seed):
     )
     y.pow(2).sum().backward()
     torch.testing.assert_close(x.grad, 2 * x.detach(), rtol=1e-5, atol=1e-5)
-
-
-# ---------------------------------------------------------------- weight layout conversion
-
-
-@pytest.mark.parametrize("rotary_dim", [None, 8], ids=["full", "partial"])
-def test_converting_qk_weights_keeps_attention_scores(seed, rotary_dim):
-    """A model written for interleaved RoPE, converted to half-split, gives the same scores (with GQA)."""
-    heads, kv_heads, head_dim, hidden, seq = 4, 2, 16, 32, 12
-    r = rotary_dim or head_dim
-    wq = torch.randn(heads * head_dim, hidden, dtype=torch.float64)
-    wk = torch.randn(kv_heads * head_dim, hidden, dtype=torch.float64)
-    bq = torch.randn(heads * head_dim, dtype=torch.float64)
-    h = torch.randn(1, seq, hidden, dtype=torch.float64)
-    cos, sin = tables(torch.arange(seq), r, dtype=torch.float64)
-
-    def scores(wq, bq, wk, interleaved):
-        q = (h @ wq.T + bq).unflatten(-1, (heads, head_dim))  # (1, seq, heads, head_dim)
-        k = (h @ wk.T).unflatten(-1, (kv_heads, head_dim))  # (1, seq, kv_heads, head_dim)
-        q = apply_rope(q, cos, sin, interleaved=interleaved)
-        k = apply_rope(k, cos, sin, interleaved=interleaved).repeat_interleave(heads // kv_heads, dim=2)
-        return torch.einsum("bshd,bthd->bhst", q, k)  # (1, heads, seq, seq)
-
-    original = scores(wq, bq, wk, interleaved=True)
-    convert = {"head_dim": head_dim, "rotary_dim": rotary_dim}
-    wq_h, bq_h, wk_h = (interleaved_to_half_split(w, **convert) for w in (wq, bq, wk))
-    torch.testing.assert_close(scores(wq_h, bq_h, wk_h, interleaved=False), original, rtol=1e-12, atol=1e-10)
-    # The check has power: unconverted weights in the other layout give different scores.
-    assert not torch.allclose(scores(wq, bq, wk, interleaved=False), original, rtol=1e-3, atol=1e-3)
-    # Round trips are exact, and the inverse undoes a half-split model back to interleaved.
-    for w in (wq, bq, wk):
-        assert torch.equal(half_split_to_interleaved(interleaved_to_half_split(w, **convert), **convert), w)
-        assert torch.equal(interleaved_to_half_split(half_split_to_interleaved(w, **convert), **convert), w)
-    back = (half_split_to_interleaved(w, **convert) for w in (wq_h, bq_h, wk_h))
-    torch.testing.assert_close(scores(*back, interleaved=True), original, rtol=0, atol=0)
-
-
-def test_weight_conversion_matches_meta_llama_permute():
-    """The permutation transformers' convert_llama_weights_to_hf applies to Meta's wq/wk (a closed form)."""
-    heads, head_dim, hidden = 3, 8, 5
-    w = torch.arange(heads * head_dim * hidden, dtype=torch.float32).reshape(heads * head_dim, hidden)
-    expected = w.view(heads, head_dim // 2, 2, hidden).transpose(1, 2).reshape(heads * head_dim, hidden)
-    assert torch.equal(interleaved_to_half_split(w, head_dim), expected)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        ({"head_dim": 10}, ValueError, r"weight.shape\[0\]=24 is not a multiple of head_dim=10"),
-        ({"head_dim": 8, "rotary_dim": 5}, ValueError, r"rotary_dim must be even.*got 5"),
-        ({"head_dim": 8, "rotary_dim": 10}, ValueError, r"rotary_dim must be <= head_dim \(8\), got 10"),
-        ({"head_dim": 8.0}, TypeError, r"head_dim must be an integer, got 8.0"),
-    ],
-)
-def test_weight_conversion_rejects_bad_arguments(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        interleaved_to_half_split(torch.zeros(24, 4), **kwargs)
 
 
 # ---------------------------------------------------------------- partial rotary
@@ -444,29 +374,6 @@ def test_seq_dim_2_layout(seed, interleaved):
 
 
 # ---------------------------------------------------------------- precision
-
-
-def test_cos_sin_within_1e7_at_every_position_up_to_2_pow_20():
-    """All 2**20 + 1 positions (some 67M values per table) for d = 128, b = 1e4.
-
-    The oracle is independent of the formula under test: e^{i(m0+k)θ} = e^{im0θ}·e^{ikθ} in complex128, from
-    a 1024-entry table of e^{ikθ} and one e^{im0θ} per block (error ~1e-15).
-    """
-    d, block, n = 128, 1024, 2**20 + 1
-    theta = BASE ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-    inner = np.exp(1j * np.outer(np.arange(block, dtype=np.float64), theta))  # (block, d/2)
-    freqs = inv_freq(d, BASE)
-    worst_cos = worst_sin = 0.0
-    blocks_per_chunk = 64
-    n_blocks = -(-n // block)
-    for b0 in range(0, n_blocks, blocks_per_chunk):
-        starts = np.arange(b0, min(b0 + blocks_per_chunk, n_blocks), dtype=np.float64) * block
-        ref = (np.exp(1j * np.outer(starts, theta))[:, None, :] * inner[None]).reshape(-1, d // 2)
-        cos, sin = cos_sin(torch.arange(int(starts[0]), int(starts[-1]) + block), freqs)
-        assert cos.dtype == sin.dtype == torch.float32
-        worst_cos = max(worst_cos, float(np.abs(cos.numpy() - ref.real).max()))
-        worst_sin = max(worst_sin, float(np.abs(sin.numpy() - ref.imag).max()))
-    assert worst_cos <= 1e-7 and worst_sin <= 1e-7, (worst_cos, worst_sin)
 
 
 @LAYOUTS
@@ -602,57 +509,6 @@ COS, SIN = cos_sin(torch.arange(4), inv_freq(16, BASE))
             r"rotary_dim must be <= head_dim \(8\), got 16",
         ),
         (lambda: apply_rope(X, COS, SIN, rotary_dim=16.0), TypeError, r"rotary_dim must be an integer, got 16.0"),
-        (lambda: inv_freq(15, BASE), ValueError, r"rotary_dim must be even.*got 15"),
-        (lambda: inv_freq(0, BASE), ValueError, r"rotary_dim must be an integer >= 2, got 0"),
-        # base
-        (lambda: inv_freq(16, 1.0), ValueError, r"base must be > 1.0, got 1.0"),
-        (lambda: inv_freq(16, 0.5), ValueError, r"base must be > 1.0, got 0.5"),
-        (lambda: inv_freq(16, -3), ValueError, r"base must be > 1.0, got -3"),
-        (lambda: inv_freq(16, float("nan")), ValueError, r"base must be finite, got nan"),
-        (lambda: inv_freq(16, float("inf")), ValueError, r"base must be finite, got inf"),
-        (lambda: inv_freq(16, "1e4"), TypeError, r"base must be a real number, got '1e4'"),
-        # positions
-        (
-            lambda: cos_sin(torch.tensor([0, -3]), inv_freq(16, BASE)),
-            ValueError,
-            r"positions must be >= 0, got minimum -3",
-        ),
-        (
-            lambda: cos_sin(torch.tensor([0.0, 1.5]), inv_freq(16, BASE)),
-            TypeError,
-            r"positions must have an integer dtype, got torch.float32",
-        ),
-        (
-            lambda: cos_sin(torch.tensor([True]), inv_freq(16, BASE)),
-            TypeError,
-            r"positions must have an integer dtype, got torch.bool",
-        ),
-        (
-            lambda: cos_sin([0, 1], inv_freq(16, BASE)),
-            TypeError,
-            r"positions must be an integer torch.Tensor, got list",
-        ),
-        (
-            lambda: cos_sin(torch.zeros(1, 2, 3, dtype=torch.long), inv_freq(16, BASE)),
-            ValueError,
-            r"positions must be 1-D .*got shape \(1, 2, 3\)",
-        ),
-        # attention factor and table dtype
-        (
-            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), attention_factor=float("nan")),
-            ValueError,
-            r"attention_factor must be finite, got nan",
-        ),
-        (
-            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), attention_factor=0.0),
-            ValueError,
-            r"attention_factor must be > 0.0, got 0.0",
-        ),
-        (
-            lambda: cos_sin(torch.arange(3), inv_freq(16, BASE), dtype=torch.int32),
-            TypeError,
-            r"dtype must be a floating dtype, got torch.int32",
-        ),
         # cos/sin that do not match x
         (lambda: apply_rope(X[:, :3], COS, SIN), ValueError, r"cos/sin cover 4 positions but x has 3 along seq_dim=1"),
         (
