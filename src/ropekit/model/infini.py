@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ropekit._validate import require_choice
+from ropekit.model.projections import GroupedProjections
 
 if TYPE_CHECKING:
     from ropekit.model.tiny import TinyConfig
@@ -115,22 +116,15 @@ def update(sigma_k: torch.Tensor, values: torch.Tensor, memory: Memory, rule: st
     return Memory(matrix, memory.norm.to(compute) + sigma_k.sum(dim=2))
 
 
-class InfiniAttention(nn.Module):
+class InfiniAttention(GroupedProjections):
     """Grouped-query Infini-attention: causal attention inside each segment, compressive memory across them.
 
-    Same projections as :class:`ropekit.model.tiny.Attention` (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``)
+    The projections of :class:`~ropekit.model.projections.GroupedProjections` (as the tiny model's attention)
     plus ``gate``, the per-head ``β`` (initialised to 0, i.e. an even mix).
     """
 
     def __init__(self, config: TinyConfig, rotary: RotaryEmbedding | None) -> None:
-        super().__init__()
-        self.config = config
-        self.rotary = rotary
-        hd = config.head_dim
-        self.q_proj = nn.Linear(config.d_model, config.n_heads * hd, bias=False)
-        self.k_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
-        self.v_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
-        self.o_proj = nn.Linear(config.n_heads * hd, config.d_model, bias=False)
+        super().__init__(config, rotary)
         self.gate = nn.Parameter(torch.zeros(config.n_heads))
 
     def empty_memory(self, batch: int, like: torch.Tensor) -> Memory:

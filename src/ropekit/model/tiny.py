@@ -24,6 +24,7 @@ from ropekit.attention.registry import AttentionConfig
 from ropekit.config import RopeConfig
 from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
 from ropekit.model.kv_cache import KVCache, causal_attention
+from ropekit.model.projections import GroupedProjections
 from ropekit.model.tokenizer import VOCAB_SIZE
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig, get_scaling
@@ -152,18 +153,11 @@ def sinusoidal_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2).float()  # (seq, dim)
 
 
-class Attention(nn.Module):
+class Attention(GroupedProjections):
     """Causal grouped-query self-attention with a pluggable rotary embedding."""
 
     def __init__(self, config: TinyConfig, rotary: RotaryEmbedding | None) -> None:
-        super().__init__()
-        self.config = config
-        self.rotary = rotary
-        hd = config.head_dim
-        self.q_proj = nn.Linear(config.d_model, config.n_heads * hd, bias=False)
-        self.k_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
-        self.v_proj = nn.Linear(config.d_model, config.n_kv_heads * hd, bias=False)
-        self.o_proj = nn.Linear(config.n_heads * hd, config.d_model, bias=False)
+        super().__init__(config, rotary)
         #: a training-free attention method (:mod:`ropekit.attention`); None = plain causal sdpa
         self.method: AttentionConfig | None = None
 
