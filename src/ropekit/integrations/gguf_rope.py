@@ -160,7 +160,7 @@ def _per_pair(rope: RopeConfig, *, rope_freqs: bool) -> LlamaCppRope:
             "llama.cpp divisor can express (it would be infinite)"
         )
     attention = float(ours.attention_factor)
-    if spec.rope_type in ("base", "ntk"):  # a base change by definition: its exact base, not one recovered from θ'_1
+    if spec.base_change:  # a base change by definition: its exact base, not one recovered from θ'_1
         from ropekit.hf_format import to_hf_dict
 
         return _checked(rope, LlamaCppRope(d, float(to_hf_dict(rope)["rope_theta"])))
