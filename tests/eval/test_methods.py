@@ -103,7 +103,7 @@ def test_unknown_method_raises_value_error() -> None:
 
 
 def test_every_default_method_is_in_the_registry_or_plain() -> None:
-    assert default_methods() == ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+    assert default_methods() == ("none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "self_extend")
     for method in default_methods():
         try:
             scaling_for(method, factor=2.0, train_length=64)

@@ -41,7 +41,7 @@ METHOD_NAMES = (
 )
 #: the default of ``--methods`` written out for the help: :func:`ropekit.eval.methods.default_methods` (a test keeps
 #: them equal)
-DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope"
+DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope,self_extend"
 
 METHODS = typer.Option(
     DEFAULT_METHODS,

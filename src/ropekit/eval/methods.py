@@ -12,10 +12,15 @@ from typing import Any
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
 from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
 
+#: the attention methods evaluated by default (after the scalings): Self-Extend, the family's most cited member, which
+#: needs no parameters beyond the training length (its group follows the length by the authors' rule)
+DEFAULT_ATTENTIONS = ("self_extend",)
+
 
 def default_methods() -> tuple[str, ...]:
-    """What ``--methods`` means by default: plain RoPE and every registered method with an ``eval_order``."""
-    return ("none", *ranked_scalings("eval_order"))
+    """What ``--methods`` means by default: plain RoPE, every registered scaling with an ``eval_order``, and
+    :data:`DEFAULT_ATTENTIONS`."""
+    return ("none", *ranked_scalings("eval_order"), *DEFAULT_ATTENTIONS)
 
 
 def factor_for(length: int, train_length: int, factor: float | str) -> float:
