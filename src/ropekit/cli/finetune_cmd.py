@@ -90,6 +90,7 @@ def finetune_command(
     resume: bool = typer.Option(False, "--resume", help="Continue the interrupted run in --out."),
     force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
     json_output: bool = json_option("Print the report as JSON."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (peak memory, time per step) and exit."),
 ) -> None:
     """Fine-tune a model at a longer context with a RoPE method, then write it as `ropekit extend` does.
 
@@ -146,6 +147,7 @@ def finetune_command(
             window=parse_length(window, "--window", minimum=2) if window else None,
             chunks=chunks,
         )
+    _plan(model, spec, types, settings, console, dry_run)
     try:
         with option_errors(**_NAMES):
             report = finetune(
@@ -180,6 +182,21 @@ def finetune_command(
         print_json(report.to_dict())
         return
     _print_table(report)
+
+
+def _plan(model: Path, spec, types, settings, console, dry_run: bool) -> None:
+    """Print the plan of what fits (:mod:`ropekit.finetune.fit`); refuse a run that does not fit; stop on --dry-run."""
+    from ropekit.finetune.fit import plan_finetune, refusal
+    from ropekit.finetune.run import _load_for_training
+    from ropekit.integrations.hf_config import load_config
+
+    build = lambda: _load_for_training(model, spec, types)  # noqa: E731
+    fit_plan, largest = plan_finetune(load_config(model), settings, build_model=build)
+    console.print(fit_plan.summary(), highlight=False)
+    if message := refusal(fit_plan, largest):
+        raise fail(message)
+    if dry_run:
+        raise typer.Exit(code=0)
 
 
 def _print_table(report) -> None:
