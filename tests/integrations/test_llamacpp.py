@@ -58,7 +58,9 @@ METHODS = {
 def llamacpp_run(path: Path, ids: list[int], *, keep: slice = slice(0), **options) -> tuple[np.ndarray, np.ndarray]:
     """``(nll, logits)`` of llama.cpp on ``ids``: the loss of each next token (shape ``(n − 1,)``) and the logits at
     the positions ``keep`` (float64), decoded 512 at a time without holding all ``n × vocab`` logits."""
-    llm = llama_cpp.Llama(str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=2, verbose=False, **options)
+    llm = llama_cpp.Llama(
+        str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=1, n_threads_batch=1, verbose=False, **options
+    )
     vocab, losses, kept = llm.n_vocab(), [], []
     wanted = range(len(ids))[keep]
     for start in range(0, len(ids), 512):
