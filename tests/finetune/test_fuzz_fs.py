@@ -61,6 +61,7 @@ class Layout:
     depth: int  # how deep the model folder sits below the root
     symlinked_weights: bool  # the model's weights are a symlink into a blobs folder (as in the HF cache)
     model_via_link: bool  # --model is given through a symlink to the model folder
+    gguf_source: bool  # --model is a GGUF file beside the model folder (not a valid one: refused after the --out check)
     text_beside: bool  # the training text sits beside the model (else in its own folder)
     out: str
     force: bool
@@ -71,6 +72,7 @@ layouts = st.builds(
     depth=st.integers(0, 2),
     symlinked_weights=st.booleans(),
     model_via_link=st.booleans(),
+    gguf_source=st.booleans(),
     text_beside=st.booleans(),
     out=st.sampled_from(OUTS),
     force=st.booleans(),
@@ -116,10 +118,10 @@ def _build(root: Path, llama_dir: Path, text_file: Path, layout: Layout) -> dict
     full.mkdir()
     (full / "mine.txt").write_text("the user's own file")
     (root / "file.txt").write_text("the user's own file")
-    model_arg = source
+    model_arg = gguf if layout.gguf_source else source
     if layout.model_via_link:
-        model_arg = root / "model_link"
-        model_arg.symlink_to(source)
+        model_arg = root / ("model_link.gguf" if layout.gguf_source else "model_link")
+        model_arg.symlink_to(gguf if layout.gguf_source else source)
     return {
         "root": root,
         "source": source,
@@ -170,7 +172,11 @@ def _check(command: list[str], layout: Layout, llama_dir: Path, text_file: Path,
         root = Path(scratch).resolve()
         paths = _build(root, llama_dir, text_file, layout)
         out = _out_path(layout.out, paths)
-        inputs = [paths["source"], paths["blobs"], paths["text"], paths["gguf"]]
+        inputs = [paths["gguf"]] if layout.gguf_source else [paths["source"]]  # what the command reads
+        if layout.symlinked_weights and not layout.gguf_source:
+            inputs.append(paths["blobs"])
+        if command[0] == "finetune":
+            inputs.append(paths["text"])
         before = _hashes(inputs)
         old_out = _snapshot(out)
         args = [*command, "--model", str(paths["model_arg"]), "--out", str(out)]
@@ -183,7 +189,7 @@ def _check(command: list[str], layout: Layout, llama_dir: Path, text_file: Path,
         counter[f"exit {result.exit_code}"] = counter.get(f"exit {result.exit_code}", 0) + 1
         assert result.exit_code in (0, 2), (layout, result.output, result.exception)
         assert _hashes(inputs) == before, (layout, result.output)
-        assert paths["source"].is_dir() and (paths["source"] / "model.safetensors").is_file()
+        assert paths["model_arg"].exists()
         if result.exit_code == 0:
             assert (out / "config.json").is_file(), (layout, result.output)
         else:
