@@ -126,6 +126,39 @@ def test_toy_method_extends_a_model_that_transformers_runs(toy: type, toy_oracle
     np.testing.assert_allclose(theirs, toy_oracle(16, 1e4, 2.0), rtol=1e-6)
 
 
+@pytest.mark.hf
+def test_hf_native_is_transformers_own_table() -> None:
+    """``hf_native`` is set exactly for the rope types transformers computes itself (its ``ROPE_INIT_FUNCTIONS``,
+    ``default`` aside); a base change is written as ``default`` at its exact base."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    native = {name for name, method in registry.SCALINGS.items() if method.config_class.hf_native}
+    assert native == set(ROPE_INIT_FUNCTIONS) - {"default"}
+    rope = RopeConfig(64, base=1e4)
+    for name, method in registry.SCALINGS.items():
+        if method.config_class.base_change:
+            spec = method.config_class.from_options(factor=4.0, original_length=1024, base=5e5)
+            written = to_hf_dict(rope.replace(scaling=spec))
+            assert written["rope_type"] == "default", name
+            np.testing.assert_allclose(
+                inv_freq(64, written["rope_theta"]), frequencies(rope.replace(scaling=spec)).inv_freq
+            )
+    assert not YarnScaling(factor=2.0, original_max_position_embeddings=8, ramp="paper").is_hf_native()
+    assert not DynamicScaling(factor=2.0, original_max_position_embeddings=8, fixed_seq_len=64).is_hf_native()
+    assert YarnScaling(factor=2.0, original_max_position_embeddings=8).is_hf_native()
+
+
+def test_ranked_scalings_follow_the_hooks(toy: type) -> None:
+    """The rank hooks order the queries; the toy (plan_order 99, no other rank) is last in the plan's list only."""
+    from ropekit.eval.methods import default_methods
+    from ropekit.scaling import ranked_scalings
+
+    assert ranked_scalings("plan_order") == ["linear", "ntk", "yarn", "llama3", "toy-slow-half"]
+    assert ranked_scalings("extend_preference") == ["yarn", "llama3", "ntk", "linear"]
+    assert ranked_scalings("eval_order") == ["linear", "ntk", "dynamic", "yarn", "llama3", "longrope"]
+    assert "toy-slow-half" not in default_methods()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # One constructor from user-facing options
 
