@@ -24,7 +24,6 @@ from ropekit.cli.extend_cmd import (
     PLAN,
     RAMP,
     SCALING,
-    check_out,
     resolve_scaling,
 )
 
@@ -100,12 +99,15 @@ def finetune_command(
     """
     from rich.console import Console
 
-    from ropekit.finetune.run import finetune
+    from ropekit.finetune.run import check_run_out, finetune
     from ropekit.finetune.train import FinetuneSettings
 
     console = Console(stderr=True)
     target = parse_length(target_length, "--target-length", minimum=2)
-    check_out(out, [("--model", model), ("--text", text)], force=force, exists_ok=True)
+    try:
+        check_run_out(out, model, text, resume=resume, force=force)  # before the plan's measured step
+    except (OSError, ValueError) as error:
+        raise fail(str(error)) from None
     spec, original, _, types, note = resolve_scaling(
         model=model,
         scaling=scaling,

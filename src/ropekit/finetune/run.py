@@ -100,6 +100,34 @@ def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, A
         )
 
 
+def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, force: bool) -> None:
+    """The checks of ``finetune``'s output, cheap enough to run before anything else (the CLI runs them first).
+
+    Raises:
+        ValueError: ``out`` is, holds or lies inside the model or the text; ``--resume`` with no checkpoint.
+        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run or other files,
+            and neither ``resume`` nor ``force`` is given.
+        FileNotFoundError: no parent folder for ``out``, or a dangling symlink.
+    """
+    from ropekit.finetune.output import check_output, partial_dir
+
+    inputs = [("--model", Path(model)), ("--text", Path(text))]
+    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first
+    partial = partial_dir(out)
+    if resume:
+        if not any((folder / WORK_DIR / "checkpoint" / "progress.json").is_file() for folder in (partial, out)):
+            where = partial / WORK_DIR / "checkpoint"
+            raise ValueError(f"--resume: no checkpoint in {str(where)!r} (nor in --out) to resume from")
+        return
+    for folder, where in ((partial, str(partial)), (out, f"--out {str(out)!r}")):
+        if (folder / WORK_DIR / "checkpoint").exists() and not force:
+            raise FileExistsError(
+                f"{where} holds a fine-tune run of --out {str(out)!r}; pass --resume to continue it if it was "
+                "interrupted, or --force to start over"
+            )
+    check_output(out, inputs, force=force)
+
+
 def finetune(
     model: str | Path,
     scaling: ScalingConfig | None,
@@ -133,12 +161,11 @@ def finetune(
     """
     from ropekit.eval.text import read_text
     from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
-    from ropekit.finetune.output import check_output, partial_dir, publish
+    from ropekit.finetune.output import partial_dir, publish
 
     source, out = Path(model), Path(out)
     target = settings.target_length
-    inputs = [("--model", source), ("--text", Path(text))]
-    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first; an existing out below
+    check_run_out(out, source, text, resume=resume, force=force)
     config = load_config(source)
     rope = rope_of(config, first_scaled_type(config, layer_types))
     check_tokenizer(source)
@@ -165,19 +192,9 @@ def finetune(
     if resume:
         if (work / "checkpoint" / "progress.json").is_file():
             _same_settings(work, settings, identity)
-        elif (finished / "checkpoint" / "progress.json").is_file():
+        else:  # check_run_out found one
             _same_settings(finished, settings, identity)
             copy_from = finished
-        else:
-            raise ValueError(f"--resume: no checkpoint in {str(work / 'checkpoint')!r} to resume from")
-    else:
-        for folder, where in ((partial, str(partial)), (out, f"--out {str(out)!r}")):
-            if (folder / WORK_DIR / "checkpoint").exists() and not force:
-                raise FileExistsError(
-                    f"{where} holds a fine-tune run of --out {str(out)!r}; pass --resume to continue it if it was "
-                    "interrupted, or --force to start over"
-                )
-        check_output(out, inputs, force=force)
     state = make_accelerator(settings)
     if not state.is_main_process:
         log = lambda message: None  # noqa: E731 - one process speaks
