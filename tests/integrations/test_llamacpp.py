@@ -120,8 +120,8 @@ def _ppl(nll: np.ndarray) -> float:
     return float(np.exp(nll.mean()))
 
 
-#: file forms the default methods cover (named types, rope_freqs with attn_factor, a new base): slow suite only
-SLOW = {"yarn-attention", "llama3", "longrope"}
+#: the default suite runs yarn (a named type) and yarn-paper (rope_freqs with attn_factor); the rest are slow
+SLOW = {"yarn-attention", "llama3", "longrope", "linear", "ntk"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in METHODS])
