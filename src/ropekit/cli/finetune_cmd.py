@@ -99,7 +99,7 @@ def finetune_command(
     """
     from rich.console import Console
 
-    from ropekit.finetune.run import check_run_out, finetune
+    from ropekit.finetune.run import check_run_inputs, check_run_out, finetune
     from ropekit.finetune.train import FinetuneSettings
 
     console = Console(stderr=True)
@@ -149,6 +149,11 @@ def finetune_command(
             window=parse_length(window, "--window", minimum=2) if window else None,
             chunks=chunks,
         )
+    try:
+        with option_errors(**_NAMES):  # the checks that need no weights, before the plan's measured step
+            check_run_inputs(model, spec, text, target, layer_types=types, original_length=original)
+    except FileNotFoundError as error:
+        raise fail(str(error)) from None
     _plan(model, spec, types, settings, console, dry_run)
     try:
         with option_errors(**_NAMES):

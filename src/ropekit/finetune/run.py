@@ -128,6 +128,51 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
     check_output(out, inputs, force=force)
 
 
+@dataclass(frozen=True)
+class CheckedInputs:
+    """What :func:`check_run_inputs` read: the original length, the config to write (and how), the text."""
+
+    original: int
+    config: dict[str, Any]
+    notes: list[str]
+    documents: Any  # ropekit.eval.text.EvalText
+
+
+def check_run_inputs(
+    model: Path,
+    scaling: ScalingConfig | None,
+    text: str | Path,
+    target: int,
+    *,
+    layer_types: Sequence[str] | None = None,
+    original_length: int | None = None,
+) -> CheckedInputs:
+    """Every check of ``finetune``'s inputs that needs no weights (the CLI runs them before planning).
+
+    Raises:
+        ValueError: not a RoPE model, no tokenizer, a target not above the original length (or below an extended
+            model's), a method transformers cannot express, layer types the model lacks, an unreadable text.
+        FileNotFoundError: no model or no text.
+    """
+    from ropekit.eval.text import read_text
+    from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
+
+    config = load_config(model)
+    rope = rope_of(config, first_scaled_type(config, layer_types))
+    check_tokenizer(model)
+    original = original_length or original_length_of(config, rope)
+    if target <= original:
+        raise ValueError(
+            f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
+            "extends the context"
+        )
+    check_not_shorter(config, rope, scaling, original, target)
+    new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
+    if not Path(text).exists():
+        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
+    return CheckedInputs(original, new_config, notes, read_text(text))
+
+
 def finetune(
     model: str | Path,
     scaling: ScalingConfig | None,
@@ -159,27 +204,13 @@ def finetune(
         FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
         FileNotFoundError: no model, no text, or no parent folder for ``out``.
     """
-    from ropekit.eval.text import read_text
-    from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
     from ropekit.finetune.output import partial_dir, publish
 
     source, out = Path(model), Path(out)
     target = settings.target_length
     check_run_out(out, source, text, resume=resume, force=force)
-    config = load_config(source)
-    rope = rope_of(config, first_scaled_type(config, layer_types))
-    check_tokenizer(source)
-    original = original_length or original_length_of(config, rope)
-    if target <= original:
-        raise ValueError(
-            f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
-            "extends the context"
-        )
-    check_not_shorter(config, rope, scaling, original, target)
-    new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
-    if not Path(text).exists():
-        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
-    documents = read_text(text)
+    checked = check_run_inputs(source, scaling, text, target, layer_types=layer_types, original_length=original_length)
+    original, new_config, notes, documents = checked.original, checked.config, checked.notes, checked.documents
     partial = partial_dir(out)
     work, finished = partial / WORK_DIR, out / WORK_DIR
     identity = {
