@@ -70,14 +70,13 @@ def ropekit_rate(source: Path, scaling, windows, heldout, settings, work: Path) 
 
 def step_peak(source: Path, scaling, ids: torch.Tensor, positions: torch.Tensor | None, device) -> int:
     """Peak bytes of one training step (weights and AdamW state included), after a warm-up step."""
+    from ropekit.finetune.fit import prepared_model
     from ropekit.finetune.fit_measure import measure_step, resident_bytes
-    from ropekit.finetune.loss import ChunkedCausalLM
     from ropekit.finetune.run import _load_for_training
+    from ropekit.finetune.train import FinetuneSettings
 
-    model = _load_for_training(source, scaling, None)
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.config.use_cache = False
-    wrapper = ChunkedCausalLM(model).to(device).train()
+    settings = FinetuneSettings(target_length=ids.shape[1])  # gradient checkpointing, no LoRA: as the runs above
+    wrapper = prepared_model(_load_for_training(source, scaling, None), settings).to(device).train()
     optimizer = torch.optim.AdamW(wrapper.parameters(), lr=1e-12)
     args = (ids.to(device),) if positions is None else (ids.to(device), positions.to(device))
 
