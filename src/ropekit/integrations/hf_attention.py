@@ -76,8 +76,8 @@ def _layer_type(model: nn.Module, module: nn.Module) -> str | None:
 
 
 def attention_layers(model: nn.Module) -> list[nn.Module]:
-    """The self-attention modules of a transformers decoder (those with ``q_proj`` and a ``layer_idx``)."""
-    return [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "layer_idx")]
+    """The self-attention modules of a transformers decoder (``*Attention`` modules with a ``layer_idx``)."""
+    return [m for m in model.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")]
 
 
 def apply_attention(
@@ -98,7 +98,7 @@ def apply_attention(
     native = rope_of(model)
     layers = attention_layers(model)
     if not layers:
-        raise ValueError(f"{type(model).__name__} has no attention layers with q_proj and layer_idx")
+        raise ValueError(f"{type(model).__name__} has no *Attention layers with a layer_idx for ropekit to patch")
     if method is None:
         for layer in layers:
             layer.ropekit_attention = None
