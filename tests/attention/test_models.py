@@ -201,3 +201,29 @@ def test_composes_with_a_scaling():
         assert float((model(ids).logits - scaled).abs().max()) < 1e-5
         apply_attention(model, get_attention("self_extend")(group=2, window=8))
         assert float((model(ids).logits - scaled).abs().max()) > 1e-4
+
+
+@pytest.mark.hf
+@pytest.mark.parametrize("arch", ["phi3", "gpt_neox"])
+def test_fused_qkv_and_partial_rotary_models(arch: str):
+    """Phi-3 (one qkv_proj) and GPT-NeoX (rotary on half the head): plain when the window covers the length."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, Phi3Config, Phi3ForCausalLM
+
+    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf_attention import apply_attention
+
+    common = {k: v for k, v in sizes().items() if k != "head_dim"} | {"max_position_embeddings": 32, "pad_token_id": 0}
+    torch.manual_seed(0)
+    if arch == "phi3":
+        model = Phi3ForCausalLM(Phi3Config(**common)).eval()
+    else:
+        common.pop("num_key_value_heads")
+        model = GPTNeoXForCausalLM(GPTNeoXConfig(**common, rotary_pct=0.5)).eval()
+    ids = torch.randint(0, 101, (1, 48), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        apply_scaling(model, None)
+        plain = model(ids).logits
+        apply_attention(model, get_attention("self_extend")(group=2, window=48))
+        assert float((model(ids).logits - plain).abs().max()) < 1e-5
+        apply_attention(model, get_attention("self_extend")(group=2, window=8))
+        assert float((model(ids).logits - plain).abs().max()) > 1e-4
