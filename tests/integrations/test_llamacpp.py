@@ -17,6 +17,7 @@ What each test proves:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,10 @@ def _ppl(nll: np.ndarray) -> float:
     return float(np.exp(nll.mean()))
 
 
+#: A = 1.2 scales attention logits by 1.44: sharper attention amplifies the arithmetic noise (measured: mean 0.251,
+#: max 6.81 beyond L0; llama.cpp's logits are nearest ropekit's at A = 1.2 among A = 1.07, 1.15, 1.2, 1.25: mean 0.93,
+#: 0.43, 0.25, 0.52), so this method gets a looser tolerance and a check that the written A is the nearest
+LOOSER = {"yarn-attention": 2.5}
 #: the default suite runs yarn (a named type) and yarn-paper (rope_freqs with attn_factor); the rest are slow
 SLOW = {"yarn-attention", "llama3", "longrope", "linear", "ntk"}
 
@@ -142,9 +147,14 @@ def test_llamacpp_runs_the_extended_file_as_ropekit_runs_the_method(
         f"ppl llama.cpp {_ppl(nll[L0:]):.4f} ropekit {_ppl(_nll(ours, ids[1:N])[L0:]):.4f} "
         f"plain {_ppl(_nll(plain, ids[1:N])[L0:]):.4f}"
     )
-    assert difference.mean() <= TOL_MEAN and difference.max() <= TOL_MAX
+    looser = LOOSER.get(name, 1.0)
+    assert difference.mean() <= looser * TOL_MEAN and difference.max() <= looser * TOL_MAX
     assert to_plain.mean() >= 2 * difference.mean()
     assert abs(ratio - 1) <= 0.01
+    if name == "yarn-attention":  # llama.cpp's logits are nearest ropekit's at the written A, not at A ± 4%
+        for nearby in (0.96 * spec.attention_factor, 1.04 * spec.attention_factor):
+            other = ropekit_logits(ropekit_model, ids[:N], dataclasses.replace(spec, attention_factor=nearby))
+            assert np.abs(theirs - other[L0:]).mean() > difference.mean()
 
 
 @pytest.mark.parametrize(
