@@ -54,6 +54,23 @@ def test_tiny_model_matches_oracle(name: str, oracle):
         assert float((model.set_attention(get_attention(name)(**wide))(ids) - plain).abs().max()) < 1e-4
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_tiny_model_decodes_with_a_kv_cache(name: str, oracle):
+    """Prefill, then one token at a time through the tiny model's KV cache: the full forward's logits."""
+    from ropekit.model import load
+    from ropekit.model.kv_cache import KVCache
+
+    model = load("tiny").eval().set_attention(get_attention(name)(**oracle.CASES[name]))
+    ids = torch.randint(0, 256, (1, LENGTH), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        full = model(ids)
+        cache = KVCache()
+        steps = [model(ids[:, : LENGTH - 4], cache=cache)]
+        for t in range(LENGTH - 4, LENGTH):
+            steps.append(model(ids[:, t : t + 1], cache=cache))
+    assert float((torch.cat(steps, dim=1) - full).abs().max()) < 1e-4
+
+
 def test_tiny_model_refuses_shifted_positions():
     from ropekit.model import load
 

@@ -174,17 +174,19 @@ class Attention(GroupedProjections):
             q, k = self.rotary(q, k, positions)
         past = 0
         if cache is not None:
-            if self.method is not None:
-                raise ValueError("a KV cache works with plain attention only (set_attention(None))")
             past = cache.length(layer)
             k, v = cache.update(layer, k, v)  # (b, past + s, kv, hd)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, s, hd)
         if self.method is None:
             out = causal_attention(q, k, v, past)
         else:
-            if positions.shape[-1] != seq or bool((positions != torch.arange(seq, device=positions.device)).any()):
-                raise ValueError("attention methods need positions 0 … seq-1 (they re-index positions themselves)")
-            out = attend(q, k, v, self.method, self.rotary.frequencies)  # (b, heads, s, hd)
+            expected = torch.arange(past, past + seq, device=positions.device)
+            if positions.shape[-1] != seq or bool((positions != expected).any()):
+                raise ValueError(
+                    "attention methods need positions 0 … seq-1 after the cached ones (they re-index positions "
+                    "themselves)"
+                )
+            out = attend(q, k, v, self.method, self.rotary.frequencies)  # queries = the last seq keys: (b, h, s, hd)
         return self.o_proj(out.transpose(1, 2).reshape(batch, seq, -1))  # (b, s, d_model)
 
 
