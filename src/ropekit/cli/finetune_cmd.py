@@ -192,13 +192,22 @@ def finetune_command(
 
 
 def _plan(model: Path, spec, types, settings, console, dry_run: bool) -> None:
-    """Print the plan of what fits (:mod:`ropekit.finetune.fit`); refuse a run that does not fit; stop on --dry-run."""
+    """Print the plan of what fits (:mod:`ropekit.finetune.fit`); refuse a run that does not fit; stop on --dry-run.
+
+    The plan reads the shapes only (no weights load before the input checks); --dry-run also times two short steps.
+    """
     from ropekit.finetune.fit import plan_finetune, refusal
     from ropekit.finetune.run import _load_for_training
     from ropekit.integrations.hf_config import load_config
 
     build = lambda: _load_for_training(model, spec, types)  # noqa: E731
-    fit_plan, largest = plan_finetune(load_config(model), settings, build_model=build)
+    try:
+        fit_plan, largest = plan_finetune(load_config(model), settings, build_model=build if dry_run else None)
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OSError) as error:
+        if dry_run:
+            raise fail(f"--dry-run: no plan for --model {str(model)!r} ({type(error).__name__}: {error})") from None
+        console.print(f"plan: not available for this model ({type(error).__name__}: {error})", highlight=False)
+        return
     console.print(fit_plan.summary(), highlight=False)
     if message := refusal(fit_plan, largest):
         raise fail(message)
