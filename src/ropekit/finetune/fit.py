@@ -141,12 +141,12 @@ class StepPlan:
 
         step = f"{self.seconds_per_step:.2f} s/step" if self.seconds_per_step is not None else "time not measured"
         free = f" of {gib(self.available)} free" if self.available is not None else ""
-        extra = f", measured extra {gib(self.other)}" if self.calibrated else ""
+        extra = f", measured extra {gib(self.other)}" if self.other else ""
         return (
             f"plan: window {self.window:,} (target {self.target_length:,}) × batch {self.batch_size} × accum "
             f"{self.grad_accum}: peak {gib(self.peak)}{free} (weights {gib(self.weights)}, AdamW "
             f"{gib(self.optimizer)}, gradients {gib(self.gradients)}, activations {gib(self.activations)}, logits "
-            f"{gib(self.logits)}{extra}); {step}{' (calibrated)' if self.calibrated else ''}"
+            f"{gib(self.logits)}{extra}); {step}{' (measured)' if self.calibrated else ''}"
         )
 
 
