@@ -8,6 +8,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
 * :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.
+* :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
+  window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak and the device's free memory.
 * :mod:`~ropekit.finetune.data` — training text → token windows of the target length.
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
@@ -19,6 +21,8 @@ __all__ = [
     "choose",
     "data",
     "export",
+    "fit",
+    "fit_measure",
     "inputs",
     "lora",
     "loss",
