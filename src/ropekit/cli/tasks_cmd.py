@@ -21,7 +21,15 @@ from ropekit.cli.common import (
     refuse_overwrite,
 )
 from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, app, load_model, parse_factor
-from ropekit.cli.method_options import METHODS, parse_methods
+from ropekit.cli.method_options import ATTENTION_NAMES, DEFAULT_METHODS, parse_methods
+
+#: the evaluation's default methods without the attention methods (its cached decoding runs the model's attention)
+TASK_METHODS = ",".join(m for m in DEFAULT_METHODS.split(",") if m not in ATTENTION_NAMES and "+" not in m)
+METHODS = typer.Option(
+    TASK_METHODS,
+    help="Comma-separated RoPE scalings: none, native or a rope_type name (as for eval perplexity); attention "
+    "methods are not supported here.",
+)
 
 #: files ``--out`` receives (refused without ``--force`` when present)
 TASK_FILES = ("tasks.json",)
