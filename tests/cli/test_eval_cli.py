@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]  # 
 
 TRAIN_LENGTH = 64  # max_position_embeddings of the saved Llama below
 SMALL = ["--multiples", "1,2", "--max-tokens", "256"]
+REPORT_SMALL = ["--perplexity-multiples", "1,2", "--max-tokens", "256", "--task-samples", "1"]
 
 
 def run(*args: str):
@@ -175,7 +176,7 @@ def test_eval_on_a_tiny_checkpoint(tmp_path: Path) -> None:
 def test_report_end_to_end(llama_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     result = run(
-        "report", "--model", str(llama_dir), "--out", str(out), "--methods", "none,linear,yarn", *SMALL,
+        "report", "--model", str(llama_dir), "--out", str(out), "--methods", "none,linear,yarn", *REPORT_SMALL,
         "--passkey-multiples", "2", "--depths", "0.5", "--trials", "2",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -193,7 +194,7 @@ def test_report_end_to_end(llama_dir: Path, tmp_path: Path) -> None:
 def test_report_out_that_is_a_file(llama_dir: Path, tmp_path: Path) -> None:
     target = tmp_path / "report.html"
     target.write_text("not a folder")
-    result = run("report", "--model", str(llama_dir), "--out", str(target), *SMALL)
+    result = run("report", "--model", str(llama_dir), "--out", str(target), *REPORT_SMALL)
     assert_clean_failure(result, "exists and is not a folder")
 
 
@@ -208,7 +209,7 @@ def test_directory_without_config(tmp_path: Path) -> None:
 
 def test_directory_without_weights(tmp_path: Path) -> None:
     llama_config().save_pretrained(tmp_path)
-    result = run("report", "--model", str(tmp_path), "--out", str(tmp_path / "r"), *SMALL)
+    result = run("report", "--model", str(tmp_path), "--out", str(tmp_path / "r"), *REPORT_SMALL)
     assert_clean_failure(result, str(tmp_path))
     assert not (tmp_path / "r").exists()
 
@@ -219,8 +220,8 @@ def test_non_rope_model(tmp_path: Path) -> None:
     GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2, n_positions=128)).save_pretrained(
         tmp_path
     )
-    for command in (["eval", "perplexity"], ["report", "--out", str(tmp_path / "r")]):
-        result = run(*command, "--model", str(tmp_path), *SMALL)
+    for command, small in ((["eval", "perplexity"], SMALL), (["report", "--out", str(tmp_path / "r")], REPORT_SMALL)):
+        result = run(*command, "--model", str(tmp_path), *small)
         assert_clean_failure(result, "GPT2LMHeadModel is not a RoPE model", "Llama")
 
 
