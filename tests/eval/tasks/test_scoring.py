@@ -50,3 +50,10 @@ def test_effective_length_counts_from_the_start():
     result = effective_lengths(means, 85.6, reference=0.9)
     assert result["effective_length"] == 512 and result["interval"] == [256, 1024]
     assert result["relative_threshold"] == pytest.approx(77.04) and result["relative_effective_length"] == 1024
+
+
+def test_no_relative_effective_length_for_a_model_that_scores_nothing_at_its_training_length():
+    means = {n: {"score": 0.0, "ci95": [0.0, 0.3]} for n in (256, 512, 1024)}
+    result = effective_lengths(means, 85.6, reference=0.0)  # a 0% threshold would call every length effective
+    assert result["relative_effective_length"] is None and result["relative_interval"] == [None, None]
+    assert result["effective_length"] is None

@@ -103,7 +103,13 @@ def effective_lengths(
             effective_length({n: m["ci95"][1] for n, m in means.items()}, cut),
         ],
     }
-    if reference is not None:
+    if reference is not None and reference <= 0:
+        # A model that scores nothing at its own training length has no relative effective length: a threshold of
+        # 0% would call every length effective.
+        result["relative_threshold"] = 0.0
+        result["relative_effective_length"] = None
+        result["relative_interval"] = [None, None]
+    elif reference is not None:
         relative = cut * reference
         result["relative_threshold"] = relative * 100
         result["relative_effective_length"] = effective_length({n: m["score"] for n, m in means.items()}, relative)
