@@ -167,6 +167,19 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False) + "\n")
 
 
+def write_and_print(result: Any, out: Path | None, json_output: bool, print_text: Any) -> None:
+    """Write ``result`` into ``out`` (if given; its ``write(out)``), then print it as JSON or with ``print_text``."""
+    if out is not None:
+        try:
+            result.write(out)
+        except OSError as error:
+            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
+    if json_output:
+        print_json(result.to_dict())
+    else:
+        print_text(result)
+
+
 def _finite(value: Any) -> Any:
     """``value`` with arrays and dataclasses turned into lists and dicts, and inf/NaN into ``None``."""
     if isinstance(value, float):

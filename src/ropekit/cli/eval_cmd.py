@@ -20,8 +20,8 @@ from ropekit.cli.common import (
     option_errors,
     parse_list,
     prepare_output_dir,
-    print_json,
     refuse_overwrite,
+    write_and_print,
 )
 from ropekit.cli.method_options import (  # noqa: F401  (METHOD_NAMES, SPECIAL_METHODS: re-exported)
     DEFAULT_METHODS,
@@ -297,15 +297,7 @@ def _evaluate(
     if out is not None:
         prepare_output_dir(out, "--out")
     result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey, out=out, text=tokens)
-    if out is not None:
-        try:
-            result.write(out)
-        except OSError as error:
-            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
-    if json_output:
-        print_json(result.to_dict())
-    else:
-        print_tables(result)
+    write_and_print(result, out, json_output, print_tables)
 
 
 @app.command("perplexity")

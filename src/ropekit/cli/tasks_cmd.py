@@ -17,8 +17,8 @@ from ropekit.cli.common import (
     parse_length,
     parse_list,
     prepare_output_dir,
-    print_json,
     refuse_overwrite,
+    write_and_print,
 )
 from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, app, load_model, parse_factor
 from ropekit.cli.method_options import ATTENTION_NAMES, DEFAULT_METHODS, parse_methods
@@ -237,12 +237,4 @@ def tasks_command(
     if out is not None:
         prepare_output_dir(out, "--out")
     result = run_with_progress(eval_model, settings, tokens, prepared)
-    if out is not None:
-        try:
-            result.write(out)
-        except OSError as error:
-            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
-    if json_output:
-        print_json(result.to_dict())
-    else:
-        print_summary(result)
+    write_and_print(result, out, json_output, print_summary)
