@@ -70,8 +70,8 @@ def ropekit_rate(source: Path, scaling, windows, heldout, settings, work: Path) 
 
 def step_peak(source: Path, scaling, ids: torch.Tensor, positions: torch.Tensor | None, device) -> int:
     """Peak bytes of one training step (weights and AdamW state included), after a warm-up step."""
-    from ropekit.finetune.fit import prepared_model
     from ropekit.finetune.fit_measure import measure_step, resident_bytes
+    from ropekit.finetune.loss import prepared_model
     from ropekit.finetune.run import _load_for_training
     from ropekit.finetune.train import FinetuneSettings
 

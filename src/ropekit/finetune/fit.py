@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from ropekit.finetune.fit_measure import available_memory, measure_step, resident_bytes
+from ropekit.finetune.loss import prepared_model
 from ropekit.integrations.head import TRAIN_CHUNK_BYTES
 
 #: decoder-layer activation elements per token (fp32, no recomputation), per unit of h, kv width and MLP width;
@@ -336,20 +337,6 @@ def plan_finetune(
     common["calibration"] = calibration
     plan = plan_step(shapes, window=window, target_length=settings.target_length, available=free, **common)
     return plan, largest_window(plan, shapes, **common)
-
-
-def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
-    """``model`` set up for training as :func:`ropekit.finetune.train.train` does: gradient checkpointing, no KV
-    cache, LoRA, wrapped in the chunked loss."""
-    from ropekit.finetune.lora import lora_model
-    from ropekit.finetune.loss import ChunkedCausalLM
-
-    if settings.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.config.use_cache = False
-    if settings.lora_rank:
-        model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
-    return ChunkedCausalLM(model)
 
 
 def refusal(plan: StepPlan, largest: int | None) -> str | None:

@@ -6,10 +6,13 @@ evaluation; this module wraps a model (or a peft model) so that its forward is t
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
 from ropekit._validate import require_int
+from ropekit.finetune.lora import lora_model
 from ropekit.integrations.head import (
     TRAIN_CHUNK_BYTES,
     causal_lm,
@@ -59,3 +62,14 @@ class ChunkedCausalLM(nn.Module):
             lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
         )  # (batch, seq - 1)
         return losses.sum() / targets.numel()
+
+
+def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
+    """``model`` set up for training (training and the fit plan's measured step both use it): gradient
+    checkpointing, no KV cache, LoRA, wrapped in the chunked loss."""
+    if settings.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
+    if settings.lora_rank:
+        model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
+    return ChunkedCausalLM(model)

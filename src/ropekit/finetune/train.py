@@ -30,7 +30,7 @@ from torch import nn
 
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.finetune.lora import lora_model
-from ropekit.finetune.loss import ChunkedCausalLM
+from ropekit.finetune.loss import ChunkedCausalLM, prepared_model
 from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, write_loss_log
 from ropekit.finetune.pose import PoseSettings
 from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
@@ -256,12 +256,7 @@ def _train(build_model, windows, heldout, settings, work_dir, resume, on_step, p
     set_seed(settings.seed)
     model = build_model()
     check_head(model, what="train on its loss")  # before any step: the loss must be the model's own
-    if settings.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.config.use_cache = False
-    if settings.lora_rank:
-        model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
-    wrapper = ChunkedCausalLM(model)
+    wrapper = prepared_model(model, settings)
     parameters = [p for p in wrapper.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
     # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
