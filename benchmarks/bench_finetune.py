@@ -112,7 +112,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     from ropekit.finetune.export import extend
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
     from ropekit.integrations.hf_config import load_config, original_length_of, rope_of
     from ropekit.scaling import YarnScaling
 

@@ -73,7 +73,7 @@ def step_peak(source: Path, scaling, ids: torch.Tensor, positions: torch.Tensor 
     from ropekit.finetune.fit_measure import measure_step, resident_bytes
     from ropekit.finetune.loss import prepared_model
     from ropekit.finetune.run import _load_for_training
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
 
     settings = FinetuneSettings(target_length=ids.shape[1])  # gradient checkpointing, no LoRA: as the runs above
     wrapper = prepared_model(_load_for_training(source, scaling, None), settings).to(device).train()
@@ -105,7 +105,7 @@ def main() -> None:
 
     from ropekit.finetune.fit import Shapes, plan_step
     from ropekit.finetune.pose import PoseSettings
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
     from ropekit.integrations.hf_config import load_config
     from ropekit.scaling import YarnScaling
 

@@ -86,7 +86,7 @@ def test_settings_of_numpy_inputs_are_json_ready():
 
 def test_finetune_settings_of_numpy_inputs_are_json_ready():
     pytest.importorskip("torch")
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
 
     settings = FinetuneSettings(target_length=np.int64(256), steps=np.int64(40), lr=np.float32(1e-4), seed=np.int64(3))
     json.dumps(settings.to_dict())

@@ -154,7 +154,7 @@ def field_defaults(cls: type) -> dict[str, Any]:
 def test_finetune_defaults_are_the_dataclass_defaults() -> None:
     from ropekit.cli.common import parse_length
     from ropekit.finetune.run import finetune
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
 
     cli = command_defaults("finetune")
     shared = field_defaults(FinetuneSettings).keys() & cli.keys()

@@ -165,7 +165,8 @@ def test_contradictory_factor_and_target_length_are_refused(llama_dir, text_file
 def test_resume_refuses_a_changed_text(llama_dir, text_file, tmp_path):
     """Item 6: the same --text path with other contents would train the remaining steps on other data."""
     from ropekit.finetune.run import finetune
-    from ropekit.finetune.train import FinetuneSettings, StopTraining
+    from ropekit.finetune.settings import FinetuneSettings
+    from ropekit.finetune.train import StopTraining
     from ropekit.scaling import YarnScaling
 
     text = Path(shutil.copy(text_file, tmp_path / "corpus.jsonl"))

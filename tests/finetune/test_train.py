@@ -10,7 +10,8 @@ import torch
 
 from ropekit.finetune.lora import lora_model
 from ropekit.finetune.run import finetune
-from ropekit.finetune.train import FinetuneSettings, StopTraining
+from ropekit.finetune.settings import FinetuneSettings
+from ropekit.finetune.train import StopTraining
 from ropekit.scaling import YarnScaling
 from ropekit.scaling.dynamic import DynamicScaling
 

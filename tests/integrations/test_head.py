@@ -102,7 +102,8 @@ def test_head_check_accepts_the_known_transforms(build, name: str) -> None:
 
 def test_unknown_transform_is_refused_before_training(build, tmp_path) -> None:
     pytest.importorskip("accelerate")
-    from ropekit.finetune.train import FinetuneSettings, train
+    from ropekit.finetune.settings import FinetuneSettings
+    from ropekit.finetune.train import train
     from ropekit.integrations.head import check_head
 
     with pytest.raises(ValueError, match="transforms the output logits"):

@@ -3,7 +3,8 @@
 Nothing is imported here (torch, transformers and accelerate load with the modules):
 
 * :mod:`~ropekit.finetune.run` — ``ropekit finetune`` end to end: checks, training, export, before/after.
-* :mod:`~ropekit.finetune.train` — the training loop (full-length windows); :mod:`~ropekit.finetune.loss` its loss
+* :mod:`~ropekit.finetune.settings` — :class:`FinetuneSettings`, how a run trains (validated once).
+* :mod:`~ropekit.finetune.train` — the training loop (full-length or PoSE windows); :mod:`~ropekit.finetune.loss` its loss
   (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
 * :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
@@ -31,5 +32,6 @@ __all__ = [
     "pose",
     "processes",
     "run",
+    "settings",
     "train",
 ]

@@ -302,7 +302,7 @@ def plan_finetune(
 
     Args:
         config: the model's config dict.
-        settings: the run's :class:`ropekit.finetune.train.FinetuneSettings`.
+        settings: the run's :class:`ropekit.finetune.settings.FinetuneSettings`.
         build_model: loads the model as training does; when given and the steps are cheap (:data:`CHEAP_FLOPS`),
             two short steps time the device (and on CUDA measure the peak).
         device: the training device (default: CUDA when available, else CPU).
@@ -311,12 +311,12 @@ def plan_finetune(
     Returns:
         ``(plan, largest window that fits or None when none does)``.
     """
-    from ropekit.finetune.train import _mixed_precision
+    from ropekit.finetune.settings import resolved_mixed_precision
 
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     shapes = Shapes.of_config(config, lora_rank=settings.lora_rank)
     window = settings.window or settings.target_length
-    element_bytes = 2 if _mixed_precision(settings.mixed_precision) in ("bf16", "fp16") else 4
+    element_bytes = 2 if resolved_mixed_precision(settings.mixed_precision) in ("bf16", "fp16") else 4
     common = {
         "batch_size": settings.batch_size,
         "grad_accum": settings.grad_accum,

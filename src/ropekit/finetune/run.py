@@ -26,9 +26,9 @@ import torch
 from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.export import save_extended
 from ropekit.finetune.loss_log import StepRecord
+from ropekit.finetune.settings import FinetuneSettings
 from ropekit.finetune.train import (
     WORK_DIR,
-    FinetuneSettings,
     TrainResult,
     fsdp_fallback_note,
     make_accelerator,
@@ -283,7 +283,16 @@ def finetune(
         report.checkpoint = finished / "checkpoint"
         if evaluate:
             report.rows = before_after(
-                source, scaling, out, packed.heldout, original, target, layer_types, eval_tokens, passkey_trials, log
+                source,
+                scaling,
+                out,
+                packed.heldout,
+                original=original,
+                target=target,
+                layer_types=layer_types,
+                eval_tokens=eval_tokens,
+                trials=passkey_trials,
+                log=log,
             )
         (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
@@ -295,6 +304,7 @@ def before_after(
     scaling: ScalingConfig | None,
     out: Path,
     heldout: torch.Tensor,
+    *,
     original: int,
     target: int,
     layer_types: Sequence[str] | None,

@@ -1,0 +1,122 @@
+"""How a fine-tuning run trains: :class:`FinetuneSettings`, validated once (every value that changes the loss curve;
+a resumed run must use the same ones), and the mixed precision it resolves to."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ropekit._validate import require_choice, require_float, require_int
+from ropekit.finetune.pose import PoseSettings
+
+MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneSettings:
+    """How to train (everything that changes the loss curve; a resumed run must use the same values).
+
+    Attributes:
+        target_length: tokens per training window (the new context length).
+        steps: optimizer steps.
+        lr: peak learning rate (AdamW).
+        warmup_steps: linear warm-up steps (default: 5% of ``steps``, at least 1), then cosine decay to
+            ``min_lr_ratio × lr``.
+        batch_size: windows per process per micro-step.
+        grad_accum: micro-steps per optimizer step (global batch = batch_size × grad_accum × processes).
+        weight_decay, max_grad_norm: AdamW weight decay; gradient clipping (0 disables).
+        seed: data order and LoRA initialisation.
+        lora_rank: 0 trains every weight; > 0 trains LoRA adapters (all linear layers but the output head) plus
+            the norms and embeddings (LongLoRA's finding: LoRA alone fails at long context).
+        lora_alpha: LoRA scaling numerator (default 2 × rank).
+        gradient_checkpointing: recompute decoder layers in the backward pass.
+        mixed_precision: ``auto`` (bf16 on a GPU that supports it, else what ``accelerate launch`` says, else none),
+            ``bf16``, ``fp16`` or ``no``.
+        checkpoint_every: save a resumable checkpoint every this many steps (0: only at the end or on Ctrl-C).
+        eval_every: held-out loss every this many steps (0: only before and after).
+        heldout_windows: at most this many held-out windows for the held-out loss.
+        window: PoSE (:mod:`ropekit.finetune.pose`): train on windows of this many tokens whose position ids skip
+            so that they span ``[0, target_length)``; ``None``: full-length windows of ``target_length``. The
+            held-out loss stays at ``target_length``.
+        chunks: PoSE chunks per window (2, as in the paper); the skips are drawn from ``seed`` and the sample index.
+    """
+
+    target_length: int
+    steps: int = 400
+    lr: float = 2e-5
+    warmup_steps: int | None = None
+    min_lr_ratio: float = 0.1
+    batch_size: int = 1
+    grad_accum: int = 1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    lora_rank: int = 0
+    lora_alpha: float | None = None
+    gradient_checkpointing: bool = True
+    mixed_precision: str = "auto"
+    checkpoint_every: int = 100
+    eval_every: int = 0
+    heldout_windows: int = 2
+    window: int | None = None
+    chunks: int = 2
+
+    def __post_init__(self) -> None:
+        # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
+        checked: dict[str, Any] = {"target_length": require_int("target_length", self.target_length, minimum=2)}
+        checked["steps"] = require_int("steps", self.steps, minimum=1)
+        checked["lr"] = require_float("lr", self.lr, above=0.0)
+        warmup = max(1, checked["steps"] // 20) if self.warmup_steps is None else self.warmup_steps
+        checked["warmup_steps"] = require_int("warmup_steps", warmup, minimum=0)
+        checked["min_lr_ratio"] = require_float("min_lr_ratio", self.min_lr_ratio)
+        if not 0.0 <= checked["min_lr_ratio"] <= 1.0:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        for name in ("batch_size", "grad_accum"):
+            checked[name] = require_int(name, getattr(self, name), minimum=1)
+        checked["weight_decay"] = require_float("weight_decay", self.weight_decay, at_least=0.0)
+        checked["max_grad_norm"] = require_float("max_grad_norm", self.max_grad_norm, at_least=0.0)
+        checked["seed"] = require_int("seed", self.seed, minimum=0)
+        checked["lora_rank"] = require_int("lora_rank", self.lora_rank, minimum=0)
+        if self.lora_alpha is not None:
+            checked["lora_alpha"] = require_float("lora_alpha", self.lora_alpha, above=0.0)
+        require_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        for name in ("checkpoint_every", "eval_every"):
+            checked[name] = require_int(name, getattr(self, name), minimum=0)
+        checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=1)
+        if self.window is not None:
+            if require_int("window", self.window, minimum=2) > checked["target_length"]:
+                raise ValueError(
+                    f"window must be at most target_length={checked['target_length']} (PoSE trains on windows "
+                    f"shorter than the target), got {self.window}"
+                )
+            pose = PoseSettings(window=self.window, target_length=checked["target_length"], chunks=self.chunks)
+            checked["window"], checked["chunks"] = pose.window, pose.chunks
+        else:
+            checked["chunks"] = require_int("chunks", self.chunks, minimum=1)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate multiplier for optimizer step ``step`` (0-based): linear warm-up, then cosine."""
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        span = max(1, self.steps - self.warmup_steps)
+        progress = min(1.0, (step - self.warmup_steps) / span)
+        return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def resolved_mixed_precision(name: str) -> str | None:
+    """accelerate's ``mixed_precision`` for a :attr:`FinetuneSettings.mixed_precision` value (``auto`` resolved)."""
+    if name != "auto":
+        return name
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return None if os.environ.get("ACCELERATE_MIXED_PRECISION") else "no"
