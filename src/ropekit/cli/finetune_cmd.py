@@ -100,7 +100,7 @@ def finetune_command(
     from rich.console import Console
 
     from ropekit.finetune.run import check_run_inputs, check_run_out, finetune
-    from ropekit.finetune.train import FinetuneSettings
+    from ropekit.finetune.settings import FinetuneSettings
 
     console = Console(stderr=True)
     target = parse_length(target_length, "--target-length", minimum=2)
