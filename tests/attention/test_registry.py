@@ -114,7 +114,7 @@ def test_plan_suggests_self_extend_by_the_rule():
 
     from ropekit.cli.app import app
 
-    args = ["plan", "--head-dim", "64", "--train-length", "4k", "--target-length", "16k", "--no-robust", "--json"]
+    args = ["plan", "--head-dim", "64", "--original-length", "4k", "--target-length", "16k", "--no-robust", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     rows = {row["method"]: row for row in json.loads(result.stdout)["attention_methods"]}

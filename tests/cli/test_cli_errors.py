@@ -254,9 +254,9 @@ def test_huge_numbers_are_range_errors():
     ("args", "option"),
     [
         (["plot", "decay", "-o", "x.png", "--rotary-dim", "0"], "--rotary-dim"),
-        (["plan", "--train-length", "1", "--target-length", "2"], "--target-length"),
-        (["plan", "--train-length", "4k", "--target-length", "32x"], "--target-length"),
-        (["plan", "--train-length", "8k", "--target-length", "4k"], "--target-length"),
+        (["plan", "--original-length", "1", "--target-length", "2"], "--target-length"),
+        (["plan", "--original-length", "4k", "--target-length", "32x"], "--target-length"),
+        (["plan", "--original-length", "8k", "--target-length", "4k"], "--target-length"),
         (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "--head-dim"),
     ],
@@ -354,7 +354,7 @@ def test_version():
 
 
 def test_methods_help_lists_the_registry():
-    from ropekit.cli.eval_cmd import DEFAULT_METHODS, METHOD_NAMES, SPECIAL_METHODS
+    from ropekit.cli.method_options import DEFAULT_METHODS, METHOD_NAMES, SPECIAL_METHODS
     from ropekit.eval.methods import default_methods
     from ropekit.scaling import list_scalings
 
@@ -418,7 +418,7 @@ def test_factors_are_bounded():
 
 
 def test_plan_shows_the_base_as_given():
-    result = run("plan", "--train-length", "4k", "--target-length", "8k", "--base", "1.0000001", "--no-robust")
+    result = run("plan", "--original-length", "4k", "--target-length", "8k", "--base", "1.0000001", "--no-robust")
     assert result.exit_code == 0, result.output
     assert "Base 1.0000001 is below" in " ".join(result.stdout.split())
 
@@ -448,7 +448,7 @@ def test_out_naming_a_device_is_refused(no_training, no_sweep, args):
     ("args", "option"),
     [
         (["bound", "--context", "1M", "--rotary-dim", "1024"], "--rotary-dim"),
-        (["plan", "--head-dim", "4096", "--train-length", "4k", "--target-length", "1M"], "--head-dim"),
+        (["plan", "--head-dim", "4096", "--original-length", "4k", "--target-length", "1M"], "--head-dim"),
         (["plot", "bound", "-o", "b.png", "--max-context", "1M", "--rotary-dim", "256"], "--max-context"),
     ],
 )

@@ -254,7 +254,7 @@ def test_passkey_length_too_short_for_an_episode(llama_dir: Path) -> None:
         (["--multiples", "1,x"], "--multiples must be a comma-separated list"),
         (["--multiples", "0,1"], "multiples must be > 0"),
         (["--mode", "strided"], "--mode must be one of"),
-        (["--max-tokens", "0"], "max_tokens"),
+        (["--max-tokens", "0"], "--max-tokens must be an integer >= 1"),
     ],
 )
 def test_bad_options_are_named(llama_dir: Path, options: list[str], fragment: str) -> None:

@@ -145,7 +145,16 @@ def test_inspect_table_output():
 
 def test_plan_json_fields():
     data = run_json(
-        "plan", "--head-dim", "128", "--base", "10000", "--train-length", "1k", "--target-length", "4k", "--no-robust"
+        "plan",
+        "--head-dim",
+        "128",
+        "--base",
+        "10000",
+        "--original-length",
+        "1k",
+        "--target-length",
+        "4k",
+        "--no-robust",
     )
     for key in (
         "factor",
@@ -164,7 +173,7 @@ def test_plan_json_fields():
 
 
 def test_plan_text_output():
-    result = runner.invoke(app, ["plan", "--head-dim", "64", "--train-length", "256", "--target-length", "1k"])
+    result = runner.invoke(app, ["plan", "--head-dim", "64", "--original-length", "256", "--target-length", "1k"])
     assert result.exit_code == 0, result.output
     assert "Why:" in result.output and "yarn" in result.output
 
@@ -194,9 +203,9 @@ def test_plot_writes_png_and_svg(tmp_path, args, suffix):
     ("args", "message"),
     [
         (["bound", "--context", "12q"], "length must look like"),
-        (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim: rotary_dim must be even"),
-        (["plan", "--train-length", "4k", "--target-length", "1k"], "target_length must be >= train_length"),
-        (["plan", "--base", "1", "--train-length", "1k", "--target-length", "2k"], "base must be > 1"),
+        (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim must be even"),
+        (["plan", "--original-length", "4k", "--target-length", "1k"], "--target-length must be >= --original-length"),
+        (["plan", "--base", "1", "--original-length", "1k", "--target-length", "2k"], "base must be > 1"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "must be even"),
         (["plot", "nonsense", "-o", "x.png"], "kind must be one of"),
         (["plot", "scaling", "-o", "x.jpg"], "--out must end in .png or .svg"),

@@ -7,8 +7,10 @@ the dataclasses' field defaults (``FinetuneSettings``, ``SweepSettings``) and ``
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,6 +138,60 @@ def test_the_vocabulary_is_written_down() -> None:
         assert f"`{flag}`" in text, flag
     for name, flag in SPELLED_OTHERWISE.items():
         assert f"`{flag}` (`{name}`)" in text, flag
+
+
+def test_plan_and_plot_take_l0_as_original_length() -> None:
+    commands_by_path = dict(ALL)
+    for path in ("plan", "plot"):
+        flags = {option.opts[0] for option in options(commands_by_path[path])}
+        assert "--original-length" in flags and "--train-length" not in flags, path
+
+
+def _raised_strings(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """The string pieces inside every ``raise`` statement of a module (the messages it raises)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    yield part.lineno, part.value
+
+
+def test_library_messages_name_python_arguments_not_flags() -> None:
+    """docs/cli.md rule 6: outside ``ropekit.cli`` no raised message names a ropekit flag (the CLI maps the
+    arguments to flags); a message may still quote a whole command (`ropekit extend --out x.gguf`)."""
+    flags = {flag for _, command in ALL for option in options(command) for flag in option.opts if flag[:2] == "--"}
+    source = Path(__file__).parents[2] / "src" / "ropekit"
+    found = []
+    for path in sorted(source.rglob("*.py")):
+        if "cli" in path.relative_to(source).parts:
+            continue
+        for line, text in _raised_strings(ast.parse(path.read_text(), str(path))):
+            named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)) & flags
+            if named and "ropekit " not in text:
+                found.append(f"{path.relative_to(source)}:{line} {sorted(named)}")
+    assert found == []
+
+
+def test_the_cli_writes_library_arguments_as_its_flags() -> None:
+    from ropekit.cli.common import name_option
+
+    names = {"out": "--out", "force": "--force", "rotary_dim": "--rotary-dim", "device_map": "--device-map"}
+    names |= {"model": "--model", "window": "--window"}
+    assert name_option("out '/x' exists; pass force=True to overwrite it", names) == (
+        "--out '/x' exists; pass --force to overwrite it"
+    )
+    assert name_option("must be even: rotary_dim=7", names) == "must be even: --rotary-dim 7"
+    assert name_option("rotary_dim must be even", names) == "--rotary-dim must be even"
+    assert name_option("out of memory; use device_map='auto'", names) == "out of memory; use --device-map auto"
+    assert name_option("out '/a' is inside the input model='/a/b'", names) == (
+        "--out '/a' is inside the input --model '/a/b'"
+    )
+    assert (
+        name_option("the largest window that fits is window=2048", names)
+        == ("--window: the largest window that fits is --window 2048")[len("--window: ") :]
+    )
+    assert name_option("settings.window=3 differs", names) == "settings.window=3 differs"  # not an argument
+    assert name_option("the model's base is wrong", {"base": "--base"}) == "--base: the model's base is wrong"
 
 
 # ---------------------------------------------------------------------------------------------------------------

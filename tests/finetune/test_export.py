@@ -141,7 +141,7 @@ def test_interleaved_cannot_be_written():
 def test_refuses_existing_out_and_non_rope_model(llama_dir, tmp_path):
     out = tmp_path / "out"
     extend(llama_dir, LinearScaling(factor=2.0), out)
-    with pytest.raises(FileExistsError, match="--force"):
+    with pytest.raises(FileExistsError, match="force=True"):
         extend(llama_dir, LinearScaling(factor=2.0), out)
     extend(llama_dir, LinearScaling(factor=4.0), out, force=True)
     assert json.loads((out / "config.json").read_text())["rope_parameters"]["factor"] == 4.0

@@ -82,7 +82,7 @@ def test_resume_continues_the_same_loss_curve(llama_dir, text_file, tmp_path):
     first = _run(llama_dir, text_file, tmp_path / "split", _settings(), on_step=stop_at_three)
     assert first.train.interrupted and first.train.steps_done == 3
     assert not (tmp_path / "split" / "config.json").exists()  # no model written for an unfinished run
-    with pytest.raises(FileExistsError, match="--resume"):
+    with pytest.raises(FileExistsError, match="resume=True"):
         _run(llama_dir, text_file, tmp_path / "split", _settings())
     with pytest.raises(ValueError, match=r"settings\.lr"):
         _run(llama_dir, text_file, tmp_path / "split", _settings(lr=1e-3), resume=True)
@@ -158,7 +158,7 @@ def test_existing_out_and_non_rope_model_are_refused(llama_dir, text_file, tmp_p
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("keep")
-    with pytest.raises(FileExistsError, match="--force"):
+    with pytest.raises(FileExistsError, match="force=True"):
         _run(llama_dir, text_file, out, _settings())
     assert (out / "mine.txt").read_text() == "keep"
     gpt2 = tmp_path / "gpt2"

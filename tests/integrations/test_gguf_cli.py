@@ -72,7 +72,7 @@ def test_gguf_out_prints_the_form_and_the_equivalent_flags(tmp_path: Path, capsy
 def test_plan_prints_llamacpp_flags_per_method() -> None:
     result = CliRunner().invoke(
         app,
-        ["plan", "--head-dim", "64", "--base", "100000", "--train-length", "8k", "--target-length", "16k", "--json"],
+        ["plan", "--head-dim", "64", "--base", "100000", "--original-length", "8k", "--target-length", "16k", "--json"],
     )
     assert result.exit_code == 0, result.output
     flags = json.loads(result.output)["llamacpp_flags"]

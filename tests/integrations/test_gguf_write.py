@@ -103,7 +103,7 @@ def test_existing_output_and_the_source_itself_are_refused(tmp_path: Path) -> No
     source = write_source(tmp_path / "in.gguf")
     form = gguf_form(read_file_rope(source), LinearScaling(factor=2.0))
     (tmp_path / "taken.gguf").write_bytes(b"mine")
-    with pytest.raises(FileExistsError, match="--force"):
+    with pytest.raises(FileExistsError, match="force=True"):
         write_gguf(source, tmp_path / "taken.gguf", form, context_length=2 * L0)
     assert (tmp_path / "taken.gguf").read_bytes() == b"mine"
     with pytest.raises(ValueError, match="source model"):

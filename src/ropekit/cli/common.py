@@ -211,30 +211,48 @@ def fail(message: str) -> typer.Exit:
 
 
 def name_option(message: str, names: Mapping[str, str]) -> str:
-    """``message`` from the library, prefixed with the CLI option it is about (``names``: argument -> option).
+    """``message`` from the library, written with the CLI options it is about (``names``: argument -> option).
 
-    The library names its own arguments (``rotary_dim``, ``train_length``); the user typed options. The first
-    argument named in the message picks the option; a message that already names an option is kept.
+    The library names its own arguments (``rotary_dim``, ``force=True``); the user typed options. ``name=True``
+    becomes the switch (``pass --force``), ``name=value`` the option with its value (``--window 2048``), a
+    snake_case argument anywhere its option (``--rotary-dim must be even``), and so does a plain argument name that
+    starts the message before a quoted value, a colon or "must" (``--model 'x' holds no weights``). A message that then names no option is prefixed with the
+    options it mentions.
     """
+    message = re.sub(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)", lambda m: _as_option(m, names), message)
+    message = re.sub(r"(?<![\w.-])([a-z]\w*_\w+)\b", lambda m: names.get(m.group(1), m.group(0)), message)
+    lead = re.match(r"(\w+)(?=:|\s'|\smust\b)", message)  # "model 'x' has", "window must"; not "out of memory"
+    if lead and lead.group(1) in names:
+        return names[lead.group(1)] + message[lead.end() :]
     if re.search(r"(?<![\w-])--[a-z]", message):
         return message
     found = sorted(
-        (match.start(), option) for arg, option in names.items() if (match := re.search(rf"\b{arg}\b", message))
+        (match.start(), option)
+        for arg, option in names.items()
+        if (match := re.search(rf"(?<![\w.-]){arg}\b", message))
     )
-    if found and found[0][0] == 0:  # "lr must be > 0": the message is about its first word
-        found = found[:1]
     options = list(dict.fromkeys(option for _, option in found))
     if not options:
         return message
     return f"{'/'.join(options)}: {message}"
 
 
+def _as_option(match: re.Match[str], names: Mapping[str, str]) -> str:
+    name, value = match.group(1), match.group(2)
+    if name not in names:
+        return match.group(0)
+    if re.fullmatch(r"'[\w.]+'", value):  # a plain word, as typed on the command line
+        value = value[1:-1]
+    return names[name] if value == "True" else f"{names[name]} {value}"
+
+
 @contextmanager
 def option_errors(**names: str) -> Iterator[None]:
-    """Turn the library's ``ValueError``/``TypeError`` into the one-line CLI error naming the option."""
+    """Turn the library's ``ValueError``/``TypeError`` (and a missing or existing path) into the one-line CLI error
+    naming the option."""
     try:
         yield
-    except (TypeError, ValueError, OverflowError) as error:
+    except (TypeError, ValueError, OverflowError, FileNotFoundError, FileExistsError) as error:
         raise fail(name_option(str(error), names)) from error
 
 

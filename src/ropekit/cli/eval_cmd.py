@@ -17,18 +17,16 @@ from ropekit.cli.common import (
     check_range,
     fail,
     json_option,
+    name_option,
     option_errors,
     parse_list,
     prepare_output_dir,
     refuse_overwrite,
     write_and_print,
 )
-from ropekit.cli.method_options import (  # noqa: F401  (METHOD_NAMES, SPECIAL_METHODS: re-exported)
-    DEFAULT_METHODS,
-    METHOD_NAMES,
+from ropekit.cli.method_options import (
     METHODS,
     PARAM,
-    SPECIAL_METHODS,
     parse_methods,
     parse_params,
 )
@@ -57,6 +55,9 @@ RESULT_FILES = ("results.json", "perplexity.csv", "passkey.csv")
 #: SweepSettings fields that only one kind of evaluation uses (left out of the other's recorded settings)
 PERPLEXITY_ONLY = ("multiples", "mode", "stride", "max_tokens")
 PASSKEY_ONLY = ("passkey_multiples", "depths", "trials", "seed")
+
+#: the arguments the evaluation's messages name (an out-of-memory hint), as options
+EVAL_HINTS = {"device_map": "--device-map", "model": "--model"}
 
 
 def parse_factor(text: str) -> float | str:
@@ -126,7 +127,7 @@ def load_model(model: str, device_map: str | None, *, dtype: str = "auto", befor
     try:
         loaded = load_eval_model(model, device_map=device_map, dtype=dtype, before_weights=before_weights)
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
-        message = str(error)  # ropekit's own checks (a broken GGUF file) already name --model
+        message = name_option(str(error), {"model": "--model"})  # ropekit's own checks name the model
         raise fail(message if message.startswith("--model") else f"--model {model!r}: {message}") from error
     if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
         raise fail(f"--device-map applies to transformers models; --model {model!r} is a ropekit tiny checkpoint")
@@ -210,7 +211,9 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: 
                     merged.context["partial"] = True
                     merged.write(out)
                     kept = f"; the methods measured before it are in {str(out / 'results.json')!r}"
-                raise fail(f"evaluation failed at --methods {method}: {error}{kept}") from error
+                raise fail(
+                    f"evaluation failed at --methods {method}: {name_option(str(error), EVAL_HINTS)}{kept}"
+                ) from error
             if merged is None:
                 merged = part
             else:

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, json_option, option_errors, parse_length, parse_params, print_json
+from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, parse_params, print_json
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -44,6 +44,9 @@ _NAMES = {
     "layer_types": "--layer-types",
     "ramp": "--ramp",
     "base": "--base",
+    "model": "--model",
+    "out": "--out",
+    "force": "--force",
 }
 
 
@@ -54,7 +57,7 @@ def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, 
     try:
         check_output(out, inputs, force=force, exists_ok=exists_ok)
     except (OSError, ValueError) as error:
-        raise fail(str(error)) from None
+        raise fail(name_option(str(error), _NAMES)) from None
 
 
 def resolve_scaling(
@@ -89,7 +92,7 @@ def resolve_scaling(
         config = load_config(model)
         rope_of(config)  # refuses a model without RoPE
     except (FileNotFoundError, ValueError) as error:  # the model's own config is at fault, not an option
-        message = str(error)
+        message = name_option(str(error), {"model": "--model"})
         raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None
     with option_errors(**_NAMES):
         rope = rope_of(config, first_scaled_type(config, types))  # the layers the method goes to
@@ -171,7 +174,7 @@ def extend_command(
     from ropekit.finetune.export import extend
 
     kind = choose_format(out, model, output_format)
-    check_out(out, [("--model", model)], force=force)
+    check_out(out, [("model", model)], force=force)
     extra = {
         "ramp": ramp,
         "beta_fast": beta_fast,
@@ -203,7 +206,7 @@ def extend_command(
                 model, spec, out, target_length=target, original_length=original, layer_types=types, force=force
             )
     except OSError as error:
-        raise fail(str(error)) from None
+        raise fail(name_option(str(error), _NAMES)) from None
     summary = {
         "out": str(result.out),
         "plan": note,

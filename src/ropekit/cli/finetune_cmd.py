@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, json_option, option_errors, parse_length, print_json
+from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, print_json
 from ropekit.cli.extend_cmd import (
     BASE,
     BETA_FAST,
@@ -45,6 +45,12 @@ _NAMES = {
     "layer_types": "--layer-types",
     "window": "--window",
     "chunks": "--chunks",
+    "original_length": "--original-length",
+    "model": "--model",
+    "text": "--text",
+    "out": "--out",
+    "force": "--force",
+    "resume": "--resume",
 }
 
 
@@ -107,7 +113,7 @@ def finetune_command(
     try:
         check_run_out(out, model, text, resume=resume, force=force)  # before the plan's measured step
     except (OSError, ValueError) as error:
-        raise fail(str(error)) from None
+        raise fail(name_option(str(error), _NAMES)) from None
     spec, original, _, types, note = resolve_scaling(
         model=model,
         scaling=scaling,
@@ -149,31 +155,25 @@ def finetune_command(
             window=parse_length(window, "--window", minimum=2) if window else None,
             chunks=chunks,
         )
-    try:
-        with option_errors(**_NAMES):  # the checks that need no weights, before the plan's measured step
-            check_run_inputs(model, spec, text, target, layer_types=types, original_length=original)
-    except FileNotFoundError as error:
-        raise fail(str(error)) from None
+    with option_errors(**_NAMES):  # the checks that need no weights, before the plan's measured step
+        check_run_inputs(model, spec, text, target, layer_types=types, original_length=original)
     _plan(model, spec, types, settings, console, dry_run)
-    try:
-        with option_errors(**_NAMES):
-            report = finetune(
-                model,
-                spec,
-                text,
-                out,
-                settings,
-                layer_types=types,
-                original_length=original,
-                resume=resume,
-                force=force,
-                evaluate=evaluate,
-                eval_tokens=parse_length(eval_tokens, "--eval-tokens"),
-                passkey_trials=passkey_trials,
-                log=lambda message: console.print(message, highlight=False),
-            )
-    except (FileNotFoundError, FileExistsError) as error:
-        raise fail(str(error)) from None
+    with option_errors(**_NAMES):
+        report = finetune(
+            model,
+            spec,
+            text,
+            out,
+            settings,
+            layer_types=types,
+            original_length=original,
+            resume=resume,
+            force=force,
+            evaluate=evaluate,
+            eval_tokens=parse_length(eval_tokens, "--eval-tokens"),
+            passkey_trials=passkey_trials,
+            log=lambda message: console.print(message, highlight=False),
+        )
     from accelerate import PartialState
 
     if not PartialState().is_main_process:  # the state finetune() made
@@ -210,7 +210,7 @@ def _plan(model: Path, spec, types, settings, console, dry_run: bool) -> None:
         return
     console.print(fit_plan.summary(), highlight=False)
     if message := refusal(fit_plan, largest):
-        raise fail(message)
+        raise fail(name_option(message, _NAMES))
     if dry_run:
         raise typer.Exit(code=0)
 

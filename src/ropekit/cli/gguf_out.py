@@ -7,7 +7,10 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, print_json
+from ropekit.cli.common import fail, name_option, print_json
+
+#: the arguments the GGUF writer's messages name, as this command's options
+_NAMES = {"model": "--model", "out": "--out", "force": "--force", "fixed_seq_len": "--fixed-seq-len"}
 
 #: output kinds of ``extend --format``
 FORMATS = ("folder", "gguf")
@@ -71,7 +74,7 @@ def extend_to_gguf(
     try:
         result = extend_gguf(model, spec, out, target_length=target, layer_types=layer_types, force=force)
     except (ValueError, OSError) as error:
-        raise fail(f"--format gguf: {error}") from None
+        raise fail(f"--format gguf: {name_option(str(error), _NAMES)}") from None
     form = result.form
     flags, text = flags_for(model_rope_of(model, spec, layer_types))
     summary = {

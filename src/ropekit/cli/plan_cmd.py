@@ -19,7 +19,7 @@ from ropekit.cli.common import (
 def plan_command(
     head_dim: int = typer.Option(128, help="Attention head size."),
     base: float = typer.Option(10000.0, help="The model's RoPE base b."),
-    train_length: str = typer.Option(..., help="Length the model was trained at, e.g. 4k."),
+    original_length: str = typer.Option(..., help="Original length L0: the length the model was trained at, e.g. 4k."),
     target_length: str = typer.Option(..., help="Length wanted, e.g. 32k."),
     rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
     robust: bool | None = typer.Option(
@@ -38,7 +38,7 @@ def plan_command(
 
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
-    train = parse_length(train_length, "--train-length", maximum=MAX_CONTEXT)
+    train = parse_length(original_length, "--original-length", maximum=MAX_CONTEXT)
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
     target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_CONTEXT)
     check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
@@ -47,7 +47,7 @@ def plan_command(
         "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",
         "base": "--base",
     }
-    options |= {"train_length": "--train-length", "target_length": "--target-length"}
+    options |= {"train_length": "--original-length", "target_length": "--target-length"}
     with option_errors(**options):
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
     from ropekit.cli.gguf_out import plan_flags

@@ -39,7 +39,7 @@ def plot_command(
     out: Path | None = typer.Option(None, "--out", "-o", help="Output file; .png or .svg picks the format."),
     rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
     base: float = typer.Option(10000.0, help="RoPE base b (decay, wavelengths, scaling)."),
-    train_length: str = typer.Option("4k", help="Training length T = L0 (wavelengths, scaling)."),
+    original_length: str = typer.Option("4k", help="Original (training) length L0 (wavelengths, scaling)."),
     factor: float = typer.Option(4.0, help="Scaling factor s (wavelengths, scaling)."),
     max_distance: str = typer.Option("64k", help="Largest distance m (decay; at most 1M)."),
     max_context: str = typer.Option("64k", help="Largest context length computed (bound; 1k to 1M)."),
@@ -72,22 +72,22 @@ def plot_command(
         if not robust_by_default(lengths["robust_up_to"], dim):  # the islands take minutes to hours there
             lengths["robust_up_to"] = 0
     else:
-        lengths["train_length"] = parse_length(train_length, "--train-length")
+        lengths["original_length"] = parse_length(original_length, "--original-length")
     check_output_file(path, "--out", suffixes=SUFFIXES, force=force)
     from ropekit import plots
 
     names = {"head_dim": "--rotary-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
     names |= {name: "--" + name.replace("_", "-") for name in lengths}
-    names |= {"original_max_position_embeddings": "--train-length", "original_length": "--train-length"}
+    names |= {"original_max_position_embeddings": "--original-length", "train_length": "--original-length"}
     with option_errors(**names), _writing(path, "--out"):
         if kind == "decay":
             plots.decay_figure(path, dim, base, lengths["max_distance"])
         elif kind == "bound":
             plots.bound_figure(path, dim, lengths["max_context"], lengths["robust_up_to"])
         elif kind == "wavelengths":
-            plots.wavelengths_figure(path, dim, base, lengths["train_length"], factor)
+            plots.wavelengths_figure(path, dim, base, lengths["original_length"], factor)
         else:
-            plots.scaling_figure(path, dim, base, lengths["train_length"], factor)
+            plots.scaling_figure(path, dim, base, lengths["original_length"], factor)
     if json_output:
         print_json({"kind": kind, "path": str(path), "bytes": path.stat().st_size})
         return

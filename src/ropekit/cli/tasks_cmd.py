@@ -14,13 +14,14 @@ from ropekit.cli.common import (
     check_range,
     fail,
     json_option,
+    name_option,
     parse_length,
     parse_list,
     prepare_output_dir,
     refuse_overwrite,
     write_and_print,
 )
-from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, app, load_model, parse_factor
+from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, EVAL_HINTS, FACTOR, MODEL, TEXT, app, load_model, parse_factor
 from ropekit.cli.method_options import ATTENTION_NAMES, DEFAULT_METHODS, parse_methods
 
 #: the evaluation's default methods without the attention methods (its cached decoding runs the model's attention)
@@ -151,7 +152,7 @@ def run_with_progress(model, settings, tokens, samples):
                 on_step=lambda label: bar.update(task, description=label),
             )
         except (ValueError, MemoryError, RuntimeError) as error:
-            raise fail(f"evaluation failed: {error}") from error
+            raise fail(f"evaluation failed: {name_option(str(error), EVAL_HINTS)}") from error
 
 
 def print_summary(result) -> None:

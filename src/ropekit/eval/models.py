@@ -57,8 +57,8 @@ def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.T
             raise
         raise ValueError(
             f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); evaluate shorter lengths "
-            "(smaller --multiples), a smaller --dtype, or for a transformers model spread it over devices with "
-            "--device-map auto"
+            "(smaller multiples), a smaller dtype, or for a transformers model spread it over devices with "
+            "device_map='auto'"
         ) from error
 
 

@@ -379,7 +379,7 @@ def cost_lines(
         if needed is not None and free is not None and needed > free:
             lines.append(
                 f"warning: length {longest:,} needs about {needed / 2**30:.1f} GiB, but only {free / 2**30:.1f} GiB "
-                "is free: it will probably run out of memory (ask for shorter lengths, a smaller --dtype, or "
-                "--device-map auto)"
+                "is free: it will probably run out of memory (ask for shorter lengths, a smaller dtype, or "
+                "device_map='auto')"
             )
     return lines

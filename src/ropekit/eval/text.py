@@ -90,7 +90,7 @@ def _documents_of(path: Path, data: bytes, where: str) -> list[bytes]:
         except json.JSONDecodeError as error:
             raise ValueError(f"text {where} line {number} is not JSON: {error.msg}") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ValueError(f'--text {where} line {number} needs a "text" string field, got {line[:60]!r}')
+            raise ValueError(f'text {where} line {number} needs a "text" string field, got {line[:60]!r}')
         if record["text"].strip():
             documents.append(record["text"].encode("utf-8"))
     return documents

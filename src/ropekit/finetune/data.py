@@ -68,7 +68,7 @@ def pack(stream: torch.Tensor, length: int, *, heldout_fraction: float = 0.05) -
     train = total - heldout
     if train < length:
         raise ValueError(
-            f"--text gives {total:,} tokens; fine-tuning at {length:,} tokens needs at least {length + heldout:,} "
+            f"text: gives {total:,} tokens; fine-tuning at {length:,} tokens needs at least {length + heldout:,} "
             f"(one training window of {length:,} plus {heldout:,} held out for evaluation)"
         )
     windows = packed_windows(stream[:train], length).clone()  # (windows, length), contiguous for the DataLoader

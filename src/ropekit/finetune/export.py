@@ -99,7 +99,7 @@ def extend(
     from ropekit.finetune.output import check_output, staged_output
 
     source = Path(model)
-    check_output(out, [("--model", source)], force=force)
+    check_output(out, [("model", source)], force=force)
     config = load_config(source)
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":

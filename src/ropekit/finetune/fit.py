@@ -340,13 +340,13 @@ def plan_finetune(
 
 
 def refusal(plan: StepPlan, largest: int | None) -> str | None:
-    """The one-line refusal of a plan that does not fit (``None`` when it fits), naming ``--window``."""
+    """The one-line refusal of a plan that does not fit (``None`` when it fits), naming ``window``."""
     if plan.fits:
         return None
     need, free = plan.peak / 2**30, (plan.available or 0) / 2**30
-    head = f"--window {plan.window:,}: one step needs about {need:.2f} GiB, more than {USABLE_SHARE:.0%} of the "
+    head = f"window={plan.window}: one step needs about {need:.2f} GiB, more than {USABLE_SHARE:.0%} of the "
     if largest is None:
         return head + (
-            f"{free:.2f} GiB free at any window (weights and AdamW state alone): use --lora-rank, or a smaller model"
+            f"{free:.2f} GiB free at any window (weights and AdamW state alone): train LoRA adapters (lora_rank), or a smaller model"
         )
-    return head + f"{free:.2f} GiB free; the largest window that fits is --window {largest} (PoSE keeps the target)"
+    return head + f"{free:.2f} GiB free; the largest window that fits is window={largest} (PoSE keeps the target)"

@@ -24,7 +24,7 @@ def check_weights(folder: Path) -> None:
     """
     if not any(any(folder.glob(pattern)) for pattern in _WEIGHTS):
         raise ValueError(
-            f"--model {str(folder)!r} holds no weights (no *.safetensors or pytorch_model*.bin file); its copy "
+            f"model {str(folder)!r} holds no weights (no *.safetensors or pytorch_model*.bin file); its copy "
             "would not load: give the folder save_pretrained wrote"
         )
 
@@ -51,7 +51,7 @@ def check_not_shorter(
         factor = getattr(scaling, "factor", None)
         how = f" (the original length {original:,} × factor {factor:g})" if factor else ""
         raise ValueError(
-            f"--model is already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "
+            f"model: already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "
             f"scaling); the target {target:,}{how} would shrink it. The factor is relative to the original length "
             f"{original:,}: ask for a factor of at least {current / original:g}, or a target of at least {current:,}"
         )
@@ -67,6 +67,6 @@ def check_tokenizer(model: Path) -> None:
 
     if not has_tokenizer(model):
         raise ValueError(
-            f"--model {str(model)!r} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); fine-tuning reads "
-            "--text with the model's own tokenizer: copy them into the folder (tokenizer.save_pretrained)"
+            f"model {str(model)!r} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); fine-tuning reads "
+            "the text with the model's own tokenizer: copy them into the folder (tokenizer.save_pretrained)"
         )

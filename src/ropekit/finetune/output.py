@@ -58,7 +58,7 @@ def check_output(
     *,
     force: bool = False,
     exists_ok: bool = False,
-    option: str = "--out",
+    option: str = "out",
 ) -> Path:
     """Check the output folder ``out`` before any work; nothing is created or removed.
 
@@ -66,8 +66,8 @@ def check_output(
         out: the output folder (it may exist; a symlink stands for what it points at).
         inputs: ``(option, path)`` of every input the command reads (``None`` paths are skipped).
         force: an existing, non-empty ``out`` may be replaced.
-        exists_ok: ``out`` may exist regardless of ``force`` (``--resume``: it is replaced at the end).
-        option: the option ``out`` came from, for the messages.
+        exists_ok: ``out`` may exist regardless of ``force`` (a resumed run: it is replaced at the end).
+        option: the argument (or CLI option) ``out`` came from, for the messages.
 
     Returns:
         The real path of ``out`` (where the output goes).
@@ -98,13 +98,13 @@ def check_output(
             if relation:
                 where = "" if part == _real(path) else f" (through the symlink to {str(part)!r})"
                 raise ValueError(
-                    f"{option} {str(given)!r} {relation} the input {name} {str(path)!r}{where}; writing there would "
-                    f"destroy it: choose an {option} outside every input"
+                    f"{option} {str(given)!r} {relation} the input {name}={str(path)!r}{where}; writing there would "
+                    f"destroy it: choose a folder outside every input"
                 )
     if real.exists() and not real.is_dir() and not real.is_file():
         raise FileExistsError(f"{option} {str(given)!r} exists and is neither a folder nor a file")
     if real.exists() and (real.is_file() or any(real.iterdir())) and not (force or exists_ok):
-        raise FileExistsError(f"{option} {str(given)!r} exists; pass --force to overwrite it")
+        raise FileExistsError(f"{option} {str(given)!r} exists; pass force=True to overwrite it")
     return real
 
 
@@ -150,6 +150,6 @@ def staged_output(out: str | Path) -> Iterator[Path]:
 
 
 def partial_dir(out: str | Path) -> Path:
-    """The fixed hidden sibling where ``finetune`` builds ``out`` (kept after an interruption, for ``--resume``)."""
+    """The fixed hidden sibling where ``finetune`` builds ``out`` (kept after an interruption, for a resumed run)."""
     real = _real(out)
     return real.parent / f".{real.name}.ropekit-partial"

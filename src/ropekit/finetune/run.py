@@ -88,15 +88,15 @@ def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, A
     saved = json.loads((work / "settings.json").read_text())
     if saved.get("text_sha256") != identity["text_sha256"]:
         raise ValueError(
-            f"--resume: --text {identity['text']!r} is not the text the interrupted run trained on (sha256 "
+            f"resume=True: text {identity['text']!r} is not the text the interrupted run trained on (sha256 "
             f"{identity['text_sha256'][:12]}…, recorded {str(saved.get('text_sha256'))[:12]}…); resuming would train "
-            "the remaining steps on other data: give the same text, or start over with --force"
+            "the remaining steps on other data: give the same text, or start over with force=True"
         )
     diff = [f"settings.{k}" for k, v in settings.to_dict().items() if saved["settings"].get(k) != v]
     diff += [k for k, v in identity.items() if saved.get(k) != v]
     if diff:
         raise ValueError(
-            f"--resume: these settings differ from the interrupted run's ({work / 'settings.json'}): {diff}"
+            f"resume=True: these settings differ from the interrupted run's ({work / 'settings.json'}): {diff}"
         )
 
 
@@ -104,26 +104,26 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
     """The checks of ``finetune``'s output, cheap enough to run before anything else (the CLI runs them first).
 
     Raises:
-        ValueError: ``out`` is, holds or lies inside the model or the text; ``--resume`` with no checkpoint.
+        ValueError: ``out`` is, holds or lies inside the model or the text; ``resume`` with no checkpoint.
         FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run or other files,
             and neither ``resume`` nor ``force`` is given.
         FileNotFoundError: no parent folder for ``out``, or a dangling symlink.
     """
     from ropekit.finetune.output import check_output, partial_dir
 
-    inputs = [("--model", Path(model)), ("--text", Path(text))]
+    inputs = [("model", Path(model)), ("text", Path(text))]
     check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first
     partial = partial_dir(out)
     if resume:
         if not any((folder / WORK_DIR / "checkpoint" / "progress.json").is_file() for folder in (partial, out)):
             where = partial / WORK_DIR / "checkpoint"
-            raise ValueError(f"--resume: no checkpoint in {str(where)!r} (nor in --out) to resume from")
+            raise ValueError(f"resume=True: no checkpoint in {str(where)!r} (nor in out) to resume from")
         return
-    for folder, where in ((partial, str(partial)), (out, f"--out {str(out)!r}")):
+    for folder, where in ((partial, str(partial)), (out, f"out {str(out)!r}")):
         if (folder / WORK_DIR / "checkpoint").exists() and not force:
             raise FileExistsError(
-                f"{where} holds a fine-tune run of --out {str(out)!r}; pass --resume to continue it if it was "
-                "interrupted, or --force to start over"
+                f"{where} holds a fine-tune run of out {str(out)!r}; pass resume=True to continue it if it was "
+                "interrupted, or force=True to start over"
             )
     check_output(out, inputs, force=force)
 
@@ -163,13 +163,13 @@ def check_run_inputs(
     original = original_length or original_length_of(config, rope)
     if target <= original:
         raise ValueError(
-            f"--target-length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
+            f"target_length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
             "extends the context"
         )
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     if not Path(text).exists():
-        raise FileNotFoundError(f"--text {str(text)!r} does not exist")
+        raise FileNotFoundError(f"text {str(text)!r} does not exist")
     return CheckedInputs(original, new_config, notes, read_text(text))
 
 

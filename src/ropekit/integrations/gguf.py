@@ -17,13 +17,13 @@ GGUF_MAGIC = b"GGUF"
 GGUF_VERSIONS = (2, 3)
 
 
-def check_gguf(path: str | Path, option: str = "--model") -> Any:
+def check_gguf(path: str | Path, option: str = "model") -> Any:
     """``path`` if it is a whole GGUF file: the magic, a known version, a header that parses, and tensor data that
     fits in the file (a download cut short fails here, not deep inside transformers).
 
     Args:
         path: the ``.gguf`` file.
-        option: the option it came from, for the messages.
+        option: the argument (or CLI option) it came from, for the messages.
 
     Returns:
         The file's ``gguf.GGUFReader`` (its metadata and tensor table, read once).

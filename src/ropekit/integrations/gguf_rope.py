@@ -127,13 +127,13 @@ def to_llamacpp(rope: RopeConfig, *, rope_freqs: bool, betas: bool) -> LlamaCppR
     if name == "dynamic" and not frozen:
         raise ValueError(
             "dynamic NTK cannot be expressed in llama.cpp: its frequencies follow the current sequence length and "
-            "llama.cpp's are fixed; freeze it with --fixed-seq-len N (a base change llama.cpp can run)"
+            "llama.cpp's are fixed; freeze it with fixed_seq_len=N (a base change llama.cpp can run)"
         )
     if name == "longrope" and not frozen and tuple(spec.short_factor) != tuple(spec.long_factor):
         raise ValueError(
             "longrope with different short and long factors cannot be expressed in llama.cpp: it switches lists by "
             "the context size it was started with (n_ctx), ropekit and transformers by the current length; freeze "
-            "the choice with --fixed-seq-len N"
+            "the choice with fixed_seq_len=N"
         )
     if name == "linear":
         return _checked(rope, LlamaCppRope(d, base, "linear", float(spec.factor)))

@@ -85,11 +85,11 @@ def write_gguf(
     gguf = import_gguf()
     source, out = Path(source), Path(out)
     if out.exists() and not out.is_file():
-        raise FileExistsError(f"--out {str(out)!r} exists and is not a file")
+        raise FileExistsError(f"out {str(out)!r} exists and is not a file")
     if out.exists() and source.exists() and os.path.samefile(out, source):
-        raise ValueError(f"--out {str(out)!r} is the source model; choose a new file")
+        raise ValueError(f"out {str(out)!r} is the source model; choose a new file")
     if out.exists() and not force:
-        raise FileExistsError(f"--out {str(out)!r} exists; pass --force to overwrite it")
+        raise FileExistsError(f"out {str(out)!r} exists; pass force=True to overwrite it")
     reader = gguf.GGUFReader(str(source))
     arch = str(reader.fields["general.architecture"].contents())
     prefix = f"{arch}.rope."

@@ -194,13 +194,13 @@ def load_config(model: str | Path) -> dict[str, Any]:
         config = apply_gguf_rope(AutoConfig.from_pretrained(folder, **options).to_dict(), path)  # llama.cpp's RoPE
         return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"--model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)")
+        raise FileNotFoundError(f"model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)")
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"--model {str(path)!r}: config.json is not valid JSON ({error})") from None
+        raise ValueError(f"model {str(path)!r}: config.json is not valid JSON ({error})") from None
     if not isinstance(config, dict):
-        raise ValueError(f"--model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}")
+        raise ValueError(f"model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}")
     return config
 
 
@@ -301,7 +301,7 @@ def extended_config(
                     f"{scaling.rope_type} on a per-layer-type model needs rope_type 'longrope' for {layer_type}, which "
                     "transformers 5.18 cannot run per layer type (dynamic_rope_update raises UnboundLocalError on its "
                     "second call beyond original_max_position_embeddings); use a method transformers names (yarn with "
-                    "its own ramp, linear, llama3) or a base change (--base, ntk)"
+                    "its own ramp, linear, llama3) or a base change (ntk, or a new base)"
                 )
             params[layer_type] = _keep_rotary_key(written.rope_parameters, params[layer_type])
             notes.append(f"{layer_type}: {written.how}")
