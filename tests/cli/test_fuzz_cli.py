@@ -231,6 +231,8 @@ def invocations(draw, path: tuple[str, ...]) -> list[str]:
 def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     import ropekit.eval.report as report
     import ropekit.eval.sweep as sweep
+    import ropekit.eval.tasks.run as tasks_run
+    import ropekit.eval.tasks.scoring as scoring
     import ropekit.experiments.base_bound as experiment
     import ropekit.model.train as train_module
     import ropekit.plots as plots
@@ -257,6 +259,16 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
                 result.passkey.append(
                     {"method": method, "length": length, "depth": 0.5, "trials": 1, "correct": 1, "accuracy": 1.0}
                 )
+        return result
+
+    def fake_tasks(model, settings, *, text=None, samples=None, **kwargs):
+        context = {"model": model.describe(), "settings": settings.to_dict(), "train_length": model.train_length}
+        result = tasks_run.TaskResult(context)
+        for method in settings.methods:
+            for length in settings.token_lengths(model.train_length):
+                for task in settings.tasks:
+                    row = {"method": method, "length": length, "task": task, "family": "retrieval"}
+                    result.rows.append({**row, **scoring.cell([1.0])})
         return result
 
     def fake_report(model, settings, result, out, elapsed_s):
@@ -292,6 +304,7 @@ def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(train_module, "train", fake_train)
     monkeypatch.setattr(experiment, "run_experiment", fake_experiment)
     monkeypatch.setattr(sweep, "run_sweep", fake_sweep)
+    monkeypatch.setattr(tasks_run, "run_tasks", fake_tasks)
     monkeypatch.setattr(report, "write_report", fake_report)
     for name in ("base_bound", "smallest_feasible_base", "robust_base_only"):
         monkeypatch.setattr(bound, name, capped(getattr(bound, name)))

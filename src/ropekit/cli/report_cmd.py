@@ -42,17 +42,15 @@ def fit_report_tasks(model, task_settings, tokens):
 
 
 def report_task_settings(settings, samples: int, tasks: str, multiples: str, threshold: float, factor: str):
-    """The task section's settings (``None`` with ``--task-samples 0``): the sweep's RoPE scalings (attention methods
-    are left out of it), its seed and factor."""
+    """The task section's settings (``None`` with ``--task-samples 0``): the sweep's methods (attention methods
+    included), its parameters, seed and factor."""
     from ropekit.cli.common import check_range
-    from ropekit.eval.methods import split_method
 
     check_range("--task-samples", samples, minimum=0)
-    scalings = [m for m in settings.methods if split_method(m)[1] is None]
-    if samples == 0 or not scalings:
+    if samples == 0:
         return None
     return build_task_settings(
-        methods=",".join(scalings),
+        methods=",".join(settings.methods),
         tasks=tasks,
         multiples=multiples,
         lengths=None,
@@ -61,6 +59,7 @@ def report_task_settings(settings, samples: int, tasks: str, multiples: str, thr
         depth=None,
         factor=factor,
         threshold=threshold,
+        params=dict(settings.params),
         options={"samples": "--task-samples", "multiples": "--task-multiples"},
     )
 

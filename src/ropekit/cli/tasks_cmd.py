@@ -7,6 +7,7 @@ sample is generated (and every length checked against every task) before the fir
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,6 +16,7 @@ from ropekit.cli.common import (
     fail,
     json_option,
     name_option,
+    option_errors,
     parse_length,
     parse_list,
     prepare_output_dir,
@@ -22,14 +24,12 @@ from ropekit.cli.common import (
     write_and_print,
 )
 from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, EVAL_HINTS, FACTOR, MODEL, TEXT, app, load_model, parse_factor
-from ropekit.cli.method_options import ATTENTION_NAMES, DEFAULT_METHODS, parse_methods
+from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
 
-#: the evaluation's default methods without the attention methods (its cached decoding runs the model's attention)
-TASK_METHODS = ",".join(m for m in DEFAULT_METHODS.split(",") if m not in ATTENTION_NAMES and "+" not in m)
 METHODS = typer.Option(
-    TASK_METHODS,
-    help="Comma-separated RoPE scalings: none, native or a rope_type name (as for eval perplexity); attention "
-    "methods are not supported here.",
+    DEFAULT_METHODS,
+    help="Comma-separated methods, as for eval perplexity: none, native, a rope_type name, an attention method "
+    "(self_extend, ...) or scaling+attention.",
 )
 
 #: files ``--out`` receives (refused without ``--force`` when present)
@@ -47,6 +47,7 @@ def build_task_settings(
     depth: float | None,
     factor: str,
     threshold: float,
+    params: dict[str, Any] | None = None,
     options: dict[str, str] | None = None,
 ):
     """TaskSettings from CLI strings; every error names its option (``options``: setting -> the option's name)."""
@@ -72,15 +73,11 @@ def build_task_settings(
     if depth is not None:
         check_range("--depth", depth, minimum=0.0, maximum=1.0)
     check_range("--threshold", threshold, above=0.0, maximum=100.0)
-    from ropekit.eval.methods import split_method
-
     chosen = parse_methods(methods)
-    for method in chosen:
-        if split_method(method)[1] is not None:
-            raise fail(
-                f"--methods {method}: attention methods are not supported by the task evaluation (its cached decoding "
-                "runs the model's own attention); give RoPE scalings"
-            )
+    from ropekit.eval.methods import check_params
+
+    with option_errors(params="--param"):
+        check_params(tuple(chosen), dict(params or {}))
     return TaskSettings(
         methods=chosen,
         tasks=task_names,
@@ -91,6 +88,7 @@ def build_task_settings(
         depth=depth,
         factor=parse_factor(factor),
         threshold=threshold,
+        params=dict(params or {}),
     )
 
 
@@ -200,6 +198,7 @@ def tasks_command(
     depth: float | None = typer.Option(None, help="Needle depth for every sample (0 = start); default: random."),
     factor: str = FACTOR,
     threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    param: str | None = PARAM,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out."),
     json_output: bool = json_option("Print JSON (rows, means, effective lengths)."),
@@ -222,6 +221,7 @@ def tasks_command(
         depth=depth,
         factor=factor,
         threshold=threshold,
+        params=parse_params(param),
     )
     if out is not None:
         refuse_overwrite(out, TASK_FILES, "--out", force=force)

@@ -52,11 +52,15 @@ def _reference(lm, prompt, budget):
     return ids[len(prompt) :]
 
 
-@pytest.mark.parametrize("scaling", [None, "yarn"])
+@pytest.mark.parametrize("scaling", [None, "yarn", "self_extend", "yarn+self_extend", "rerope", "dual_chunk", "sinks"])
 def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
-    from ropekit.eval.methods import scaling_for
+    """The oracle is the full forward of the whole sequence at every step, with the same method (the attention
+    methods' full forward is itself checked against the paper-definition oracles in tests/attention)."""
+    from ropekit.eval.methods import attention_for, scaling_for, split_method
 
-    tiny_lm.set_scaling(scaling_for(scaling, factor=4.0, train_length=64) if scaling else None)
+    rope = split_method(scaling)[0] if scaling else None
+    tiny_lm.set_scaling(scaling_for(rope, factor=4.0, train_length=64) if rope else None)
+    tiny_lm.set_attention(attention_for(scaling, train_length=64, length=128) if scaling else None)
     rng = np.random.default_rng(0)
     context = rng.integers(0, 256, 90)
     decoders = [TinyDecoder(tiny_lm), FullDecoder(_HeadOnly(tiny_lm))]
@@ -73,6 +77,7 @@ def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
                 assert answer.shortcut == (len(target) == 8)
                 assert decoder.length == len(context)  # left as it was: the next question shares the prefill
     tiny_lm.set_scaling(None)
+    tiny_lm.set_attention(None)
 
 
 @pytest.mark.hf
@@ -150,3 +155,58 @@ def test_early_stop_keeps_the_score(tiny_lm):
         assert short == full[: len(short)]
         as_text = bytes(short).decode("utf-8", errors="replace")
         assert string_match_all(as_text, refs) == string_match_all(bytes(full).decode("utf-8", errors="replace"), refs)
+
+
+@pytest.mark.hf
+@pytest.mark.parametrize("method", ["self_extend", "rerope", "sinks"])
+def test_transformers_cached_decoding_under_an_attention_method_matches_recomputation(method):
+    """A transformers model switched to ropekit's attention function: the shared prefill and the cached greedy
+    decoding give the tokens of a full forward of the whole sequence at every step."""
+    transformers = pytest.importorskip("transformers")
+    from ropekit.attention import get_attention
+    from ropekit.integrations.hf_attention import apply_attention
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+    )
+    config._attn_implementation = "sdpa"
+    model = transformers.LlamaForCausalLM(config).double().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(4.0)
+    spec = get_attention(method)
+    apply_attention(model, spec.from_options(train_length=32, length=160))
+
+    class Wrapped:
+        def __init__(self, model):
+            self.model = model
+
+        def output_logits(self, hidden):
+            return self.model.get_output_embeddings()(hidden)
+
+    def reference(prompt, budget):
+        ids = list(prompt)
+        for _ in range(budget):
+            with torch.no_grad():
+                ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
+        return ids[len(prompt) :]
+
+    rng = np.random.default_rng(2)
+    context = rng.integers(0, 300, 120)
+    decoder = HFDecoder(Wrapped(model))
+    decoder.extend(torch.from_numpy(context), keep=0)
+    for q in range(2):
+        question = rng.integers(0, 300, 6 + q)
+        expected = reference(np.concatenate([context, question]).tolist(), 8)
+        for target in ([], [*expected[:3], (expected[3] + 1) % 300], expected):
+            answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 8)
+            assert answer.tokens == expected
+            assert decoder.length == len(context)

@@ -22,7 +22,14 @@ from typing import Any
 import torch
 
 from ropekit._validate import require_float, require_int
-from ropekit.eval.methods import describe_scaling, factor_for, scaling_for
+from ropekit.eval.methods import (
+    attention_for,
+    check_params,
+    describe_scaling,
+    factor_for,
+    scaling_for,
+    set_attention,
+)
 from ropekit.eval.tasks.base import Pieces, Sample
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
 from ropekit.eval.tasks.scoring import RULER_THRESHOLD, cell, effective_lengths, pooled, score
@@ -38,13 +45,14 @@ class TaskSettings:
     """What to evaluate.
 
     Attributes:
-        methods: scaling methods (as ``--methods``).
+        methods: scaling and attention methods (as ``--methods``: ``yarn``, ``self_extend``, ``yarn+self_extend``).
         tasks: task names (:data:`ropekit.eval.tasks.suite.TASKS`).
         multiples: lengths as multiples of the training length (ignored when ``lengths`` is given).
         lengths: lengths in tokens.
         samples: samples per (length, task).
         depth: needle depth for every sample (``None``: drawn per sample, as RULER does).
         threshold: the effective-length threshold in percent (RULER's 85.6).
+        params: the attention methods' parameters (as ``--param``; the rest derived per length).
     """
 
     methods: tuple[str, ...]
@@ -56,10 +64,12 @@ class TaskSettings:
     depth: float | None = None
     factor: float | str = "auto"
     threshold: float = RULER_THRESHOLD
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.methods:
             raise ValueError("methods must name at least one method, got none")
+        check_params(tuple(self.methods), dict(self.params))
         if not self.tasks:
             raise ValueError("tasks must name at least one task, got none")
         for task in self.tasks:
@@ -82,7 +92,7 @@ class TaskSettings:
         return sorted({int(m * train_length) for m in self.multiples})
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "params": dict(self.params)}
 
 
 def detokenize(model: Any, tokens: list[int]) -> str:
@@ -247,11 +257,14 @@ def run_tasks(
     byte_level = getattr(model, "tokenizer", None) is None  # detokenize: at most one byte per token
     lengths = settings.token_lengths(train_length)
     for method in settings.methods:
+        attention = None
         for length in lengths:
             factor = factor_for(length, train_length, settings.factor)
             try:
                 scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
                 model.set_scaling(scaling)
+                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
+                where = set_attention(model, attention) if attention is not None else None
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 if on_tokens is not None:  # keep a progress bar's total exact
@@ -276,6 +289,7 @@ def run_tasks(
                         "method": method,
                         "factor": factor,
                         "scaling": describe_scaling(scaling),
+                        "attention": None if attention is None else {**attention.describe(), "layer_types": where},
                         "length": length,
                         "task": task,
                         "family": TASKS[task].family,
@@ -287,6 +301,8 @@ def run_tasks(
                 if on_step is not None:
                     on_step(f"{method} @ {length} {task}")
         model.set_scaling(model.native_scaling)
+        if attention is not None:
+            set_attention(model, None)
     return result
 
 
