@@ -4,7 +4,7 @@ by ``make setup``), ``distributed`` tests without torch.distributed's gloo backe
 
 The shared fixtures: ``seed``, ``smollm2_path``, ``quiet_transformers``, ``toy_method`` (a scaling method registered
 by one class and one function, as a new file would), and small random transformers models with a byte-level tokenizer,
-built in code (nothing downloaded): ``llama_dir``, ``make_llama``, ``text_file``, ``make_text``."""
+built in code (nothing downloaded): ``llama_dir``, ``make_llama``, ``llama_config``, ``text_file``, ``make_text``."""
 
 from __future__ import annotations
 
@@ -139,9 +139,10 @@ def byte_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
 
 
-def save_llama(path: Path, *, seed: int = 0, rope_parameters: dict | None = None, **overrides) -> Path:
-    """A random 2-layer Llama (head_dim 16) with the byte tokenizer, saved to ``path``."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def build_llama_config(**overrides):
+    """The ``LlamaConfig`` of the tests' random Llama: 2 layers, head_dim 16, the byte vocabulary; ``overrides``
+    change any field (smaller models for the CLI tests, another length)."""
+    from transformers import LlamaConfig
 
     settings = dict(
         vocab_size=257,
@@ -151,14 +152,22 @@ def save_llama(path: Path, *, seed: int = 0, rope_parameters: dict | None = None
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=ORIGINAL,
-        rope_parameters=rope_parameters or {"rope_type": "default", "rope_theta": 10000.0},
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         eos_token_id=256,
         bos_token_id=256,
         tie_word_embeddings=False,
     )
-    settings.update(overrides)
+    return LlamaConfig(**(settings | overrides))
+
+
+def save_llama(path: Path, *, seed: int = 0, rope_parameters: dict | None = None, **overrides) -> Path:
+    """A random 2-layer Llama (head_dim 16, :func:`build_llama_config`) with the byte tokenizer, saved to ``path``."""
+    from transformers import LlamaForCausalLM
+
+    if rope_parameters is not None:
+        overrides["rope_parameters"] = rope_parameters
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(LlamaConfig(**settings)).float()
+    model = LlamaForCausalLM(build_llama_config(**overrides)).float()
     with torch.no_grad():  # random init gives near-uniform logits; larger weights make differences visible
         for param in model.parameters():
             if param.dim() == 2:
@@ -196,6 +205,12 @@ def text_file(tmp_path_factory) -> Path:
 def make_llama():
     """``make_llama(path, **config_overrides)``: :func:`save_llama`."""
     return save_llama
+
+
+@pytest.fixture(scope="session")
+def llama_config():
+    """``llama_config(**overrides)``: :func:`build_llama_config`."""
+    return build_llama_config
 
 
 @pytest.fixture(scope="session")

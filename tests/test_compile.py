@@ -103,22 +103,13 @@ def test_compiled_tiny_model_refuses_positions_beyond_its_limit():
         compiled(ids, torch.arange(62, 66))
 
 
-def _patched_llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _patched_llama(llama_config):
+    from transformers import LlamaForCausalLM
 
     from ropekit.integrations.hf import apply_scaling
     from ropekit.scaling.registry import get_scaling
 
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
+    config = llama_config(vocab_size=64, hidden_size=32, max_position_embeddings=64, bos_token_id=1, eos_token_id=2)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
     return apply_scaling(model, get_scaling("yarn").make(factor=2.0, original_max_position_embeddings=64))
@@ -137,9 +128,9 @@ def _hf_decode(model, compiled, ids: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 @pytest.mark.hf
 @pytest.mark.slow  # about 30 s of dynamo tracing on a 2-core machine
-def test_patched_llama_prefill_and_decode_compile_once_each():
+def test_patched_llama_prefill_and_decode_compile_once_each(llama_config):
     pytest.importorskip("transformers")
-    model = _patched_llama()
+    model = _patched_llama(llama_config)
     backend = Counting()
 
     def step(ids, cache, positions):

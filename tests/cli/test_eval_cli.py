@@ -45,31 +45,28 @@ def assert_clean_failure(result, *fragments: str) -> None:
         assert fragment in message, (fragment, message)
 
 
-def llama_config(**overrides):
-    from transformers import LlamaConfig
-
-    options = {
-        "vocab_size": 300,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "max_position_embeddings": TRAIN_LENGTH,
-        "pad_token_id": 0,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-    }
-    return LlamaConfig(**(options | overrides))
+#: the CLI tests' smaller Llama (1 layer, head_dim 16, trained at TRAIN_LENGTH): overrides of conftest's config
+SMALL_LLAMA = {
+    "vocab_size": 300,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": TRAIN_LENGTH,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 
 
 @pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def llama_dir(tmp_path_factory: pytest.TempPathFactory, llama_config) -> Path:
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("hf") / "llama"
-    LlamaForCausalLM(llama_config()).save_pretrained(path)
+    LlamaForCausalLM(llama_config(**SMALL_LLAMA)).save_pretrained(path)
     return path
 
 
@@ -207,8 +204,8 @@ def test_directory_without_config(tmp_path: Path) -> None:
     assert_clean_failure(run("eval", "perplexity", "--model", str(tmp_path), *SMALL), "no config.json")
 
 
-def test_directory_without_weights(tmp_path: Path) -> None:
-    llama_config().save_pretrained(tmp_path)
+def test_directory_without_weights(tmp_path: Path, llama_config) -> None:
+    llama_config(**SMALL_LLAMA).save_pretrained(tmp_path)
     result = run("report", "--model", str(tmp_path), "--out", str(tmp_path / "r"), *REPORT_SMALL)
     assert_clean_failure(result, str(tmp_path))
     assert not (tmp_path / "r").exists()
