@@ -157,17 +157,9 @@ def test_early_stop_keeps_the_score(tiny_lm):
         assert string_match_all(as_text, refs) == string_match_all(bytes(full).decode("utf-8", errors="replace"), refs)
 
 
-@pytest.mark.hf
-@pytest.mark.parametrize("method", ["self_extend", "rerope", "sinks"])
-def test_transformers_cached_decoding_under_an_attention_method_matches_recomputation(method):
-    """A transformers model switched to ropekit's attention function: the shared prefill and the cached greedy
-    decoding give the tokens of a full forward of the whole sequence at every step."""
+def _random_model(architecture: str):
     transformers = pytest.importorskip("transformers")
-    from ropekit.attention import get_attention
-    from ropekit.integrations.hf_attention import apply_attention
-
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
+    sizes = dict(
         vocab_size=300,
         hidden_size=64,
         intermediate_size=128,
@@ -176,14 +168,41 @@ def test_transformers_cached_decoding_under_an_attention_method_matches_recomput
         num_key_value_heads=2,
         max_position_embeddings=512,
     )
-    config._attn_implementation = "sdpa"
-    model = transformers.LlamaForCausalLM(config).double().eval()
+    torch.manual_seed(0)
+    if architecture == "gemma3":  # a sliding-window layer (window 16) and a global one; the context is 120 tokens
+        rope = {
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        }
+        config = transformers.Gemma3TextConfig(
+            **sizes, sliding_window=16, layer_types=["sliding_attention", "full_attention"], rope_parameters=rope
+        )
+        model = transformers.Gemma3ForCausalLM(config)
+    else:
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes))
+    model = model.double().eval()
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() == 2:
                 p.mul_(4.0)
-    spec = get_attention(method)
-    apply_attention(model, spec.from_options(train_length=32, length=160))
+    return model
+
+
+@pytest.mark.hf
+@pytest.mark.parametrize(
+    ("architecture", "method"),
+    [("llama", "self_extend"), ("llama", "rerope"), ("llama", "sinks"), ("gemma3", None), ("gemma3", "self_extend")],
+)
+def test_transformers_cached_decoding_matches_recomputation(architecture, method):
+    """The shared prefill and the cached greedy decoding give the tokens of a full forward of the whole sequence at
+    every step: under ropekit's attention function (a method), and on Gemma 3 beyond its sliding window, whose
+    layers can only be cut back after a question because the cache records what they drop."""
+    from ropekit.attention import get_attention
+    from ropekit.integrations.hf_attention import apply_attention
+
+    model = _random_model(architecture)
+    if method is not None:
+        apply_attention(model, get_attention(method).from_options(train_length=32, length=160))
 
     class Wrapped:
         def __init__(self, model):

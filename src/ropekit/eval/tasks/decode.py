@@ -96,10 +96,19 @@ class HFDecoder:
         self.eval_model = eval_model
         self.body = eval_model.model.base_model
         self.cache = DynamicCache(config=eval_model.model.config)
+        # Sliding-window layers (Gemma 3) keep only their window: recording the past lets one crop undo the last
+        # forward, and the marks (each such layer's state where a forward started) undo several.
+        self.cache.activate_past_recording()
+        self.marks: dict[int, list[tuple[Any, Any, int]]] = {}
         self.length = 0
+
+    def _windowed(self) -> list[Any]:
+        return [layer for layer in self.cache.layers if hasattr(layer, "sliding_window") and layer.is_initialized]
 
     @torch.no_grad()
     def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        if windowed := self._windowed():  # tensors are replaced, never written in place: references suffice
+            self.marks[self.length] = [(layer.keys, layer.values, layer.cumulative_length) for layer in windowed]
         device = next(self.body.parameters()).device
         out = self.body(input_ids=ids[None].to(device), past_key_values=self.cache, use_cache=True)
         self.cache = out.past_key_values
@@ -109,8 +118,17 @@ class HFDecoder:
         return self.eval_model.output_logits(out.last_hidden_state[0, len(ids) - keep :]).float().cpu()
 
     def crop(self, length: int) -> None:
-        self.cache.crop(length)
-        self.length = min(self.length, length)
+        if length >= self.length:
+            return
+        mark = iter(self.marks.get(length, ()))
+        for layer in self.cache.layers:
+            saved = next(mark, None) if hasattr(layer, "sliding_window") and layer.is_initialized else None
+            if saved is not None:
+                layer.keys, layer.values, layer.cumulative_length = saved
+            else:  # a negative crop removes that many tokens (a sliding-window layer takes no other)
+                layer.crop(length - self.length)
+        self.marks = {at: state for at, state in self.marks.items() if at <= length}
+        self.length = length
 
 
 def make_decoder(model: Any) -> Any:
