@@ -81,36 +81,12 @@ def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
 
 
 @pytest.mark.hf
-def test_matches_transformers_generate():
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=299,
-        bos_token_id=298,
-    )
-    model = transformers.LlamaForCausalLM(config).double().eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.mul_(4.0)
-
-    class Wrapped:  # what HFDecoder needs from an HFEvalModel
-        def __init__(self, model):
-            self.model = model
-
-        def output_logits(self, hidden):
-            return self.model.get_output_embeddings()(hidden)
+def test_matches_transformers_generate(llama_config):
+    model = _random_model("llama", llama_config)
 
     rng = np.random.default_rng(1)
     context = rng.integers(0, 298, 120)
-    decoder = HFDecoder(Wrapped(model))
+    decoder = HFDecoder(_Wrapped(model))
     decoder.extend(torch.from_numpy(context), keep=0)
     for q in range(2):
         question = rng.integers(0, 298, 6 + q)
@@ -157,29 +133,35 @@ def test_early_stop_keeps_the_score(tiny_lm):
         assert string_match_all(as_text, refs) == string_match_all(bytes(full).decode("utf-8", errors="replace"), refs)
 
 
-def _random_model(architecture: str):
+class _Wrapped:
+    """What HFDecoder needs from an HFEvalModel: the model and its output head."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def output_logits(self, hidden):
+        return self.model.get_output_embeddings()(hidden)
+
+
+def _random_model(architecture: str, llama_config):
+    """A random 2-layer model in float64 (conftest's Llama sizes, vocabulary 300), weights scaled up so that greedy
+    paths differ; Gemma 3: a sliding-window layer (window 16) and a global one."""
     transformers = pytest.importorskip("transformers")
-    sizes = dict(
-        vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
+    config = llama_config(vocab_size=300, max_position_embeddings=512, eos_token_id=299, bos_token_id=298)
     torch.manual_seed(0)
-    if architecture == "gemma3":  # a sliding-window layer (window 16) and a global one; the context is 120 tokens
+    if architecture == "gemma3":
         rope = {
             "full_attention": {"rope_type": "default", "rope_theta": 1e6},
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
         }
+        sizes = {k: getattr(config, k) for k in ("vocab_size", "hidden_size", "intermediate_size")}
+        sizes |= {k: getattr(config, k) for k in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads")}
         config = transformers.Gemma3TextConfig(
             **sizes, sliding_window=16, layer_types=["sliding_attention", "full_attention"], rope_parameters=rope
         )
         model = transformers.Gemma3ForCausalLM(config)
     else:
-        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes))
+        model = transformers.LlamaForCausalLM(config)
     model = model.double().eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -193,23 +175,16 @@ def _random_model(architecture: str):
     ("architecture", "method"),
     [("llama", "self_extend"), ("llama", "rerope"), ("llama", "sinks"), ("gemma3", None), ("gemma3", "self_extend")],
 )
-def test_transformers_cached_decoding_matches_recomputation(architecture, method):
+def test_transformers_cached_decoding_matches_recomputation(architecture, method, llama_config):
     """The shared prefill and the cached greedy decoding give the tokens of a full forward of the whole sequence at
     every step: under ropekit's attention function (a method), and on Gemma 3 beyond its sliding window, whose
     layers can only be cut back after a question because the cache records what they drop."""
     from ropekit.attention import get_attention
     from ropekit.integrations.hf_attention import apply_attention
 
-    model = _random_model(architecture)
+    model = _random_model(architecture, llama_config)
     if method is not None:
         apply_attention(model, get_attention(method).from_options(train_length=32, length=160))
-
-    class Wrapped:
-        def __init__(self, model):
-            self.model = model
-
-        def output_logits(self, hidden):
-            return self.model.get_output_embeddings()(hidden)
 
     def reference(prompt, budget):
         ids = list(prompt)
@@ -220,7 +195,7 @@ def test_transformers_cached_decoding_matches_recomputation(architecture, method
 
     rng = np.random.default_rng(2)
     context = rng.integers(0, 300, 120)
-    decoder = HFDecoder(Wrapped(model))
+    decoder = HFDecoder(_Wrapped(model))
     decoder.extend(torch.from_numpy(context), keep=0)
     for q in range(2):
         question = rng.integers(0, 300, 6 + q)
