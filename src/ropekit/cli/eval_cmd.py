@@ -136,7 +136,6 @@ def load_model(model: str, device_map: str | None, *, dtype: str = "auto", befor
 
 def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: dict[str, str], text=None) -> None:
     """Before the sweep: every length fits the evaluation text, and at least one method can run on ``model``."""
-    from ropekit.eval.methods import factor_for, scaling_for
     from ropekit.eval.sweep import evaluation_text
 
     train_length = model.train_length
@@ -157,20 +156,28 @@ def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: d
             if int(multiple * train_length) < 1:
                 raise fail(f"{names['passkey_multiples']} {multiple:g} gives an empty context")
     lengths = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
+    check_methods_run(model, settings.methods, settings.factor, max(lengths))
+
+
+def check_methods_run(model, methods, factor, longest: int) -> None:
+    """At least one of ``methods`` can run on ``model`` (a model without RoPE runs only ``none``), and none is
+    out of range at the ``longest`` length; else the one-line ``--methods`` error."""
+    from ropekit.eval.methods import factor_for, scaling_for
+
     skipped = {}
-    for method in settings.methods:
+    for method in methods:
         try:
             scaling_for(
                 method,
-                factor=factor_for(max(lengths), train_length, settings.factor),
-                train_length=train_length,
+                factor=factor_for(longest, model.train_length, factor),
+                train_length=model.train_length,
                 native=model.native_scaling,
             )
         except LookupError as error:
             skipped[method] = str(error)
         except ValueError as error:
             raise fail(f"--methods {method}: {error}") from error
-    if len(skipped) == len(settings.methods):
+    if len(skipped) == len(methods):
         reasons = "; ".join(f"{m}: {why}" for m, why in skipped.items())
         raise fail(f"--methods: none of the methods can run on this model ({reasons})")
 

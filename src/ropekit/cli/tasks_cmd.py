@@ -23,7 +23,18 @@ from ropekit.cli.common import (
     refuse_overwrite,
     write_and_print,
 )
-from ropekit.cli.eval_cmd import DEVICE_MAP, DTYPE, EVAL_HINTS, FACTOR, MODEL, TEXT, app, load_model, parse_factor
+from ropekit.cli.eval_cmd import (
+    DEVICE_MAP,
+    DTYPE,
+    EVAL_HINTS,
+    FACTOR,
+    MODEL,
+    TEXT,
+    app,
+    check_methods_run,
+    load_model,
+    parse_factor,
+)
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
 
 METHODS = typer.Option(
@@ -94,27 +105,12 @@ def build_task_settings(
 
 def prepare_samples(model, settings, tokens, *, lengths_option: str):
     """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
-    from ropekit.eval.methods import factor_for, scaling_for
     from ropekit.eval.tasks.run import make_samples
 
     lengths = settings.token_lengths(model.train_length)
     if min(lengths) < 2:
         raise fail(f"{lengths_option} gives length {min(lengths)} (training length {model.train_length})")
-    skipped = {}
-    for method in settings.methods:
-        try:
-            scaling_for(
-                method,
-                factor=factor_for(max(lengths), model.train_length, settings.factor),
-                train_length=model.train_length,
-                native=model.native_scaling,
-            )
-        except LookupError as error:
-            skipped[method] = str(error)
-        except ValueError as error:
-            raise fail(f"--methods {method}: {error}") from error
-    if len(skipped) == len(settings.methods):
-        raise fail(f"--methods: none of the methods can run on this model ({'; '.join(skipped.values())})")
+    check_methods_run(model, settings.methods, settings.factor, max(lengths))
     try:
         return make_samples(model, settings, tokens)
     except ValueError as error:
