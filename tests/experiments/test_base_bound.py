@@ -112,7 +112,7 @@ def test_init_with_another_shape_is_a_clear_error(tmp_path):
         (["--models", "100,bogus"], "models must be keys from 10, 100, quarter"),
         (["--models", ","], "models must be keys from"),
         (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
-        (["--batch-size", "0"], "batch_size must be an integer >= 1, got 0"),
+        (["--batch-size", "0"], "--batch-size must be an integer >= 1, got 0"),
         (["--steps", "0"], "steps must be an integer >= 1, got 0"),
         (["--init", "/no/such/checkpoint"], "no checkpoint at '/no/such/checkpoint'"),
     ],
