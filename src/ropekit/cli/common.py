@@ -216,8 +216,8 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     The library names its own arguments (``rotary_dim``, ``force=True``); the user typed options. ``name=True``
     becomes the switch (``pass --force``), ``name=value`` the option with its value (``--window 2048``), a
     snake_case argument anywhere its option (``--rotary-dim must be even``), and so does a plain argument name that
-    starts the message before a quoted value, a colon or "must" (``--model 'x' holds no weights``). A message that then names no option is prefixed with the
-    options it mentions.
+    starts the message before a quoted value, a colon or "must" (``--model 'x' holds no weights``). A message that
+    then names no option is prefixed with the options it mentions.
     """
     message = re.sub(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)", lambda m: _as_option(m, names), message)
     message = re.sub(r"(?<![\w.-])([a-z]\w*_\w+)\b", lambda m: names.get(m.group(1), m.group(0)), message)

@@ -85,22 +85,19 @@ def build_task_settings(
         check_range("--depth", depth, minimum=0.0, maximum=1.0)
     check_range("--threshold", threshold, above=0.0, maximum=100.0)
     chosen = parse_methods(methods)
-    from ropekit.eval.methods import check_params
-
-    with option_errors(params="--param"):
-        check_params(tuple(chosen), dict(params or {}))
-    return TaskSettings(
-        methods=chosen,
-        tasks=task_names,
-        multiples=factors,
-        lengths=token_lengths,
-        samples=samples,
-        seed=seed,
-        depth=depth,
-        factor=parse_factor(factor),
-        threshold=threshold,
-        params=dict(params or {}),
-    )
+    with option_errors(params="--param"):  # TaskSettings checks --param against every listed method
+        return TaskSettings(
+            methods=chosen,
+            tasks=task_names,
+            multiples=factors,
+            lengths=token_lengths,
+            samples=samples,
+            seed=seed,
+            depth=depth,
+            factor=parse_factor(factor),
+            threshold=threshold,
+            params=dict(params or {}),
+        )
 
 
 def prepare_samples(model, settings, tokens, *, lengths_option: str):

@@ -26,6 +26,9 @@ runner = CliRunner()
         (["--depth", "1.5"], "--depth"),
         (["--methods", "nope"], "--methods"),
         (["--text", "/no/such/file"], "--text"),
+        (["--methods", "none,sinks", "--param", "group=4"], "--param: unknown params ['group']"),
+        (["--methods", "self_extend", "--param", "group=0"], "--param: params of self_extend: group must be"),
+        (["--param", "group"], "--param items must look like name=value"),
     ],
 )
 def test_bad_input_is_one_line(args, message):

@@ -102,12 +102,14 @@ class HFDecoder:
         self.marks: dict[int, list[tuple[Any, Any, int]]] = {}
         self.length = 0
 
-    def _windowed(self) -> list[Any]:
-        return [layer for layer in self.cache.layers if hasattr(layer, "sliding_window") and layer.is_initialized]
+    @staticmethod
+    def _windowed(layer: Any) -> bool:
+        return hasattr(layer, "sliding_window") and layer.is_initialized
 
     @torch.no_grad()
     def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
-        if windowed := self._windowed():  # tensors are replaced, never written in place: references suffice
+        if windowed := [layer for layer in self.cache.layers if self._windowed(layer)]:  # references suffice:
+            # the cache replaces its tensors, never writes them in place
             self.marks[self.length] = [(layer.keys, layer.values, layer.cumulative_length) for layer in windowed]
         device = next(self.body.parameters()).device
         out = self.body(input_ids=ids[None].to(device), past_key_values=self.cache, use_cache=True)
@@ -122,7 +124,7 @@ class HFDecoder:
             return
         mark = iter(self.marks.get(length, ()))
         for layer in self.cache.layers:
-            saved = next(mark, None) if hasattr(layer, "sliding_window") and layer.is_initialized else None
+            saved = next(mark, None) if self._windowed(layer) else None
             if saved is not None:
                 layer.keys, layer.values, layer.cumulative_length = saved
             else:  # a negative crop removes that many tokens (a sliding-window layer takes no other)
