@@ -205,7 +205,6 @@ def test_transformers_window_covering_the_length_is_plain(name: str, oracle):
 def test_composes_with_a_scaling():
     """YaRN installed first, then Self-Extend: the method re-positions with YaRN's frequencies (oracle agrees)."""
     from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention
     from ropekit.scaling import get_scaling
 
     model = llama()
@@ -214,10 +213,18 @@ def test_composes_with_a_scaling():
     with torch.no_grad():
         apply_scaling(model, yarn)
         scaled = model(ids).logits
-        apply_attention(model, get_attention("self_extend")(group=2, window=64))
-        assert float((model(ids).logits - scaled).abs().max()) < 1e-5
+    _self_extend_changes_only_a_short_window(model, ids, scaled, covering=64)
+
+
+def _self_extend_changes_only_a_short_window(model, ids, reference, *, covering: int) -> None:
+    """Self-Extend with a window of ``covering`` tokens (the whole input) gives ``reference``; a window of 8 does not."""
+    from ropekit.integrations.hf_attention import apply_attention
+
+    with torch.no_grad():
+        apply_attention(model, get_attention("self_extend")(group=2, window=covering))
+        assert float((model(ids).logits - reference).abs().max()) < 1e-5
         apply_attention(model, get_attention("self_extend")(group=2, window=8))
-        assert float((model(ids).logits - scaled).abs().max()) > 1e-4
+        assert float((model(ids).logits - reference).abs().max()) > 1e-4
 
 
 @pytest.mark.hf
@@ -227,7 +234,6 @@ def test_fused_qkv_and_partial_rotary_models(arch: str):
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, Phi3Config, Phi3ForCausalLM
 
     from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention
 
     common = {k: v for k, v in sizes().items() if k != "head_dim"} | {"max_position_embeddings": 32, "pad_token_id": 0}
     torch.manual_seed(0)
@@ -240,7 +246,4 @@ def test_fused_qkv_and_partial_rotary_models(arch: str):
     with torch.no_grad():
         apply_scaling(model, None)
         plain = model(ids).logits
-        apply_attention(model, get_attention("self_extend")(group=2, window=48))
-        assert float((model(ids).logits - plain).abs().max()) < 1e-5
-        apply_attention(model, get_attention("self_extend")(group=2, window=8))
-        assert float((model(ids).logits - plain).abs().max()) > 1e-4
+    _self_extend_changes_only_a_short_window(model, ids, plain, covering=48)

@@ -44,12 +44,30 @@ def tiny_lm():
     return lm
 
 
-def _reference(lm, prompt, budget):
+def _reference(logits_of, prompt, budget):
+    """Greedy decoding by a full forward of the whole sequence at every step (``logits_of(ids)``: the logits)."""
     ids = list(prompt)
     for _ in range(budget):
         with torch.no_grad():
-            ids.append(int(lm(torch.tensor([ids]))[0, -1].argmax()))
+            ids.append(int(logits_of(torch.tensor([ids]))[0, -1].argmax()))
     return ids[len(prompt) :]
+
+
+def _check_questions(model, seed: int, vocab: int, expected_of) -> None:
+    """Two questions after one shared prefill of a random 120-token context, each with no target, a target that
+    departs at its 4th token and the right target: the cached answer is ``expected_of(context, question)`` and the
+    cache is cut back to the context after each."""
+    rng = np.random.default_rng(seed)
+    context = rng.integers(0, vocab, 120)
+    decoder = HFDecoder(_Wrapped(model))
+    decoder.extend(torch.from_numpy(context), keep=0)
+    for q in range(2):
+        question = rng.integers(0, vocab, 6 + q)
+        expected = expected_of(context, question)
+        for target in ([], [*expected[:3], (expected[3] + 1) % vocab], expected):
+            answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 8)
+            assert answer.tokens == expected
+            assert decoder.length == len(context)
 
 
 @pytest.mark.parametrize("scaling", [None, "yarn", "self_extend", "yarn+self_extend", "rerope", "dual_chunk", "sinks"])
@@ -84,12 +102,7 @@ def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
 def test_matches_transformers_generate(llama_config):
     model = _random_model("llama", llama_config)
 
-    rng = np.random.default_rng(1)
-    context = rng.integers(0, 298, 120)
-    decoder = HFDecoder(_Wrapped(model))
-    decoder.extend(torch.from_numpy(context), keep=0)
-    for q in range(2):
-        question = rng.integers(0, 298, 6 + q)
+    def generated(context, question):
         prompt = torch.from_numpy(np.concatenate([context, question]))[None]
         out = model.generate(
             prompt,
@@ -99,11 +112,9 @@ def test_matches_transformers_generate(llama_config):
             eos_token_id=None,
             pad_token_id=0,
         )
-        expected = out[0, prompt.shape[1] :].tolist()
-        for target in ([], [*expected[:3], (expected[3] + 1) % 298], expected):
-            answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 8)
-            assert answer.tokens == expected
-            assert decoder.length == len(context)
+        return out[0, prompt.shape[1] :].tolist()
+
+    _check_questions(model, seed=1, vocab=298, expected_of=generated)
 
 
 def test_settled_hand_examples():
@@ -186,21 +197,7 @@ def test_transformers_cached_decoding_matches_recomputation(architecture, method
     if method is not None:
         apply_attention(model, get_attention(method).from_options(train_length=32, length=160))
 
-    def reference(prompt, budget):
-        ids = list(prompt)
-        for _ in range(budget):
-            with torch.no_grad():
-                ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
-        return ids[len(prompt) :]
+    def recomputed(context, question):
+        return _reference(lambda ids: model(ids).logits, np.concatenate([context, question]).tolist(), 8)
 
-    rng = np.random.default_rng(2)
-    context = rng.integers(0, 300, 120)
-    decoder = HFDecoder(_Wrapped(model))
-    decoder.extend(torch.from_numpy(context), keep=0)
-    for q in range(2):
-        question = rng.integers(0, 300, 6 + q)
-        expected = reference(np.concatenate([context, question]).tolist(), 8)
-        for target in ([], [*expected[:3], (expected[3] + 1) % 300], expected):
-            answer = greedy_answer(decoder, question, np.array(target, dtype=np.int64), 8)
-            assert answer.tokens == expected
-            assert decoder.length == len(context)
+    _check_questions(model, seed=2, vocab=300, expected_of=recomputed)
