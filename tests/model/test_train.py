@@ -47,10 +47,10 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch):
 
     real_make_batch = train_module.make_batch
 
-    def interrupted(corpus, config, train_config, step):
+    def interrupted(corpus, config, train_config, step, **kwargs):
         if step == 8:
             raise KeyboardInterrupt
-        return real_make_batch(corpus, config, train_config, step)
+        return real_make_batch(corpus, config, train_config, step, **kwargs)
 
     monkeypatch.setattr(train_module, "make_batch", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -102,6 +102,8 @@ def test_corpus_root_can_be_pointed_elsewhere(tmp_path, monkeypatch):
         ("min_lr_fraction", 1.5, ValueError),
         ("warmup", -1, ValueError),
         ("weight_decay", -0.1, ValueError),
+        ("answer_weight", 0.0, ValueError),
+        ("answer_weight", float("nan"), ValueError),
         ("task_fraction", 2.0, ValueError),
         ("task_fraction", float("nan"), ValueError),
         ("seed", -1, ValueError),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from ropekit.model.tiny import TinyConfig
 from ropekit.model.tokenizer import byte_ids
-from ropekit.model.train import TrainConfig, make_batch
+from ropekit.model.train import TrainConfig, make_batch, training_loss
 
 CORPUS = byte_ids(b"def f(x):\n    return x + 1\n" * 2000)
 
@@ -32,3 +35,38 @@ def test_passkey_mix_unchanged():
 def test_bad_task_mix():
     with pytest.raises(ValueError, match="task_mix"):
         TrainConfig(task_mix="ruler")
+
+
+@pytest.mark.parametrize("mix", ["suite", "passkey"])
+def test_answer_lengths_mark_each_rows_answer(mix):
+    """Each task row ends with its answer, right after the question's "is"/"are"; its pieces stand in the context."""
+    config, train = TinyConfig(), TrainConfig(task_fraction=0.75, task_mix=mix, batch_size=32)
+    batch, answers = make_batch(CORPUS, config, train, 7, with_answers=True)
+    assert torch.equal(batch, make_batch(CORPUS, config, train, 7))
+    assert (answers == 0).any() and (answers > 0).any()
+    for row, answer in zip(batch, answers.tolist(), strict=True):
+        text = bytes(row.numpy().astype(np.uint8)).decode()
+        if answer == 0:  # a corpus window: no question
+            assert "magic" not in text and "pass key" not in text
+            continue
+        context, tail = text[:-answer], text[-answer:]
+        assert re.search(r"(is|are) ?$", context), (context[-40:], tail)
+        pieces = [p for p in re.split(r"[ ,]+", tail) if p]
+        question = context.rindex("\n")
+        assert pieces and all(p in context[:question] for p in pieces), (tail, context[-60:])
+
+
+def test_answer_weight_weighs_the_answer_tokens():
+    """Σ w·ce / Σ w against the per-token cross-entropy summed over the answer and the rest separately."""
+    torch.manual_seed(0)
+    batch = torch.randint(0, 50, (3, 9))
+    logits = torch.randn(3, 8, 50, dtype=torch.float64)
+    answers = torch.tensor([2, 0, 5])
+    ce = F.cross_entropy(logits.reshape(-1, 50), batch[:, 1:].reshape(-1), reduction="none").reshape(3, 8)
+    on_answers = ce[0, -2:].sum() + ce[2, -5:].sum()
+    for weight in (1.0, 4.0, 0.5):
+        expected = ((ce.sum() - on_answers) + weight * on_answers) / (24 - 7 + weight * 7)
+        assert training_loss(logits, batch, answers, weight).item() == pytest.approx(expected.item(), rel=1e-12)
+    assert training_loss(logits, batch, answers, 1.0) == F.cross_entropy(
+        logits.reshape(-1, 50), batch[:, 1:].reshape(-1)
+    )

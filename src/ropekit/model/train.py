@@ -43,6 +43,9 @@ class TrainConfig:
     #: what the task share holds: "passkey" episodes only, or "suite": a quarter passkey, the rest RULER-style tasks
     #: (:func:`ropekit.eval.tasks.suite.mixture_sample`)
     task_mix: str = "passkey"
+    #: the loss weight of answer tokens (the tokens after a task's question) relative to every other token: 1 is the
+    #: plain language-model loss; above 1 the retrieval signal, a few tokens per task sequence, weighs more
+    answer_weight: float = 1.0
     seed: int = 0
     minutes: float | None = None
     checkpoint_every: int = 250
@@ -56,6 +59,7 @@ class TrainConfig:
             object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=0))
         object.__setattr__(self, "lr", require_float("lr", self.lr, above=0.0))
         object.__setattr__(self, "weight_decay", require_float("weight_decay", self.weight_decay, at_least=0.0))
+        object.__setattr__(self, "answer_weight", require_float("answer_weight", self.answer_weight, above=0.0))
         for name in ("min_lr_fraction", "task_fraction"):
             value = require_float(name, getattr(self, name), at_least=0.0)
             if value > 1.0:
@@ -68,33 +72,57 @@ class TrainConfig:
             raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {self.device!r}")
 
 
-def make_batch(corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int) -> torch.Tensor:
-    """``(batch, train_length + 1)`` ids for ``step``: corpus windows and passkey episodes, from (seed, step).
+def make_batch(
+    corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int, *, with_answers: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """``(batch, train_length + 1)`` ids for ``step``: corpus windows and task sequences, from (seed, step).
 
-    Episodes need at least :func:`~ropekit.model.tasks.minimum_length` tokens; shorter contexts get corpus
-    windows only.
+    Task sequences need at least :func:`~ropekit.model.tasks.minimum_length` tokens; shorter contexts get corpus
+    windows only. With ``with_answers``, also each row's answer length (its last tokens; 0 for corpus windows).
     """
     rng = np.random.default_rng([train.seed, step])
     length = config.train_length + 1
     episodes_fit = length >= minimum_length()
-    rows = []
+    rows, answers = [], []
     for _ in range(train.batch_size):
         if rng.random() < train.task_fraction and episodes_fit:
             if train.task_mix == "suite" and rng.random() >= SUITE_PASSKEY_SHARE:
-                rows.append(_suite_sequence(rng, corpus, length))
+                row, answer = _suite_sequence(rng, corpus, length)
             else:
-                rows.append(passkey_episode(rng, corpus, length).ids)
+                episode = passkey_episode(rng, corpus, length)
+                row, answer = episode.ids, episode.answer_len
         else:
             start = int(rng.integers(0, len(corpus) - length))
-            rows.append(corpus[start : start + length].astype(np.int64))
-    return torch.from_numpy(np.stack(rows))
+            row, answer = corpus[start : start + length].astype(np.int64), 0
+        rows.append(row)
+        answers.append(answer)
+    ids = torch.from_numpy(np.stack(rows))
+    return (ids, torch.tensor(answers)) if with_answers else ids
+
+
+def training_loss(
+    logits: torch.Tensor, batch: torch.Tensor, answers: torch.Tensor, answer_weight: float
+) -> torch.Tensor:
+    """Next-token cross-entropy of ``logits`` for ``batch[:, 1:]``, answer tokens weighted ``answer_weight``.
+
+    ``answers[b]`` is row ``b``'s answer length (its last targets). The loss is ``Σ w·ce / Σ w``: with weight 1 it is
+    the plain mean.
+    """
+    targets = batch[:, 1:]
+    if answer_weight == 1.0:
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    from_end = torch.arange(targets.shape[1] - 1, -1, -1, device=targets.device)
+    is_answer = from_end[None, :] < answers.to(targets.device)[:, None]
+    weights = torch.where(is_answer, answer_weight, 1.0).reshape(-1)
+    return (weights * per_token).sum() / weights.sum()
 
 
 _PIECES: dict[str, object] = {}
 
 
-def _suite_sequence(rng: np.random.Generator, corpus: np.ndarray, length: int) -> np.ndarray:
-    """A RULER-style task sequence with its answer (imported here: training is the suite's only user in model/)."""
+def _suite_sequence(rng: np.random.Generator, corpus: np.ndarray, length: int) -> tuple[np.ndarray, int]:
+    """A RULER-style task sequence and its answer length (imported here: training is the suite's only user in model/)."""
     from ropekit.eval.tasks.base import Pieces
     from ropekit.eval.tasks.suite import mixture_sample
 
@@ -246,15 +274,15 @@ def train(
         smoothed = None
         while step < train.steps:
             model.train()
-            batch = make_batch(corpus, config, train, step).to(device)
+            batch, answers = make_batch(corpus, config, train, step, with_answers=True)
+            batch = batch.to(device)
             elapsed = elapsed_before + time.perf_counter() - started
             fraction = progress_fraction(train, step, elapsed)
             if fraction >= 1.0:
                 break
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(train, step, fraction)
-            logits = model(batch[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+            loss = training_loss(model(batch[:, :-1]), batch, answers, train.answer_weight)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -137,4 +137,5 @@ def test_mixture_sample_length(text_ids):
 
     pieces = Pieces(byte_ids)
     for seed in range(30):
-        assert len(mixture_sample(np.random.default_rng(seed), 257, text_ids, pieces)) == 257
+        sequence, answer = mixture_sample(np.random.default_rng(seed), 257, text_ids, pieces)
+        assert len(sequence) == 257 and 0 < answer < 257

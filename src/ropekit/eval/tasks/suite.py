@@ -138,12 +138,14 @@ def make_sample(
     )
 
 
-def mixture_sample(rng: np.random.Generator, length: int, text: np.ndarray, pieces: Pieces) -> np.ndarray:
-    """A training sequence of exactly ``length`` tokens: a random task, haystack and depth, with its answer.
+def mixture_sample(rng: np.random.Generator, length: int, text: np.ndarray, pieces: Pieces) -> tuple[np.ndarray, int]:
+    """A training sequence of exactly ``length`` tokens: a random task, haystack and depth, with its answer last.
 
-    Used to train the bundled model on the suite; the haystack is the task's own or the training text.
+    Used to train the bundled model on the suite; the haystack is the task's own or the training text. Returns the
+    sequence and the answer's length in tokens (the answer is the sequence's last tokens).
     """
     names = [name for name in TASKS]
     spec = TASKS[names[int(rng.integers(len(names)))]]
     haystack = spec.haystack if rng.random() < 0.5 else ("text" if spec.haystack != "text" else "noise")
-    return spec.sample(rng, length, pieces, text, include_answer=True, haystack=haystack).sequence()
+    sample = spec.sample(rng, length, pieces, text, include_answer=True, haystack=haystack)
+    return sample.sequence(), len(sample.questions[0].target)
