@@ -89,12 +89,55 @@ def no_sweep(monkeypatch):
         ("--seed", "-1"),
         ("--train-length", "0"),
         ("--base", "1"),
+        ("--warmup", "-1"),
+        ("--task-mix", "ruler"),
+        ("--answer-weight", "0"),
     ],
 )
 def test_train_rejects_bad_settings_before_training(tmp_path, no_training, option, value):
     out = tmp_path / "run"
     assert_error(run("train", "--out", out, option, value), option)
     assert no_training == [] and not out.exists()
+
+
+@pytest.mark.parametrize(("init", "message"), [("missing-checkpoint", "no checkpoint"), ("tiny", "different shape")])
+def test_train_init_is_checked_before_anything_is_written(tmp_path, init, message):
+    """A missing or mis-shaped --init is an error naming --init, and --out is not created."""
+    out = tmp_path / "run"
+    result = run("train", "--out", out, "--init", str(tmp_path / init) if init != "tiny" else init, "--d-model", "64")
+    assert_error(result, "--init", message)
+    assert not out.exists()
+
+
+def test_train_passes_init_and_the_task_settings(monkeypatch, tmp_path):
+    import ropekit.model.train as train_module
+
+    seen = []
+    monkeypatch.setattr(train_module, "train", lambda config, settings, out, **kw: seen.append((settings, kw)) or {})
+    run(
+        "train",
+        "--out",
+        tmp_path / "run",
+        "--init",
+        "tiny",
+        "--task-mix",
+        "suite",
+        "--answer-weight",
+        "10",
+        "--warmup",
+        "30",
+        "--task-fraction",
+        "0.6",
+        "--json",
+    )
+    settings, kwargs = seen[0]
+    assert (settings.task_mix, settings.answer_weight, settings.warmup, settings.task_fraction) == (
+        "suite",
+        10.0,
+        30,
+        0.6,
+    )
+    assert kwargs["init"] == "tiny"
 
 
 def test_train_defaults_are_the_dataclasses_defaults(no_training, tmp_path):

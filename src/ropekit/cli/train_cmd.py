@@ -1,4 +1,4 @@
-"""``ropekit train``: train the tiny reference model on the stdlib corpus with passkey episodes mixed in."""
+"""``ropekit train``: train the tiny reference model on the stdlib corpus with task sequences mixed in."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ _TINY_FIELDS = (
     "segment_length",
     "memory_update",
 )
-_TRAIN_FIELDS = ("steps", "batch_size", "lr", "seed", "minutes", "task_fraction")
+_TRAIN_FIELDS = ("steps", "batch_size", "lr", "warmup", "seed", "minutes", "task_fraction", "task_mix", "answer_weight")
 
 
 def train_command(
@@ -38,6 +38,7 @@ def train_command(
     steps: int = typer.Option(4000, help="Maximum optimizer steps."),
     batch_size: int = typer.Option(16, help="Sequences per step."),
     lr: float = typer.Option(3e-3, help="Peak learning rate (AdamW)."),
+    warmup: int = typer.Option(100, help="Linear warm-up steps."),
     seed: int = typer.Option(0, help="Seed for weights and the data order."),
     d_model: int = typer.Option(128, help="Model width."),
     n_layers: int = typer.Option(4, help="Decoder blocks."),
@@ -49,7 +50,16 @@ def train_command(
     base: float = typer.Option(10000.0, "--base", help="RoPE base b."),
     segment_length: int | None = typer.Option(None, help="Infini-attention segment length (position infini)."),
     memory_update: str = typer.Option("linear", help="Infini-attention memory rule: linear or delta."),
-    task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are passkey episodes."),
+    task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are task sequences."),
+    task_mix: str = typer.Option(
+        "passkey",
+        help="What the task sequences are: passkey (episodes only) or suite (a quarter passkey, the rest "
+        "the RULER-style tasks of `ropekit eval tasks`).",
+    ),
+    answer_weight: float = typer.Option(1.0, help="Loss weight of answer tokens relative to the rest (1: plain LM)."),
+    init: str | None = typer.Option(
+        None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
+    ),
     resume: bool = typer.Option(True, metavar="", help="Continue from a train_state in --out if present."),
     json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
 ) -> None:
@@ -79,12 +89,20 @@ def train_command(
             memory_update=memory_update,
         )
         settings = TrainConfig(
-            steps=steps, batch_size=batch_size, lr=lr, seed=seed, minutes=minutes, task_fraction=task_fraction
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            warmup=warmup,
+            seed=seed,
+            minutes=minutes,
+            task_fraction=task_fraction,
+            task_mix=task_mix,
+            answer_weight=answer_weight,
         )
-    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
+    prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])
-    with option_errors(device="--device"):
-        summary = train(config, settings, out, resume=resume, command=command)
+    with option_errors(device="--device", init="--init"):
+        summary = train(config, settings, out, resume=resume, command=command, init=init)
     if json_output:
         print_json({**summary, "out": str(out)})
         return

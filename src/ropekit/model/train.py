@@ -202,7 +202,10 @@ def _copy_weights(init: str | Path, model: TinyLM) -> None:
     """Load ``init``'s weights into ``model``; a different shape is a clear error."""
     from ropekit.model.checkpoint import load
 
-    source = load(init).state_dict()
+    try:
+        source = load(init).state_dict()
+    except (OSError, ValueError) as error:
+        raise ValueError(f"init={str(init)!r}: {error}") from error
     target = model.state_dict()
     mismatched = sorted(
         k for k in set(source) | set(target) if k not in source or k not in target or source[k].shape != target[k].shape
@@ -248,13 +251,13 @@ def train(
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    model = TinyLM(config)
+    if init is not None:
+        _copy_weights(init, model)
     out.mkdir(parents=True, exist_ok=True)  # after the checks: a bad run leaves nothing behind
     manifest = None
     if corpus is None:
         corpus, manifest = build_training_bytes()
-    model = TinyLM(config)
-    if init is not None:
-        _copy_weights(init, model)
     model = model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
