@@ -1,6 +1,7 @@
 """The SmolLM2 evidence table (issues 26 and 29) from the JSON files run_real.sh writes: the task suite's means and
 effective lengths per method (RULER's 85.6% and relative to the model's own 1x score, with Wilson intervals),
-niah_single_1 (RULER's passkey form) per length, and perplexity at 1x and 2x.
+niah_single_1 (RULER's passkey form) per length, and perplexity at 1x, 2x and 4x. A cell a run left out reads
+"not run".
 
 Task files of the same length from different seeds are pooled (their samples are different: a sample is a function
 of seed, length, task and index). Usage: python evidence/smollm2/table.py
@@ -52,10 +53,10 @@ def main() -> None:
     print("|" + "---|" * len(head))
     means = {(m["method"], m["length"]): m for m in summary["means"] if m["subset"] == "all"}
     for method in dict.fromkeys(r["method"] for r in rows):
-        line = [method] + [pct(means[method, n]) for n in lengths]
+        line = [method] + [pct(means[method, n]) if (method, n) in means else "not run" for n in lengths]
         for n in lengths:
-            single = next(r for r in rows if r["method"] == method and r["length"] == n and r["task"] == "niah_single_1")
-            line.append(f"{round(single['score'] * single['samples'])}/{single['samples']}")
+            cells = [r for r in rows if r["method"] == method and r["length"] == n and r["task"] == "niah_single_1"]
+            line += [f"{round(c['score'] * c['samples'])}/{c['samples']}" for c in cells] or ["not run"]
         line += [perplexity.get((method, n), "—") for n in lengths]
         for subset in ("all", "learned"):
             eff = next(e for e in summary["effective"] if e["method"] == method and e["subset"] == subset)
