@@ -18,3 +18,5 @@ T=niah_single_1,niah_single_3,niah_multikey_1
     --out $RUN --force --json > $OUT/finetune_32k.json 2> $OUT/finetune_32k.log
 .venv/bin/ropekit eval tasks --model $RUN --methods native --tasks $T --lengths 8k,32k --samples 1 --json > $OUT/tasks_after.json 2> $OUT/tasks_after.log
 .venv/bin/ropekit eval perplexity --model $RUN --methods native --multiples 1,4 --max-tokens 32768 --json > $OUT/ppl_after.json 2> $OUT/ppl_after.log
+# one 8k window, the same tokens as the original model's 8k row (ppl_after.json's 8k row averages four)
+.venv/bin/ropekit eval perplexity --model $RUN --methods native --multiples 1 --max-tokens 8192 --json > $OUT/ppl_after_8k.json 2> $OUT/ppl_after_8k.log
