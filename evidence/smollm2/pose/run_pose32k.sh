@@ -20,3 +20,7 @@ T=niah_single_1,niah_single_3,niah_multikey_1
 .venv/bin/ropekit eval perplexity --model $RUN --methods native --multiples 1,4 --max-tokens 32768 --json > $OUT/ppl_after.json 2> $OUT/ppl_after.log
 # one 8k window, the same tokens as the original model's 8k row (ppl_after.json's 8k row averages four)
 .venv/bin/ropekit eval perplexity --model $RUN --methods native --multiples 1 --max-tokens 8192 --json > $OUT/ppl_after_8k.json 2> $OUT/ppl_after_8k.log
+# beside it, YaRN s = 4 training-free at 8k (at 32k: the yarn rows of evidence/smollm2/run_real.sh's 4x runs)
+.venv/bin/ropekit eval tasks --model "$G" --methods yarn --factor 4 --tasks $T --lengths 8k --samples 1 --json > $OUT/tasks_yarn4_8k.json 2> $OUT/tasks_yarn4_8k.log
+.venv/bin/ropekit eval perplexity --model "$G" --methods yarn --factor 4 --multiples 1 --max-tokens 8192 --json > $OUT/ppl_yarn4_8k.json 2> $OUT/ppl_yarn4_8k.log
+.venv/bin/python evidence/smollm2/pose/table_32k.py
