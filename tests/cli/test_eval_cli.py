@@ -135,6 +135,8 @@ def test_eval_perplexity_runs_longrope_on_a_phi3_model(phi3_dir: Path) -> None:
     rows = {(r["method"], r["length"]): r for r in data["perplexity"]}
     assert rows[("longrope", 2 * TRAIN_LENGTH)]["scaling"]["factor"] == 2.0
     assert rows[("native", 2 * TRAIN_LENGTH)]["scaling"]["factor"] == 4.0  # Phi-3's own max/original
+    # each row records the factor its scaling uses: native keeps its own 4 at 2x, plain RoPE is s = 1
+    assert [rows[(m, 2 * TRAIN_LENGTH)]["factor"] for m in ("native", "longrope", "none")] == [4.0, 2.0, 1.0]
     # At the original length LongRoPE's short factors are all 1 here and its attention factor is 1 at s = 1.
     assert rows[("longrope", TRAIN_LENGTH)]["perplexity"] == pytest.approx(rows[("none", TRAIN_LENGTH)]["perplexity"])
 

@@ -72,6 +72,16 @@ def describe_scaling(scaling: ScalingConfig | None) -> dict[str, Any]:
     return scaling.describe()
 
 
+def applied_factor(scaling: ScalingConfig | None) -> float | None:
+    """The factor the applied scaling really uses, what an evaluation row records as ``factor``: 1 for plain RoPE,
+    the model's own factor for ``native`` (not the length ratio that was asked for), ``None`` for a scaling without
+    one (``base``)."""
+    if scaling is None:
+        return 1.0
+    factor = scaling.describe().get("factor")
+    return None if factor is None else float(factor)
+
+
 #: the training length used to check ``--param`` values before a model is known (ranges only)
 CHECK_LENGTH = 4096
 

@@ -17,7 +17,15 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.eval.methods import attention_for, check_params, describe_scaling, factor_for, scaling_for, set_attention
+from ropekit.eval.methods import (
+    applied_factor,
+    attention_for,
+    check_params,
+    describe_scaling,
+    factor_for,
+    scaling_for,
+    set_attention,
+)
 from ropekit.eval.models import EvalModel
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import MODES, perplexity_at
@@ -227,7 +235,7 @@ def run_sweep(
                 break
             run = {
                 "method": method,
-                "factor": factor,
+                "factor": applied_factor(scaling),
                 "scaling": describe_scaling(scaling),
                 "attention": None if attention is None else {**attention.describe(), "layer_types": where},
                 "eval_text_sha256": digest,

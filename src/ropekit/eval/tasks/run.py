@@ -23,6 +23,7 @@ import torch
 
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import (
+    applied_factor,
     attention_for,
     check_params,
     describe_scaling,
@@ -287,7 +288,7 @@ def run_tasks(
                 result.rows.append(
                     {
                         "method": method,
-                        "factor": factor,
+                        "factor": applied_factor(scaling),
                         "scaling": describe_scaling(scaling),
                         "attention": None if attention is None else {**attention.describe(), "layer_types": where},
                         "length": length,
