@@ -102,7 +102,10 @@ def test_oracle_scores_everything():
     assert all(row["shortcut"] == row["samples"] for row in result.rows)  # one pass per question
     # the recorded factor is the one the scaling uses: yarn's length ratio, plain RoPE's 1
     assert {(r["method"], r["length"], r["factor"]) for r in result.rows} == {
-        ("none", 256, 1.0), ("none", 512, 1.0), ("yarn", 256, 1.0), ("yarn", 512, 2.0)
+        ("none", 256, 1.0),
+        ("none", 512, 1.0),
+        ("yarn", 256, 1.0),
+        ("yarn", 512, 2.0),
     }
     summary = result.summary()
     assert summary["not_learned"] == []
