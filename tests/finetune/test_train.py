@@ -238,3 +238,19 @@ def test_pose_options_are_checked(llama_dir, text_file, tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="window must be at most target_length=128"):
         _settings(window=256)
+
+
+def test_heldout_losses_show_progress_and_land_in_the_log(llama_dir, text_file, tmp_path, capsys):
+    """With bars on and ``eval_every``: the held-out forward before and after training draws a bar of its own (a
+    long silent wait otherwise), the one inside training reuses the training bar (rich draws one live bar at a time),
+    and the log has the held-out loss at steps 0, 2 and 4; the first and last are the report's before and after."""
+    from ropekit.finetune.loss_log import read_loss_log
+
+    out = tmp_path / "out"
+    report = finetune(llama_dir, YARN, text_file, out, _settings(steps=4, eval_every=2), evaluate=False, progress=True)
+    heldout = {r.step: r.heldout_loss for r in read_loss_log(out / "finetune" / "loss.csv") if r.heldout_loss}
+    assert sorted(heldout) == [0, 2, 4]
+    assert heldout[0] == pytest.approx(report.train.heldout_before, rel=1e-6)
+    assert heldout[4] == pytest.approx(report.train.heldout_after, rel=1e-6)
+    err = capsys.readouterr().err
+    assert "held-out loss before training" in err and "held-out loss after training" in err

@@ -201,12 +201,20 @@ def _train(
         log = [r for r in read_loss_log(work_dir / "loss.csv") if r.step <= start]
         loader = accelerator.skip_first_batches(loader, start * settings.grad_accum)
 
-    def heldout_loss() -> float:
+    def heldout_loss(when: str, own_bar: bool = True) -> float:
+        """Mean loss over the held-out windows. They are full target length, a long forward, so outside training
+        (``own_bar``) it shows a bar of its own; rich draws one live bar at a time."""
+        windows = heldout[: settings.heldout_windows]
+        shown = progress_bar(accelerator, progress and own_bar, len(windows), 0, f"held-out loss {when}")
         wrapper.eval()
+        losses = []
         with torch.no_grad():
-            losses = [
-                wrapper(window[None].to(accelerator.device)).item() for window in heldout[: settings.heldout_windows]
-            ]
+            for window in windows:
+                losses.append(wrapper(window[None].to(accelerator.device)).item())
+                if shown is not None:
+                    shown[0].update(shown[1], advance=1, description=f"windows of {len(window):,} tokens")
+        if shown is not None:
+            shown[0].stop()
         wrapper.train()
         return sum(losses) / len(losses)
 
@@ -215,7 +223,7 @@ def _train(
     )
     result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
     if not resume:
-        result.heldout_before = heldout_loss()
+        result.heldout_before = heldout_loss("before training")
         log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
 
     tokens_per_step = global_batch * (settings.window or settings.target_length)
@@ -249,7 +257,11 @@ def _train(
             timed_steps += 1
             record = StepRecord(step + 1, step_loss, lr, tokens_per_step * (step + 1), elapsed)
             if settings.eval_every and (step + 1) % settings.eval_every == 0 and step + 1 < settings.steps:
-                record.heldout_loss = heldout_loss()
+                if bar is not None:
+                    bar[0].update(
+                        bar[1], description=f"held-out loss on {len(heldout[: settings.heldout_windows])} window(s)…"
+                    )
+                record.heldout_loss = heldout_loss(f"at step {step + 1}", own_bar=False)
             log.append(record)
             result.steps_done = step + 1
             if accelerator.is_main_process:
@@ -278,7 +290,7 @@ def _train(
         plot_loss(work_dir / "loss.png", log, title)
     if result.interrupted:
         return result
-    result.heldout_after = heldout_loss()
+    result.heldout_after = heldout_loss("after training")
     log[-1].heldout_loss = result.heldout_after
     if accelerator.is_main_process:
         write_loss_log(work_dir / "loss.csv", log)
