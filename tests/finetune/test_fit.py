@@ -107,3 +107,24 @@ def test_dry_run_prints_the_plan_and_trains_nothing(llama_dir, text_file, tmp_pa
     assert result.exit_code == 0, result.output
     assert "plan: window 64 (target 128)" in result.output and "peak" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("steps, calibrated", [(1, False), (10_000, True)])
+def test_calibrates_when_the_measured_steps_are_a_small_share_of_the_run(monkeypatch, steps, calibrated):
+    """The measured step is cheap next to the run (at most ``CHEAP_SHARE`` of its FLOPs) or absolutely; with the
+    absolute allowance at 0, a one-step run plans from the shapes alone and a long one measures its time per step."""
+    import ropekit.finetune.fit as fit
+    from ropekit.finetune.settings import FinetuneSettings
+
+    monkeypatch.setattr(fit, "CHEAP_FLOPS", {"cpu": 0})
+    built = []
+
+    def build():
+        built.append(1)
+        return _llama(False)
+
+    settings = FinetuneSettings(target_length=512, window=128, steps=steps, gradient_checkpointing=False)
+    config = _llama(False).config.to_dict()
+    plan, _ = fit.plan_finetune(config, settings, build_model=build, device=torch.device("cpu"))
+    assert bool(built) is calibrated and plan.calibrated is calibrated
+    assert (plan.seconds_per_step is not None) is calibrated

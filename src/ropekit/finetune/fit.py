@@ -284,8 +284,10 @@ def calibrate(
     return Calibration(max(0, peak - predicted), seconds / flops), peak
 
 
-#: calibrate only when the measured steps cost at most this many FLOPs (a few seconds on one CPU core)
+#: calibrate when the measured steps cost at most this many FLOPs (a few seconds on one CPU core) …
 CHEAP_FLOPS = {"cpu": 3e11, "cuda": 1e15}
+#: … or at most this share of the run's own training FLOPs (a 135M model on CPU: seconds before an hour's run)
+CHEAP_SHARE = 0.02
 #: the calibration window (or the run's window when shorter)
 CALIBRATION_WINDOW = 256
 
@@ -303,8 +305,8 @@ def plan_finetune(
     Args:
         config: the model's config dict.
         settings: the run's :class:`ropekit.finetune.settings.FinetuneSettings`.
-        build_model: loads the model as training does; when given and the steps are cheap (:data:`CHEAP_FLOPS`),
-            two short steps time the device (and on CUDA measure the peak).
+        build_model: loads the model as training does; when given and the steps are cheap (:data:`CHEAP_FLOPS`, or
+            :data:`CHEAP_SHARE` of the run), two short steps time the device (and on CUDA measure the peak).
         device: the training device (default: CUDA when available, else CPU).
         available: free bytes (default: :func:`available_memory`).
 
@@ -325,7 +327,10 @@ def plan_finetune(
     }
     calibration = None
     short = min(window, CALIBRATION_WINDOW)
-    cheap = 3 * step_flops(shapes, short, short, checkpointing=False) <= CHEAP_FLOPS.get(device.type, 0)
+    rows = settings.steps * settings.grad_accum * settings.batch_size
+    run = rows * step_flops(shapes, window, window, checkpointing=settings.gradient_checkpointing)
+    cost = 3 * step_flops(shapes, short, short, checkpointing=False)
+    cheap = cost <= max(CHEAP_FLOPS.get(device.type, 0), CHEAP_SHARE * run)
     if build_model is not None and cheap and element_bytes == 4:
         wrapper = prepared_model(build_model(), settings).to(device)
         calibration, _ = calibrate(
