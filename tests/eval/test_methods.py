@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ropekit.config import RopeConfig
-from ropekit.eval.methods import default_methods, describe_scaling, factor_for, scaling_for
+from ropekit.eval.methods import applied_factor, default_methods, describe_scaling, factor_for, scaling_for
 from ropekit.scaling import (
     DynamicScaling,
     LinearScaling,
@@ -119,3 +119,10 @@ def test_describe_scaling_is_json_ready_and_summarises_factor_lists() -> None:
         LongRopeScaling(short_factor=(1.0,) * 8, long_factor=(2.0,) * 8, original_max_position_embeddings=64)
     )
     assert longrope["short_factor"] == "<8 values>" and longrope["long_factor"] == "<8 values>"
+
+
+def test_applied_factor_is_the_one_the_scaling_uses():
+    """What a row records: plain RoPE is s = 1, a factored method its own factor, ``base`` has none."""
+    assert applied_factor(scaling_for("none", factor=4.0, train_length=256)) == 1.0
+    assert applied_factor(scaling_for("yarn", factor=4.0, train_length=256)) == 4.0
+    assert applied_factor(scaling_for("base", factor=4.0, train_length=256, extra={"base": 5e5})) is None
