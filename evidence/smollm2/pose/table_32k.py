@@ -1,10 +1,10 @@
 """Issue 25's before/after table on SmolLM2-135M, 8k -> 32k, from the JSON files of run_pose32k.sh and run_real.sh.
 
 Rows: the original model (none), YaRN s = 4 training-free (at 8k with --factor 4, at 32k the factor is 4 by
-length), and YaRN s = 4 after 16 and after 96 PoSE steps (run_pose32k.sh and run_pose32k_long.sh: the fine-tuned
-folders, with their own scaling). Columns per length: perplexity on one window of the shipped held-out text (the same
-tokens in every row; ppl_after.json's 8k row averages four windows and is replaced by ppl_after_8k.json's one),
-niah_single_1 (RULER's passkey form) and the mean over the three tasks (niah_single_1, niah_single_3,
+length), and YaRN s = 4 after each PoSE run of run_pose32k.sh (one row per finetune_32k_<steps>.json: the fine-tuned
+folder, with its own scaling). Columns per length: perplexity on one window of the shipped held-out text (the same
+tokens in every row; ppl_after16_32k.json's 8k row averages four windows and is replaced by ppl_after16_8k.json's
+one), niah_single_1 (RULER's passkey form) and the mean over the three tasks (niah_single_1, niah_single_3,
 niah_multikey_1), with the samples stated. A cell no run produced reads "not run".
 Usage: python evidence/smollm2/pose/table_32k.py
 """
@@ -17,22 +17,20 @@ from pathlib import Path
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 LENGTHS = (8192, 32768)
-#: row label -> (method name in the files, the files that hold its cells)
+#: row label -> (method name in the files, the files that hold its cells; a later file's cell wins)
 ROWS = {
     "original (none)": ("none", ["tasks_8k.json", "ppl_1x.json", "ppl_4x_none.json"]),
     "YaRN s = 4, training-free": (
         "yarn",
         ["pose/tasks_yarn4_8k.json", "pose/ppl_yarn4_8k.json", "tasks_32k_yarn.json", "ppl_4x_yarn.json"],
     ),
-    "YaRN s = 4 + PoSE, 16 steps": (
-        "native",
-        ["pose/tasks_after.json", "pose/ppl_after.json", "pose/ppl_after_8k.json"],
-    ),
-    "YaRN s = 4 + PoSE, 96 steps": (
-        "native",
-        ["pose/tasks_after96.json", "pose/ppl_after96_8k.json", "pose/ppl_after96_32k.json"],
-    ),
 }
+for run in sorted(HERE.glob("finetune_32k_*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1])):
+    steps = run.stem.rsplit("_", 1)[1]
+    ROWS[f"YaRN s = 4 + PoSE, {steps} steps"] = (
+        "native",
+        [f"pose/tasks_after{steps}.json", f"pose/ppl_after{steps}_32k.json", f"pose/ppl_after{steps}_8k.json"],
+    )
 
 
 def load(name: str) -> dict:
