@@ -201,20 +201,23 @@ def _train(
         log = [r for r in read_loss_log(work_dir / "loss.csv") if r.step <= start]
         loader = accelerator.skip_first_batches(loader, start * settings.grad_accum)
 
+    heldout_windows = heldout[: settings.heldout_windows]
+
     def heldout_loss(when: str, own_bar: bool = True) -> float:
         """Mean loss over the held-out windows. They are full target length, a long forward, so outside training
         (``own_bar``) it shows a bar of its own; rich draws one live bar at a time."""
-        windows = heldout[: settings.heldout_windows]
-        shown = progress_bar(accelerator, progress and own_bar, len(windows), 0, f"held-out loss {when}")
+        shown = progress_bar(accelerator, progress and own_bar, len(heldout_windows), 0, f"held-out loss {when}")
         wrapper.eval()
         losses = []
-        with torch.no_grad():
-            for window in windows:
-                losses.append(wrapper(window[None].to(accelerator.device)).item())
-                if shown is not None:
-                    shown[0].update(shown[1], advance=1, description=f"windows of {len(window):,} tokens")
-        if shown is not None:
-            shown[0].stop()
+        try:
+            with torch.no_grad():
+                for window in heldout_windows:
+                    losses.append(wrapper(window[None].to(accelerator.device)).item())
+                    if shown is not None:
+                        shown[0].update(shown[1], advance=1, description=f"windows of {len(window):,} tokens")
+        finally:
+            if shown is not None:
+                shown[0].stop()
         wrapper.train()
         return sum(losses) / len(losses)
 
@@ -258,9 +261,7 @@ def _train(
             record = StepRecord(step + 1, step_loss, lr, tokens_per_step * (step + 1), elapsed)
             if settings.eval_every and (step + 1) % settings.eval_every == 0 and step + 1 < settings.steps:
                 if bar is not None:
-                    bar[0].update(
-                        bar[1], description=f"held-out loss on {len(heldout[: settings.heldout_windows])} window(s)…"
-                    )
+                    bar[0].update(bar[1], description=f"held-out loss on {len(heldout_windows)} window(s)…")
                 record.heldout_loss = heldout_loss(f"at step {step + 1}", own_bar=False)
             log.append(record)
             result.steps_done = step + 1
