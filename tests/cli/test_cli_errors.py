@@ -92,11 +92,23 @@ def no_sweep(monkeypatch):
         ("--warmup", "-1"),
         ("--task-mix", "ruler"),
         ("--answer-weight", "0"),
+        ("--task-weights", "vt=2"),  # the default --task-mix passkey has no tasks to weigh
     ],
 )
 def test_train_rejects_bad_settings_before_training(tmp_path, no_training, option, value):
     out = tmp_path / "run"
     assert_error(run("train", "--out", out, option, value), option)
+    assert no_training == [] and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("nope=2", "unknown task 'nope'"), ("vt=-1", ">= 0"), ("vt", "name=value"), ("vt=many", "number")],
+)
+def test_train_rejects_bad_task_weights(tmp_path, no_training, value, message):
+    out = tmp_path / "run"
+    result = run("train", "--out", out, "--task-mix", "suite", "--task-weights", value)
+    assert_error(result, "--task-weights", message)
     assert no_training == [] and not out.exists()
 
 
@@ -128,9 +140,12 @@ def test_train_passes_init_and_the_task_settings(monkeypatch, tmp_path):
         "30",
         "--task-fraction",
         "0.6",
+        "--task-weights",
+        "vt=3,fwe=0.5",
         "--json",
     )
     settings, kwargs = seen[0]
+    assert settings.task_weights == {"vt": 3.0, "fwe": 0.5}
     assert (settings.task_mix, settings.answer_weight, settings.warmup, settings.task_fraction) == (
         "suite",
         10.0,

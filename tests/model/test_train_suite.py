@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ropekit.eval.tasks.suite import TASKS, check_task_weights, pick_task
 from ropekit.model.tiny import TinyConfig
 from ropekit.model.tokenizer import byte_ids
 from ropekit.model.train import TrainConfig, make_batch, training_loss
@@ -70,3 +71,57 @@ def test_answer_weight_weighs_the_answer_tokens():
     assert training_loss(logits, batch, answers, 1.0) == F.cross_entropy(
         logits.reshape(-1, 50), batch[:, 1:].reshape(-1)
     )
+
+
+def test_pick_task_without_weights_is_the_uniform_draw_earlier_runs_saw():
+    """``None`` keeps the data order of the runs the bundled model came from: one ``integers(11)`` draw."""
+    names = list(TASKS)
+    ours, reference = np.random.default_rng(4), np.random.default_rng(4)
+    for _ in range(200):
+        assert pick_task(ours) == names[int(reference.integers(len(names)))]
+
+
+def test_pick_task_follows_the_weights():
+    """Frequencies over 40,000 draws against the closed form w / sum(w) (a task not named weighs 1)."""
+    weights = {"vt": 3, "fwe": 2, "niah_single_1": 0}
+    rng = np.random.default_rng(0)
+    draws = [pick_task(rng, weights) for _ in range(40_000)]
+    total = 3 + 2 + 0 + (len(TASKS) - 3)
+    for name in TASKS:
+        expected = weights.get(name, 1) / total
+        assert abs(draws.count(name) / len(draws) - expected) < 0.01, name
+    assert "niah_single_1" not in draws
+
+
+def test_task_weights_shape_the_batches():
+    """Only common-word extraction weighs anything: every suite row is a CWE list, the rest passkey episodes."""
+    weights = {name: 0 for name in TASKS} | {"cwe": 1}
+    train = TrainConfig(task_fraction=1.0, task_mix="suite", batch_size=32, task_weights=weights)
+    batch = make_batch(CORPUS, TinyConfig(), train, 3)
+    texts = [bytes(row.numpy().astype(np.uint8)).decode() for row in batch]
+    assert all(("List:" in t and "appear most often" in t) or "The pass key is" in t for t in texts)
+    assert sum("List:" in t for t in texts) > 16
+    assert torch.equal(batch, make_batch(CORPUS, TinyConfig(), train, 3))
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"nope": 1}, "unknown task 'nope'"),
+        ({"vt": -1}, ">= 0"),
+        ({"vt": float("nan")}, ">= 0"),
+        ({"vt": "2"}, ">= 0"),
+        (dict.fromkeys(TASKS, 0), "at least one"),
+        ([("vt", 2)], "map task names"),
+    ],
+)
+def test_bad_task_weights(weights, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TrainConfig(task_mix="suite", task_weights=weights)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_task_weights(weights)
+
+
+def test_task_weights_need_the_suite():
+    with pytest.raises(ValueError, match="task_mix='suite'"):
+        TrainConfig(task_weights={"vt": 2})

@@ -27,7 +27,18 @@ _TINY_FIELDS = (
     "segment_length",
     "memory_update",
 )
-_TRAIN_FIELDS = ("steps", "batch_size", "lr", "warmup", "seed", "minutes", "task_fraction", "task_mix", "answer_weight")
+_TRAIN_FIELDS = (
+    "steps",
+    "batch_size",
+    "lr",
+    "warmup",
+    "seed",
+    "minutes",
+    "task_fraction",
+    "task_mix",
+    "answer_weight",
+    "task_weights",
+)
 
 
 def train_command(
@@ -57,6 +68,11 @@ def train_command(
         "the RULER-style tasks of `ropekit eval tasks`).",
     ),
     answer_weight: float = typer.Option(1.0, help="Loss weight of answer tokens relative to the rest (1: plain LM)."),
+    task_weights: str | None = typer.Option(
+        None,
+        help="With --task-mix suite: relative task weights, e.g. vt=2,fwe=2 (a task not named weighs 1; "
+        "default: uniform).",
+    ),
     init: str | None = typer.Option(
         None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
     ),
@@ -69,10 +85,12 @@ def train_command(
     """
     from rich.console import Console
 
+    from ropekit.cli.method_options import parse_params
     from ropekit.model.tiny import TinyConfig
     from ropekit.model.train import TrainConfig, train
 
     length = parse_length(train_length, "--train-length")
+    weights = None if task_weights is None else parse_params(task_weights, "--task-weights")
     names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
     names |= {"rope_base": "--base", "train_length": "--train-length"}
     with option_errors(**names):
@@ -98,6 +116,7 @@ def train_command(
             task_fraction=task_fraction,
             task_mix=task_mix,
             answer_weight=answer_weight,
+            task_weights=weights,
         )
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])

@@ -46,6 +46,9 @@ class TrainConfig:
     #: the loss weight of answer tokens (the tokens after a task's question) relative to every other token: 1 is the
     #: plain language-model loss; above 1 the retrieval signal, a few tokens per task sequence, weighs more
     answer_weight: float = 1.0
+    #: with ``task_mix="suite"``, relative weights of the RULER-style tasks (``{"vt": 2, "fwe": 2}``; a task not
+    #: named weighs 1, 0 leaves it out); ``None``: uniform, the data order of runs made before the option existed
+    task_weights: dict[str, float] | None = None
     seed: int = 0
     minutes: float | None = None
     checkpoint_every: int = 250
@@ -66,6 +69,13 @@ class TrainConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
         require_choice("task_mix", self.task_mix, TASK_MIXES)
+        if self.task_weights is not None:
+            if self.task_mix != "suite":
+                raise ValueError(f"task_weights needs task_mix='suite', got task_mix={self.task_mix!r}")
+            from ropekit.eval.tasks.suite import check_task_weights
+
+            check_task_weights(self.task_weights)  # a clear error now, not at the first task sequence
+            object.__setattr__(self, "task_weights", {k: float(v) for k, v in self.task_weights.items()})
         if self.minutes is not None:
             object.__setattr__(self, "minutes", require_float("minutes", self.minutes, above=0.0))
         if not isinstance(self.device, str) or not self.device:
@@ -87,7 +97,7 @@ def make_batch(
     for _ in range(train.batch_size):
         if rng.random() < train.task_fraction and episodes_fit:
             if train.task_mix == "suite" and rng.random() >= SUITE_PASSKEY_SHARE:
-                row, answer = _suite_sequence(rng, corpus, length)
+                row, answer = _suite_sequence(rng, corpus, length, train.task_weights)
             else:
                 episode = passkey_episode(rng, corpus, length)
                 row, answer = episode.ids, episode.answer_len
@@ -121,13 +131,15 @@ def training_loss(
 _PIECES: dict[str, object] = {}
 
 
-def _suite_sequence(rng: np.random.Generator, corpus: np.ndarray, length: int) -> tuple[np.ndarray, int]:
+def _suite_sequence(
+    rng: np.random.Generator, corpus: np.ndarray, length: int, weights: dict[str, float] | None
+) -> tuple[np.ndarray, int]:
     """A RULER-style task sequence and its answer length (imported here: training is the suite's only user in model/)."""
     from ropekit.eval.tasks.base import Pieces
     from ropekit.eval.tasks.suite import mixture_sample
 
     pieces = _PIECES.setdefault("bytes", Pieces(byte_ids))
-    return mixture_sample(rng, length, corpus, pieces)
+    return mixture_sample(rng, length, corpus, pieces, weights)
 
 
 def progress_fraction(train: TrainConfig, step: int, elapsed_s: float) -> float:

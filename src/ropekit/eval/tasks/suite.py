@@ -12,7 +12,8 @@ Typical use::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,14 +139,51 @@ def make_sample(
     )
 
 
-def mixture_sample(rng: np.random.Generator, length: int, text: np.ndarray, pieces: Pieces) -> tuple[np.ndarray, int]:
-    """A training sequence of exactly ``length`` tokens: a random task, haystack and depth, with its answer last.
+def check_task_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """``weights`` as a ``{task: weight}`` dict over every task (a task not named weighs 1).
+
+    Raises:
+        ValueError: an unknown task (the message lists the valid ones), a weight that is not a finite number >= 0,
+            or every weight 0.
+    """
+    if not isinstance(weights, Mapping):
+        raise ValueError(f"task_weights must map task names to weights, e.g. {{'vt': 2}}, got {weights!r}")
+    for name, weight in weights.items():
+        if name not in TASKS:
+            raise ValueError(f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS)}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"task_weights: {name}={weight!r}; a weight must be a finite number >= 0")
+    full = {name: float(weights.get(name, 1.0)) for name in TASKS}
+    if not any(full.values()):
+        raise ValueError(f"task_weights: every task weighs 0 ({dict(weights)!r}); at least one must be above 0")
+    return full
+
+
+def pick_task(rng: np.random.Generator, weights: Mapping[str, float] | None = None) -> str:
+    """A task name: uniform without ``weights`` (one ``rng.integers`` draw, the order earlier runs saw), else with
+    probability proportional to :func:`check_task_weights`' weights."""
+    names = list(TASKS)
+    if weights is None:
+        return names[int(rng.integers(len(names)))]
+    full = check_task_weights(weights)
+    p = np.array([full[name] for name in names])
+    return names[int(rng.choice(len(names), p=p / p.sum()))]
+
+
+def mixture_sample(
+    rng: np.random.Generator,
+    length: int,
+    text: np.ndarray,
+    pieces: Pieces,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[np.ndarray, int]:
+    """A training sequence of exactly ``length`` tokens: a random task (:func:`pick_task`, ``weights`` relative,
+    uniform by default), haystack and depth, with its answer last.
 
     Used to train the bundled model on the suite; the haystack is the task's own or the training text. Returns the
     sequence and the answer's length in tokens (the answer is the sequence's last tokens).
     """
-    names = [name for name in TASKS]
-    spec = TASKS[names[int(rng.integers(len(names)))]]
+    spec = TASKS[pick_task(rng, weights)]
     haystack = spec.haystack if rng.random() < 0.5 else ("text" if spec.haystack != "text" else "noise")
     sample = spec.sample(rng, length, pieces, text, include_answer=True, haystack=haystack)
     return sample.sequence(), len(sample.questions[0].target)
