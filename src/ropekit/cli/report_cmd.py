@@ -23,22 +23,10 @@ from ropekit.cli.eval_cmd import (
     run_with_progress,
 )
 from ropekit.cli.method_options import PARAM
-from ropekit.cli.tasks_cmd import build_task_settings, prepare_samples
+from ropekit.cli.tasks_cmd import build_task_settings, fit_tasks, prepare_samples
 from ropekit.cli.tasks_cmd import run_with_progress as run_task_progress
 
 DEFAULT_OUT = Path("report")
-
-
-def fit_report_tasks(model, task_settings, tokens):
-    """The task settings without the tasks that do not fit the shortest length (``None`` if none fits), and those
-    left out with the reason."""
-    import dataclasses
-
-    from ropekit.eval.tasks.run import fitting_tasks
-
-    dropped = fitting_tasks(model, task_settings, tokens)
-    kept = tuple(t for t in task_settings.tasks if t not in dropped)
-    return (dataclasses.replace(task_settings, tasks=kept) if kept else None), dropped
 
 
 def report_task_settings(settings, samples: int, tasks: str, multiples: str, threshold: float, factor: str):
@@ -134,7 +122,7 @@ def report_command(
     )
     task_samples_made, dropped = None, {}
     if task_settings is not None:
-        task_settings, dropped = fit_report_tasks(eval_model, task_settings, tokens)
+        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens)
     if task_settings is not None:
         task_samples_made = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)

@@ -100,6 +100,18 @@ def build_task_settings(
         )
 
 
+def fit_tasks(model, task_settings, tokens):
+    """The task settings without the tasks that do not fit the shortest length (``None`` if none fits), and those
+    left out with the reason (the report's task section, and ``eval tasks --tasks all``)."""
+    import dataclasses
+
+    from ropekit.eval.tasks.run import fitting_tasks
+
+    dropped = fitting_tasks(model, task_settings, tokens)
+    kept = tuple(t for t in task_settings.tasks if t not in dropped)
+    return (dataclasses.replace(task_settings, tasks=kept) if kept else None), dropped
+
+
 def prepare_samples(model, settings, tokens, *, lengths_option: str):
     """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
     from ropekit.eval.tasks.run import make_samples
@@ -200,6 +212,8 @@ def tasks_command(
     text: Path | None = TEXT,
 ) -> None:
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
+    from rich.console import Console
+
     from ropekit.eval.text import read_text, shipped_text, tokenize
 
     if lengths is not None and multiples != "1,2,4":
@@ -225,10 +239,18 @@ def tasks_command(
         raise fail(f"--text: {error}") from error
     eval_model = load_model(model, device_map, dtype=dtype)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
-    prepared = prepare_samples(
-        eval_model, settings, tokens, lengths_option="--lengths" if lengths is not None else "--multiples"
-    )
+    lengths_option = "--lengths" if lengths is not None else "--multiples"
+    dropped = {}
+    if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
+        fitted, dropped = fit_tasks(eval_model, settings, tokens)
+        if fitted is None:  # none fits: prepare_samples gives the error of the first task
+            dropped = {}
+        settings = fitted or settings
+        for task, reason in dropped.items():
+            Console(stderr=True).print(f"left out {task}: {reason}", highlight=False)
+    prepared = prepare_samples(eval_model, settings, tokens, lengths_option=lengths_option)
     if out is not None:
         prepare_output_dir(out, "--out")
     result = run_with_progress(eval_model, settings, tokens, prepared)
+    result.context["dropped"] = dropped
     write_and_print(result, out, json_output, print_summary)

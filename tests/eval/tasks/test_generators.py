@@ -21,9 +21,14 @@ def text_of(ids) -> str:
 @pytest.mark.parametrize("length", [256, 257, 1000, 4096])
 def test_exact_length_bytes(task, length, text_ids):
     sample = make_sample(task, length, byte_ids, text=text_ids, seed=3, index=2)
-    assert len(sample.context) + len(sample.questions[0].ids) == length
+    question = sample.questions[0]
+    # the canonical answer fits the length, as RULER counts it in the input's total: a right answer is decoded at
+    # positions inside the length (at 1x, positions the model trained on)
+    assert len(sample.context) + len(question.ids) + len(question.target) == length == sample.length
+    assert question.budget == len(question.target) + 8
     trained = make_sample(task, length, byte_ids, text=text_ids, seed=3, index=2, include_answer=True)
     assert len(trained.sequence()) == length
+    assert np.array_equal(trained.context, sample.context)  # evaluation asks what training taught, same layout
 
 
 @pytest.mark.parametrize("task", list(TASKS))

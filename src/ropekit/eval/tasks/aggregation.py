@@ -23,6 +23,7 @@ from ropekit.eval.tasks.base import (
     Pieces,
     Question,
     Sample,
+    answer_room,
     budget_for,
     largest_fitting,
     random_word,
@@ -77,10 +78,10 @@ def _list_sample(
 
     header = pieces.ids(HEADER)
     fixed = len(header) + len(question_ids)
-    extra = (lambda n: len(answer_ids(n))) if include_answer else (lambda n: 0)
-    n = largest_fitting(lambda n: fixed + words_tokens(n) + extra(n), length, lowest)
+    # the answer fits the length with or without include_answer (base.answer_room)
+    n = largest_fitting(lambda n: fixed + words_tokens(n) + len(answer_ids(n)), length, lowest)
     if n < lowest:
-        raise too_short(task, length, fixed + words_tokens(lowest) + extra(lowest) - 1)
+        raise too_short(task, length, fixed + words_tokens(lowest) + len(answer_ids(lowest)) - 1)
     counts = counts_for(n)
     words = pool.first(len(counts))
     items = np.array([i for i, c in enumerate(counts) for _ in range(c)])
@@ -92,11 +93,11 @@ def _list_sample(
             seen.append(int(i))
     answers = [words[i] for i in seen]
     target = pieces.ids(" " + " ".join(answers))
-    used = fixed + sum(len(t) for t in listed) + (len(target) if include_answer else 0)
+    question = Question(question_ids, tuple(answers), target, budget_for(target))
+    used = len(header) + sum(len(t) for t in listed) + answer_room(question)
     filler = Haystack("noise") if haystack.kind == "needles" else haystack
     pad, _ = filler.stream(rng, length - used, pieces)
     context = np.concatenate([pad, header, *listed]).astype(np.int64)
-    question = Question(question_ids, tuple(answers), target, budget_for(target))
     return Sample(task, context, (question,), float("nan"), (len(pad),))
 
 

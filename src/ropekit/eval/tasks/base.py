@@ -73,8 +73,9 @@ class Sample:
 
     @property
     def length(self) -> int:
-        """Tokens of the context and its longest question: the sample's length."""
-        return len(self.context) + max(len(q.ids) for q in self.questions)
+        """The sample's length: the context, then its longest question with that question's canonical answer (a right
+        answer is decoded inside the length; :func:`answer_room`)."""
+        return len(self.context) + max(answer_room(q) for q in self.questions)
 
     def prompt(self, index: int = 0) -> np.ndarray:
         """Context followed by question ``index``."""
@@ -217,6 +218,21 @@ def too_short(task: str, length: int, fixed: int) -> ValueError:
     return ValueError(f"task {task!r} needs a length of at least {fixed + 1} tokens with this tokenizer, got {length}")
 
 
-def budget_for(target: np.ndarray, slack: int = 8) -> int:
+#: tokens greedy decoding may produce beyond the canonical answer (a model may add spaces)
+ANSWER_SLACK = 8
+
+
+def budget_for(target: np.ndarray, slack: int = ANSWER_SLACK) -> int:
     """Tokens greedy decoding may produce: the canonical answer's and a few more (a model may add spaces)."""
     return len(target) + slack
+
+
+def answer_room(question: Question) -> int:
+    """Tokens ``question`` takes after the context inside a sample's length: its own ids and its canonical answer.
+
+    The answer fits the length, as in a training sequence and as in RULER (whose generators count the answer in the
+    input's total): a right answer is decoded at positions inside the length, so at 1x no answer token sits at a
+    position the model never saw in training. Only a wrong or padded answer runs on past the length, by at most the
+    budget's slack (:data:`ANSWER_SLACK` tokens).
+    """
+    return len(question.ids) + len(question.target)

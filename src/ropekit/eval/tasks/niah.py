@@ -18,6 +18,7 @@ from ropekit.eval.tasks.base import (
     Pieces,
     Question,
     Sample,
+    answer_room,
     budget_for,
     insert_needles,
     random_number,
@@ -122,9 +123,9 @@ def niah_sample(
         ids = pieces.ids(question_text(value_kind, group, values))
         questions.append(Question(ids, tuple(answers), target, budget_for(target)))
     needle_tokens = sum(len(n) for n in needles)
-    fixed = needle_tokens + max(len(q.ids) for q in questions)
-    if include_answer:
-        fixed = needle_tokens + len(questions[0].ids) + len(questions[0].target)
+    # a training sequence holds the first question and its answer; a sample for evaluation fits each question with
+    # its answer (base.answer_room), the longest one exactly
+    fixed = needle_tokens + (answer_room(questions[0]) if include_answer else max(answer_room(q) for q in questions))
     fill = length - fixed
     if fill < 0:
         raise too_short(task, length, fixed - 1)

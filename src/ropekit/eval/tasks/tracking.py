@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropekit.eval.tasks.base import Haystack, Pieces, Question, Sample, budget_for, insert_needles, too_short
+from ropekit.eval.tasks.base import (
+    Haystack,
+    Pieces,
+    Question,
+    Sample,
+    answer_room,
+    budget_for,
+    insert_needles,
+    too_short,
+)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -70,7 +79,7 @@ def tracking_sample(
     asked = names[: hops + 1]
     target = pieces.ids(" " + " ".join(asked))
     question = Question(pieces.ids(question_text(values[0])), tuple(asked), target, budget_for(target))
-    fixed = sum(len(s) for s in statements) + len(question.ids) + (len(target) if include_answer else 0)
+    fixed = sum(len(s) for s in statements) + answer_room(question)  # with or without it, the answer fits the length
     fill = length - fixed
     if fill < 0:
         raise too_short(task, length, fixed - 1)
