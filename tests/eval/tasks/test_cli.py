@@ -70,3 +70,29 @@ def test_small_run_json(tmp_path):
     assert len(data["rows"]) == 2 * 2 * 2
     assert {m["length"] for m in data["summary"]["means"]} == {256, 512}
     assert json.loads((tmp_path / "tasks.json").read_text())["context"]["settings"]["samples"] == 2
+
+
+def test_all_tasks_leave_out_those_that_do_not_fit(tmp_path):
+    """``--tasks all`` at 160 bytes runs the tasks that fit (each generator's own error decides) and names the rest;
+    the same task named explicitly is an error."""
+    from ropekit.eval.tasks.base import Pieces
+    from ropekit.eval.tasks.suite import TASKS, make_sample
+    from ropekit.model.tokenizer import byte_ids
+
+    pieces, fits = Pieces(byte_ids), []
+    for task in TASKS:
+        try:
+            make_sample(task, 160, byte_ids, text=byte_ids(b"def f(x): return x\n" * 40), pieces=pieces)
+            fits.append(task)
+        except ValueError:
+            pass
+    assert 0 < len(fits) < len(TASKS)
+    args = ["eval", "tasks", "--methods", "none", "--lengths", "160", "--samples", "1"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout[result.stdout.index("{") :])["rows"]
+    assert sorted(row["task"] for row in rows) == sorted(fits)
+    left_out = [t for t in TASKS if t not in fits]
+    assert all(f"left out {t}" in result.output for t in left_out)
+    named = runner.invoke(app, [*args, "--tasks", left_out[0]])
+    assert named.exit_code == 2 and left_out[0] in named.output
