@@ -242,12 +242,12 @@ def tasks_command(
     lengths_option = "--lengths" if lengths is not None else "--multiples"
     dropped = {}
     if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
-        fitted, dropped = fit_tasks(eval_model, settings, tokens)
-        if fitted is None:  # none fits: prepare_samples gives the error of the first task
-            dropped = {}
-        settings = fitted or settings
-        for task, reason in dropped.items():
-            Console(stderr=True).print(f"left out {task}: {reason}", highlight=False)
+        fitted, left_out = fit_tasks(eval_model, settings, tokens)
+        if fitted is not None:  # none fits: prepare_samples below gives the first task's error
+            settings, dropped = fitted, left_out
+            console = Console(stderr=True)
+            for task, reason in dropped.items():
+                console.print(f"left out {task}: {reason}", highlight=False)
     prepared = prepare_samples(eval_model, settings, tokens, lengths_option=lengths_option)
     if out is not None:
         prepare_output_dir(out, "--out")

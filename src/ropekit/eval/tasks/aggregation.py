@@ -63,7 +63,6 @@ def _list_sample(
     counts_for: Callable[[int], list[int]],
     lowest: int,
     answer_count: int,
-    include_answer: bool,
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
     pool = WordPool(rng)
@@ -78,7 +77,7 @@ def _list_sample(
 
     header = pieces.ids(HEADER)
     fixed = len(header) + len(question_ids)
-    # the answer fits the length with or without include_answer (base.answer_room)
+    # the answer fits the length, in training sequences and evaluation samples alike (base.answer_room)
     n = largest_fitting(lambda n: fixed + words_tokens(n) + len(answer_ids(n)), length, lowest)
     if n < lowest:
         raise too_short(task, length, fixed + words_tokens(lowest) + len(answer_ids(lowest)) - 1)
@@ -115,7 +114,7 @@ def common_words_sample(
     include_answer: bool = False,
 ) -> Sample:
     """One common-word-extraction sample of exactly ``length`` tokens (``depth`` does not apply; the list ends the
-    context).
+    context; ``include_answer`` does not change the sample: its one answer always fits the length).
 
     Raises:
         ValueError: ``freq_common <= freq_uncommon`` (no unique answer), or ``length`` too short for the common words.
@@ -133,7 +132,6 @@ def common_words_sample(
         lambda n: [freq_common] * common + [freq_uncommon] * n,
         0,
         common,
-        include_answer,
     )
 
 
@@ -161,7 +159,8 @@ def frequent_words_sample(
     depth: float | None = None,
     include_answer: bool = False,
 ) -> Sample:
-    """One frequent-word-extraction sample of exactly ``length`` tokens.
+    """One frequent-word-extraction sample of exactly ``length`` tokens (``include_answer`` does not change the sample:
+    its one answer always fits the length).
 
     Raises:
         ValueError: ``length`` is too short for a list whose top ``top`` words are strictly ahead.
@@ -172,6 +171,4 @@ def frequent_words_sample(
         return len(counts) > top and counts[top - 1] >= 2
 
     lowest = next(n for n in range(top + 1, 10_000) if valid(n))
-    return _list_sample(
-        task, rng, length, pieces, haystack, lambda n: zipf_counts(n, alpha, top), lowest, top, include_answer
-    )
+    return _list_sample(task, rng, length, pieces, haystack, lambda n: zipf_counts(n, alpha, top), lowest, top)

@@ -52,7 +52,8 @@ def tracking_sample(
     depth: float | None = None,
     include_answer: bool = False,
 ) -> Sample:
-    """One variable-tracking sample of exactly ``length`` tokens (``include_answer``: with the answer).
+    """One variable-tracking sample of exactly ``length`` tokens (``include_answer`` does not change the sample: its
+    one answer always fits the length, :func:`~ropekit.eval.tasks.base.answer_room`).
 
     Raises:
         ValueError: ``chains`` or ``hops`` < 1, or ``length`` too short for the chains and the question.
@@ -79,7 +80,7 @@ def tracking_sample(
     asked = names[: hops + 1]
     target = pieces.ids(" " + " ".join(asked))
     question = Question(pieces.ids(question_text(values[0])), tuple(asked), target, budget_for(target))
-    fixed = sum(len(s) for s in statements) + answer_room(question)  # with or without it, the answer fits the length
+    fixed = sum(len(s) for s in statements) + answer_room(question)
     fill = length - fixed
     if fill < 0:
         raise too_short(task, length, fixed - 1)
