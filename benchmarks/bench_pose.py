@@ -1,4 +1,4 @@
-"""PoSE costs its window, not its target (issue 25): step time and peak memory of ``ropekit finetune``'s loop.
+"""PoSE costs its window, not its target: step time and peak memory of ``ropekit finetune``'s loop.
 
 Three loops on the same random Llama and the same ``--window`` W-token windows, in one run, alternating rounds:
 

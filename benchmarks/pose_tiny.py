@@ -1,4 +1,4 @@
-"""PoSE's central claim at tiny scale (issue 25, Evidence 1): the bundled tiny model (trained at 256) extended to 1024.
+"""PoSE's central claim at tiny scale : the bundled tiny model (trained at 256) extended to 1024.
 
 Three models, all with YaRN s = 4 (original length 256):
 
