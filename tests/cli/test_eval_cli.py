@@ -153,7 +153,7 @@ def test_eval_passkey_end_to_end(llama_dir: Path, tmp_path: Path) -> None:
     ]
     assert all(r["trials"] == 2 and 0 <= r["correct"] <= 2 for r in data["passkey"])
     assert data["perplexity"] == []
-    # issue 18 item 24: the record holds the settings this run used, not the perplexity ones it ignored
+    # the record holds the settings this run used, not the perplexity ones it ignored
     assert not {"multiples", "mode", "stride", "max_tokens"} & set(data["context"]["settings"])
     assert data["context"]["settings"]["passkey_multiples"] == [2.0, 3.0]
     assert (tmp_path / "passkey.csv").is_file()
