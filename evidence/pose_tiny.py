@@ -15,7 +15,7 @@ over windows), passkey at 256 and 1024 (5 depths × ``--trials``; Wilson 95% int
 
 Usage::
 
-    nice -n 15 python benchmarks/pose_tiny.py --steps 60 --batch 2 --trials 8
+    nice -n 15 python evidence/pose_tiny.py --steps 60 --batch 2 --trials 8
 """
 
 from __future__ import annotations
