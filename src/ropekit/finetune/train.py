@@ -34,9 +34,6 @@ from ropekit.finetune.processes import any_process, main_thread, progress_bar, s
 from ropekit.finetune.settings import FinetuneSettings, resolved_mixed_precision
 from ropekit.integrations.head import check_head
 
-#: where the training artefacts go inside the output model folder
-WORK_DIR = "finetune"
-
 
 def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
     """Successive seeded permutations of ``range(count)`` (one per epoch), cut to ``needed`` indices."""
@@ -60,6 +57,15 @@ class TrainResult:
     tokens_per_second: float = 0.0
     processes: int = 1
     distributed: str = "NO"  # accelerate's distributed type: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
+
+
+def checked_model(build_model: Callable[[], nn.Module]) -> nn.Module:
+    """``build_model()``, refused unless training's loss is the model's own (its output head, as ropekit computes it
+    in chunks: :func:`ropekit.integrations.head.check_head`). Training and the dry run's measured step load through
+    this."""
+    model = build_model()
+    check_head(model, what="train on its loss")
+    return model
 
 
 def make_accelerator(settings: FinetuneSettings):
@@ -172,8 +178,7 @@ def _train(
 
     accelerator = make_accelerator(settings) if accelerator is None else accelerator
     set_seed(settings.seed)
-    model = build_model()
-    check_head(model, what="train on its loss")  # before any step: the loss must be the model's own
+    model = checked_model(build_model)
     wrapper = prepared_model(model, settings)
     parameters = [p for p in wrapper.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
