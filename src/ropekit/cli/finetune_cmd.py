@@ -52,6 +52,8 @@ _NAMES = {
     "out": "--out",
     "force": "--force",
     "resume": "--resume",
+    "eval_tokens": "--eval-tokens",
+    "passkey_trials": "--passkey-trials",
 }
 
 
