@@ -100,7 +100,11 @@ def finetune_command(
     resume: bool = typer.Option(False, "--resume", help="Continue the interrupted run in --out."),
     force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
     json_output: bool = json_option("Print the report as JSON."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (peak memory, time per step) and exit."),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Check everything the run checks, print the plan (peak memory, time per step) and exit.",
+    ),
 ) -> None:
     """Fine-tune a model at a longer context with a RoPE method, then write it as `ropekit extend` does.
 
@@ -175,13 +179,12 @@ def _request(o: SimpleNamespace, target: int, console):
     if note:
         console.print(note, highlight=False)
     fields = ("steps", "lr", "warmup_steps", "batch_size", "grad_accum", "weight_decay", "max_grad_norm", "seed")
-    fields += ("lora_rank", "lora_alpha", "gradient_checkpointing", "mixed_precision", "checkpoint_every")
+    fields += ("lora_rank", "lora_alpha", "gradient_checkpointing", "mixed_precision", "checkpoint_every", "eval_every")
     with option_errors(**_NAMES):
         settings = FinetuneSettings(
             target_length=target,
             window=parse_length(o.window, "--window", minimum=2) if o.window else None,
             chunks=o.chunks,
-            eval_every=o.eval_every,
             **{name: getattr(o, name) for name in fields},
         )
         return FinetuneRequest(
