@@ -41,7 +41,21 @@ from ropekit.integrations.hf_config import (
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
-SUPPORTED = ("Llama", "Mistral", "Qwen2", "Phi3", "GPTNeoX", "Gemma", "Gemma3 (per layer type)")
+SUPPORTED = (
+    "Llama",
+    "Mistral",
+    "Qwen2",
+    "Phi3",
+    "GPTNeoX",
+    "Gemma",
+    "Gemma3 (per layer type)",
+    "SmolLM3 (NoPE layers)",
+)
+#: rotary modules that give something other than ``(cos, sin)`` for ``rotate_half``, and why ropekit cannot stand in
+_OTHER_ROTARY = {
+    "Llama4TextRotaryEmbedding": "Llama 4 rotates q and k by complex freqs_cis over interleaved pairs (i, i + 1), "
+    "not by (cos, sin) over half-split pairs",
+}
 
 
 class HFRotaryAdapter(nn.Module):
@@ -124,6 +138,13 @@ def apply_scaling(
             f"{type(model).__name__} has no *RotaryEmbedding module called as rotary_emb(x, position_ids); "
             f"ropekit supports {', '.join(SUPPORTED)}"
         )
+    for parent, name in targets:
+        reason = _OTHER_ROTARY.get(type(getattr(parent, name)).__name__)
+        if reason is not None:
+            raise ValueError(
+                f"{type(model).__name__}: {reason}; ropekit cannot patch its rotary module (supported: "
+                f"{', '.join(SUPPORTED)}). Its layout is still read: ropekit inspect --model"
+            )
     if types is None:
         rope: RopeConfig | dict[str, RopeConfig] = dataclasses.replace(native, scaling=scaling)
     else:
