@@ -55,7 +55,9 @@ class RopeLayout:
             return f"all {total} layers apply RoPE"
         listed = ", ".join(map(str, nope))
         rotating = total - len(nope)
-        return f"{len(nope)} of {total} layers take no RoPE (NoPE: layers {listed}); the other {rotating} rotate q and k"
+        return (
+            f"{len(nope)} of {total} layers take no RoPE (NoPE: layers {listed}); the other {rotating} rotate q and k"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"layers": len(self.uses_rope), "rope_layers": self.rope_layers, "nope_layers": self.nope_layers}
@@ -92,7 +94,8 @@ def rope_layout(model_or_config: Any) -> RopeLayout | None:
         raise ValueError(f"num_hidden_layers must be a positive integer for {model_type}, got {layers!r}")
     flags = _get(config, "no_rope_layers")
     if flags is None or (_NOPE_TYPES[model_type] and not flags):
-        interval = _get(config, "no_rope_layer_interval") or _DEFAULT_INTERVAL
+        interval = _get(config, "no_rope_layer_interval")
+        interval = _DEFAULT_INTERVAL if interval is None else interval
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
             raise ValueError(f"no_rope_layer_interval must be a positive integer, got {interval!r}")
         return RopeLayout(tuple((i + 1) % interval != 0 for i in range(layers)))
