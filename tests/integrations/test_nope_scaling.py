@@ -22,11 +22,11 @@ ORIGINAL = 32
 ATOL = 1e-5
 
 
-def smollm3(no_rope_layers: list[int]):
+def smollm3(no_rope_layers: list[int], vocab_size: int = 101):
     from transformers import SmolLM3Config, SmolLM3ForCausalLM
 
     config = SmolLM3Config(
-        vocab_size=101,
+        vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=96,
         num_hidden_layers=len(no_rope_layers),
@@ -93,3 +93,21 @@ def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(scaling,
     patched = logits(apply_scaling(source, scaling), IDS)
     assert float((logits(reloaded, IDS) - patched).abs().max()) < ATOL
     assert float((patched - plain).abs().max()) > 1e-3  # the RoPE layers did change
+
+
+def test_the_evaluation_model_and_the_report_say_which_layers_take_the_methods(tmp_path: Path) -> None:
+    from ropekit.attention import get_attention
+    from ropekit.eval.methods import set_attention
+    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.report import model_line
+    from ropekit.integrations.hf_attention import describe_attention
+
+    smollm3([1, 1, 1, 0, 1, 1, 1, 0], vocab_size=257).save_pretrained(tmp_path)  # byte ids without a tokenizer
+    model = HFEvalModel(tmp_path)
+    described = model.describe()
+    assert described["rope_layout"] == {"layers": 8, "rope_layers": [0, 1, 2, 4, 5, 6], "nope_layers": [3, 7]}
+    line = model_line(described)
+    assert "2 of 8 layers take no RoPE (NoPE: layers 3, 7)" in line and "other 6 layers (0, 1, 2, 4, 5, 6)" in line
+    set_attention(model, get_attention("self_extend")(group=2, window=8))
+    assert describe_attention(model.model)["layers"] == [0, 1, 2, 4, 5, 6]
+    assert "NoPE" not in model_line({"dtype": "float32"})
