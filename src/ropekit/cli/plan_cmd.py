@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from ropekit._costs import MAX_CONTEXT, ROBUST_DEFAULT
@@ -9,36 +11,50 @@ from ropekit.cli.common import (
     MAX_HEAD_DIM,
     check_bound_work,
     check_range,
+    fail,
     json_option,
     option_errors,
     parse_length,
     print_json,
 )
+from ropekit.cli.model_option import MODEL, model_defaults, read_model
 
 
 def plan_command(
-    head_dim: int = typer.Option(128, help="Attention head size."),
-    base: float = typer.Option(10000.0, help="The model's RoPE base b."),
-    original_length: str = typer.Option(..., help="Original length L0: the length the model was trained at, e.g. 4k."),
+    head_dim: int | None = typer.Option(None, help="Attention head size (default: --model's, else 128)."),
+    base: float | None = typer.Option(None, help="The model's RoPE base b (default: --model's, else 10000)."),
+    original_length: str | None = typer.Option(
+        None, help="Original length L0: the length the model was trained at, e.g. 4k (default: --model's)."
+    ),
     target_length: str = typer.Option(..., help="Length wanted, e.g. 32k."),
-    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: --model's, else head_dim)."),
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
         metavar="",
         help=f"Compute the robust bound (default: only when {ROBUST_DEFAULT}, where L is the target).",
     ),
+    model: Path | None = MODEL,
     json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:
-    """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why)."""
+    """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why);
+    with --model, its RoPE and training length, and which of its layers take no RoPE (NoPE)."""
     from rich.console import Console
     from rich.table import Table
 
     from ropekit.theory import plan
 
+    given = read_model(model)
+    head_dim, base, rotary_dim = model_defaults(given, head_dim, base, rotary_dim)
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
-    train = parse_length(original_length, "--original-length", maximum=MAX_CONTEXT)
+    if original_length is None and given is None:
+        raise fail("--original-length is needed (or --model, whose training length is used)")
+    train = parse_length(
+        original_length if original_length is not None else given.original_length,
+        "--original-length",
+        maximum=MAX_CONTEXT,
+    )
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
     target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_CONTEXT)
     check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
@@ -65,9 +81,12 @@ def plan_command(
     attention = attention_plan(train, target)
     if json_output:
         llamacpp = {name: value[0] for name, value in flags.items()}
-        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention})
+        described = {"model": {"path": str(model), "rope_layout": given.layout_dict()}} if given else {}
+        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
         return
     console = Console()
+    if given is not None:
+        console.print(f"--model: {given.layout_line()}{_nope_note(given)}", highlight=False, soft_wrap=True)
     for line in result.lines():
         console.print(line, highlight=False)
     table = Table(title=f"training-free methods at s = {result.factor:g} (pairs per group)")
@@ -104,3 +123,13 @@ def print_attention_plan(console, rows: list[dict], target: int) -> None:
         if "rule" in row:
             console.print(f"{row['method']} rule of thumb: {row['rule']}", highlight=False)
             console.print(f"evaluate it: ropekit eval passkey {row['eval']}", highlight=False)
+
+
+def _nope_note(given) -> str:
+    """What a NoPE layout means for this plan (docs/theory.md)."""
+    if given.layout is None or not given.layout.nope_layers:
+        return ""
+    return (
+        ". The bound, the decay and every method below concern the RoPE layers only; the NoPE layers see no "
+        "position, so no base or scaling changes them (docs/theory.md)"
+    )
