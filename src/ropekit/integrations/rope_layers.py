@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["RopeLayout", "layer_uses_rope", "rope_layout"]
+
 #: model types whose layers may be NoPE, and whether an empty ``no_rope_layers`` also means the default
 _NOPE_TYPES = {"smollm3": False, "llama4_text": True}
 #: ``no_rope_layer_interval``'s default in both config classes
