@@ -53,13 +53,13 @@ def inspect_command(
     from ropekit.theory.wavelengths import wavelength_report
 
     given = read_model(model)
-    head_dim, base, rotary_dim = model_defaults(given, head_dim, base, rotary_dim)
+    head_dim, base, rotary_dim, length = model_defaults(
+        given, head_dim, base, rotary_dim, train_length, "--train-length"
+    )
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
-    if train_length is None and given is None:
-        raise fail("--train-length is needed (or --model, whose training length is used)")
-    train = parse_length(train_length, "--train-length") if train_length is not None else given.original_length
+    train = parse_length(length, "--train-length")
     original = parse_length(original_length, "--original-length") if original_length is not None else train
     if not scaling and factor is not None:
         from ropekit.scaling import ranked_scalings
@@ -114,7 +114,7 @@ def inspect_command(
                     }
                     for name, report in methods.items()
                 },
-                **({"model": {"path": str(model), "rope_layout": given.layout_dict()}} if given else {}),
+                **({"model": given.to_dict()} if given else {}),
             }
         )
         return

@@ -11,7 +11,6 @@ from ropekit.cli.common import (
     MAX_HEAD_DIM,
     check_bound_work,
     check_range,
-    fail,
     json_option,
     option_errors,
     parse_length,
@@ -45,16 +44,12 @@ def plan_command(
     from ropekit.theory import plan
 
     given = read_model(model)
-    head_dim, base, rotary_dim = model_defaults(given, head_dim, base, rotary_dim)
+    head_dim, base, rotary_dim, length = model_defaults(
+        given, head_dim, base, rotary_dim, original_length, "--original-length"
+    )
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
-    if original_length is None and given is None:
-        raise fail("--original-length is needed (or --model, whose training length is used)")
-    train = parse_length(
-        original_length if original_length is not None else given.original_length,
-        "--original-length",
-        maximum=MAX_CONTEXT,
-    )
+    train = parse_length(length, "--original-length", maximum=MAX_CONTEXT)
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
     target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_CONTEXT)
     check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
@@ -81,12 +76,11 @@ def plan_command(
     attention = attention_plan(train, target)
     if json_output:
         llamacpp = {name: value[0] for name, value in flags.items()}
-        described = {"model": {"path": str(model), "rope_layout": given.layout_dict()}} if given else {}
+        described = {"model": given.to_dict()} if given else {}
         print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
         return
     console = Console()
-    if given is not None:
-        console.print(f"--model: {given.layout_line()}{_nope_note(given)}", highlight=False, soft_wrap=True)
+    _print_model(console, given)
     for line in result.lines():
         console.print(line, highlight=False)
     table = Table(title=f"training-free methods at s = {result.factor:g} (pairs per group)")
@@ -125,11 +119,14 @@ def print_attention_plan(console, rows: list[dict], target: int) -> None:
             console.print(f"evaluate it: ropekit eval passkey {row['eval']}", highlight=False)
 
 
-def _nope_note(given) -> str:
-    """What a NoPE layout means for this plan (docs/theory.md)."""
-    if given.layout is None or not given.layout.nope_layers:
-        return ""
-    return (
-        ". The bound, the decay and every method below concern the RoPE layers only; the NoPE layers see no "
-        "position, so no base or scaling changes them (docs/theory.md)"
-    )
+def _print_model(console, given) -> None:
+    """The ``--model`` line: its layout and, with NoPE layers, what they mean for this plan (docs/theory.md)."""
+    if given is None:
+        return
+    note = ""
+    if given.layout is not None and given.layout.nope_layers:
+        note = (
+            ". The bound, the decay and every method below concern the RoPE layers only; the NoPE layers see no "
+            "position, so no base or scaling changes them (docs/theory.md)"
+        )
+    console.print(f"--model: {given.layout_line()}{note}", highlight=False, soft_wrap=True)
