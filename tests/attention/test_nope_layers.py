@@ -1,8 +1,9 @@
-"""Attention methods on models with NoPE layers (SmolLM3): the method reaches the layers that rotate q and k only.
+"""Attention methods on models with NoPE layers (SmolLM3, Llama 4): the method reaches the layers that rotate q and k only.
 
 Oracles: transformers' own logits (a model whose layers are all NoPE must not change at all), and the model's own
 forward with the naive oracle of ``conftest.py`` on the layers whose transformers attention module says
-``use_rope`` and sdpa on the others (ropekit's layout is not consulted). Llama 4 is refused by name.
+``use_rope`` and sdpa on the others (ropekit's layout is not consulted). Llama 4 as well, whose interleaved pairs
+the oracle sees reordered into its rotate-half layout.
 """
 
 from __future__ import annotations
@@ -138,16 +139,95 @@ def test_every_layer_of_a_plain_model_gets_the_method(oracle):
     assert describe_attention(apply_attention(model, None)) is None
 
 
-def test_llama4_is_refused_by_name():
+def llama4(no_rope_layers: list[int]):
+    """A random Llama 4 text model: interleaved pairs rotated by complex freqs_cis, chunked attention (chunks longer
+    than the inputs here) on the RoPE layers, temperature tuning on the NoPE layers (1 below 8,191 tokens)."""
     from transformers import Llama4ForCausalLM, Llama4TextConfig
 
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention
-
-    config = Llama4TextConfig(**sizes(2), intermediate_size_mlp=96, num_local_experts=2, attention_chunk_size=16)
+    config = Llama4TextConfig(
+        **sizes(len(no_rope_layers)),
+        intermediate_size_mlp=96,
+        num_local_experts=2,
+        attention_chunk_size=128,
+        no_rope_layers=no_rope_layers,
+        rope_parameters={"rope_type": "default", "rope_theta": BASE},
+    )
     torch.manual_seed(0)
     model = Llama4ForCausalLM(config).eval()
-    with pytest.raises(ValueError, match="Llama 4 rotates q and k by complex freqs_cis"):
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 2:
+                parameter.mul_(3.0)
+    return model
+
+
+def llama4_oracle_logits(model, ids: torch.Tensor, name: str, oracle) -> torch.Tensor:
+    """Llama 4's forward with the oracle on its RoPE layers: pairs (2m, 2m + 1) are moved to (m, m + d/2), the
+    oracle's rotate-half layout, in q and k alike (q·k does not change)."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    order = torch.cat((torch.arange(0, HEAD_DIM, 2), torch.arange(1, HEAD_DIM, 2)))
+
+    def forward(module, query, key, value, attention_mask, scaling=None, **kwargs):
+        if not module.use_rope:
+            return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+        q, k = query[..., order], key[..., order]
+        out = oracle.attention(name, q, k, value, inv_freq(), scaling, rotated=True, **oracle.CASES[name])
+        return out.to(query.dtype).transpose(1, 2), None
+
+    AttentionInterface.register("llama4_oracle_test", forward)
+    AttentionMaskInterface.register("llama4_oracle_test", sdpa_mask)
+    previous = model.config._attn_implementation
+    model.set_attn_implementation("llama4_oracle_test")
+    try:
+        return model(ids).logits
+    finally:
+        model.set_attn_implementation(previous)
+
+
+def test_llama4_runs_ropekit_rotary_as_its_own():
+    from ropekit.integrations.hf import apply_scaling
+
+    model = llama4([1, 1, 0])
+    ids = torch.randint(0, 101, (1, LENGTH), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        own = model(ids).logits
+        assert float((apply_scaling(model, None)(ids).logits - own).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_llama4_methods_reach_its_rope_layers_only(name: str, oracle):
+    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+
+    model = llama4([1, 0, 1, 0])
+    ids = torch.randint(0, 101, (1, LENGTH), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
         apply_scaling(model, None)
-    with pytest.raises(ValueError, match="Llama 4"):
-        apply_attention(model, get_attention("self_extend")(group=2, window=8))
+        plain = model(ids).logits
+        expected = llama4_oracle_logits(model, ids, name, oracle)
+        apply_attention(model, get_attention(name)(**oracle.CASES[name]))
+        ours = model(ids).logits
+        assert float((ours - expected).abs().max()) < 1e-5
+        assert float((ours - plain).abs().max()) > 1e-4
+        prefill = model(ids[:, : LENGTH - 3], use_cache=True)
+        cache, steps = prefill.past_key_values, [prefill.logits]
+        for t in range(LENGTH - 3, LENGTH):
+            step = model(ids[:, t : t + 1], past_key_values=cache, use_cache=True)
+            cache = step.past_key_values
+            steps.append(step.logits)
+        assert float((torch.cat(steps, dim=1) - ours).abs().max()) < 1e-5
+    assert describe_attention(model)["layers"] == [0, 2]
+
+
+def test_llama4_whose_layers_are_all_nope_is_unchanged(oracle):
+    from ropekit.integrations.hf_attention import apply_attention
+
+    model = llama4([0, 0])
+    ids = torch.randint(0, 101, (1, 200), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        plain = model(ids).logits
+        apply_attention(model, get_attention("self_extend")(group=4, window=16))
+        assert torch.equal(model(ids).logits, plain)

@@ -1,4 +1,4 @@
-"""Scaling a model with NoPE layers (SmolLM3): ``apply_scaling`` and ``extend`` leave the NoPE layers alone.
+"""Scaling a model with NoPE layers (SmolLM3, Llama 4): ``apply_scaling`` and ``extend`` leave the NoPE layers alone.
 
 Oracles: transformers' own logits (a model whose layers are all NoPE is unchanged by any scaling) and transformers
 alone loading the folder ``extend`` wrote (its logits equal the patched model's, so the written config means what
@@ -49,6 +49,36 @@ def smollm3(no_rope_layers: list[int], vocab_size: int = 101):
     return model
 
 
+def llama4(no_rope_layers: list[int]):
+    from transformers import Llama4ForCausalLM, Llama4TextConfig
+
+    config = Llama4TextConfig(
+        vocab_size=101,
+        hidden_size=64,
+        intermediate_size=96,
+        intermediate_size_mlp=96,
+        num_local_experts=2,
+        num_hidden_layers=len(no_rope_layers),
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=ORIGINAL,
+        attention_chunk_size=256,
+        no_rope_layers=no_rope_layers,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = Llama4ForCausalLM(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 2:
+                parameter.mul_(3.0)
+    return model
+
+
 def logits(model, ids: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         return model(ids).logits
@@ -66,23 +96,25 @@ SCALINGS = [
 ]
 
 
+@pytest.mark.parametrize("factory", [smollm3, llama4])
 @pytest.mark.parametrize("scaling", SCALINGS)
-def test_scaling_a_model_whose_layers_are_all_nope_changes_nothing(scaling) -> None:
+def test_scaling_a_model_whose_layers_are_all_nope_changes_nothing(factory, scaling) -> None:
     from ropekit.integrations.hf import apply_scaling
 
-    model = smollm3([0, 0])
+    model = factory([0, 0])
     plain = logits(model, IDS)
     assert torch.equal(logits(apply_scaling(model, scaling), IDS), plain)
 
 
+@pytest.mark.parametrize("factory", [smollm3, llama4])
 @pytest.mark.parametrize("scaling", SCALINGS)
-def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(scaling, tmp_path: Path) -> None:
+def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(factory, scaling, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
     from ropekit.finetune.export import extend
     from ropekit.integrations.hf import apply_scaling
 
-    smollm3([1, 0, 1, 0]).save_pretrained(tmp_path / "model")
+    factory([1, 0, 1, 0]).save_pretrained(tmp_path / "model")
     result = extend(tmp_path / "model", scaling, tmp_path / "out")
     assert "layers 1, 3: no RoPE (NoPE), unchanged" in result.notes
     written = json.loads((tmp_path / "out" / "config.json").read_text())

@@ -49,6 +49,10 @@ class _Binding:
         rotary = adapter.rotaries[self.layer_type] if adapter.per_layer_type else adapter.rotary
         return rotary.frequencies
 
+    def interleaved(self) -> bool:
+        """The model's pair layout: interleaved for Llama 4's complex rotation, else rotate-half."""
+        return getattr(self.parent, self.name).interleaved
+
 
 def _forward(module: nn.Module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
     """transformers attention function: ``(b, heads, q_len, d)`` rotated q/k → ``((b, q_len, heads, d), None)``."""
@@ -63,7 +67,16 @@ def _forward(module: nn.Module, query, key, value, attention_mask, dropout: floa
         raise ValueError(f"ropekit attention methods run in eval mode only (attention dropout {dropout})")
     if getattr(module, "attn_logit_softcapping", None) or kwargs.get("softcap"):
         raise ValueError(f"{type(module).__name__}: attention-logit soft-capping is not supported by ropekit methods")
-    out = attend(query, key, value, binding.method, binding.frequencies(), scale=scaling, attention_mask=attention_mask)
+    out = attend(
+        query,
+        key,
+        value,
+        binding.method,
+        binding.frequencies(),
+        scale=scaling,
+        attention_mask=attention_mask,
+        interleaved=binding.interleaved(),
+    )
     return out.transpose(1, 2).contiguous(), None  # (b, q_len, heads, d)
 
 
