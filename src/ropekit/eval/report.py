@@ -134,6 +134,14 @@ def model_line(describe: dict[str, Any]) -> str:
             "dual_chunk, sinks) run in the full-attention (global) layers only; the sliding-window layers keep "
             "their window and sdpa."
         )
+    layout = describe.get("rope_layout")
+    if layout:
+        nope, rope = layout["nope_layers"], layout["rope_layers"]
+        line += (
+            f" {len(nope)} of {layout['layers']} layers take no RoPE (NoPE: layers {', '.join(map(str, nope))}): "
+            f"scalings and attention methods were applied to the other {len(rope)} layers "
+            f"({', '.join(map(str, rope)) or 'none'}); the NoPE layers kept the model's own attention."
+        )
     if describe.get("gates"):  # Infini-attention: how much each head takes from its memory
         rows = "; ".join(f"layer {i}: " + ", ".join(f"{g:.3f}" for g in row) for i, row in enumerate(describe["gates"]))
         line += f" Infini-attention memory gates sigmoid(β) per head: {rows}."
