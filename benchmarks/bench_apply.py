@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import platform
 import statistics
@@ -198,6 +199,27 @@ def build_methods(case: Case, device: str, inductor: bool) -> tuple[dict[str, Ca
     if device == "cuda":
         add_gpu_peers(methods, case, q, k, cos, sin, positions)
     return methods, 2 * (q.nbytes + k.nbytes)
+
+
+def gpu_peer_versions() -> str:
+    """What the GPU peers are, said in every GPU run: versions, and whether flash-attn has its CUDA extension
+    (its rotary kernel is Triton code that runs without it)."""
+    from importlib import metadata
+
+    parts = []
+    try:
+        parts.append(f"liger-kernel {metadata.version('liger-kernel')}")
+    except metadata.PackageNotFoundError:
+        parts.append("liger-kernel not installed")
+    try:
+        import flash_attn
+    except ImportError:
+        parts.append("flash-attn not importable")
+    else:
+        has_cuda_ext = importlib.util.find_spec("flash_attn_2_cuda") is not None
+        extension = "" if has_cuda_ext else ", Triton rotary only (no CUDA extension)"
+        parts.append(f"flash-attn {getattr(flash_attn, '__version__', '?')}{extension}")
+    return "GPU peers: " + "; ".join(parts)
 
 
 def add_gpu_peers(methods, case, q, k, cos, sin, positions) -> None:
@@ -393,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     backend = backend_for(probe)  # builds the CPU kernel now (cached), so no compile lands inside a timing
     header = f"{machine(args.device)}\nropekit backend on {args.device}: {backend} (ready in {time.perf_counter() - start:.1f} s)"
+    if args.device == "cuda":
+        header += "\n" + gpu_peer_versions()
     console.print(header)
 
     table = Table(title=f"apply RoPE to q and k: median of {rounds} interleaved rounds", show_lines=False)
