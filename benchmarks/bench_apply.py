@@ -350,10 +350,12 @@ def targets(all_results: dict[str, list[Result]], device: str) -> list[Target]:
         return next((r for r in all_results.get(label, []) if r.method == method), None)
 
     out = []
-    if device == "cuda":  # at least 80% of copy bandwidth at prefill, and faster than liger-kernel
+    # at least 80% of copy bandwidth at prefill, and faster than liger-kernel (which rotates q and k in one call, like
+    # apply_rope_qk; "in place" and "out=" are two apply_rope calls)
+    if device == "cuda":
         for label in ("prefill float32", "prefill bfloat16"):
             floor, liger = get(label, "copy_ floor"), get(label, "liger-kernel rope (in place)")
-            for method in ("ropekit in place", "ropekit out="):
+            for method in ("ropekit in place", "ropekit out=", "ropekit qk in place"):
                 mine = get(label, method)
                 if floor and mine:
                     share = floor.median / mine.median
