@@ -50,12 +50,15 @@ _NAMES = {
 }
 
 
-def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, exists_ok: bool = False) -> None:
-    """The one-line error for an ``--out`` that overlaps an input, exists without ``--force`` or has no parent."""
-    from ropekit.finetune.output import check_output
+def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, kind: str = "folder") -> None:
+    """The one-line error for an ``--out`` that overlaps an input, holds what it would write without ``--force``
+    or has no parent."""
+    from ropekit._output import check_output
+    from ropekit.finetune.export import written_names
 
+    names = written_names(inputs[0][1]) if kind == "folder" else ()
     try:
-        check_output(out, inputs, force=force, exists_ok=exists_ok)
+        check_output(out, inputs, names=names, force=force, kind="file" if kind == "gguf" else "folder")
     except (OSError, ValueError) as error:
         raise fail(name_option(str(error), _NAMES)) from None
 
@@ -174,7 +177,7 @@ def extend_command(
     from ropekit.finetune.export import extend
 
     kind = choose_format(out, model, output_format)
-    check_out(out, [("model", model)], force=force)
+    check_out(out, [("model", model)], force=force, kind=kind)
     extra = {
         "ramp": ramp,
         "beta_fast": beta_fast,

@@ -1,13 +1,14 @@
 """``ropekit finetune`` end to end: check everything, train on accelerate, export natively, compare before/after.
 
 Every check that can fail (the model has RoPE and a tokenizer, the target is above the original length and the
-model's current one, the method can be written natively, the text fills a window, the output folder is free or
-resumable and overlaps no input) runs before anything is written or any weights load. Output layout (``NEW_DIR``):
-exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus ``finetune/`` with
-``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
+model's current one, the method can be written natively, the text fills a window, the output folder is free of what
+the run writes or resumable, and overlaps no input) runs before anything is written or any weights load. Output
+layout (``NEW_DIR``): exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus
+``finetune/`` with ``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
 
-The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit.finetune.output.partial_dir`) and swapped
-in when the model is written, so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps
+The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit._output.partial_dir`) whose files are
+renamed into ``NEW_DIR`` when the model is written (:func:`ropekit._output.publish`: the user's other files there are
+left alone), so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps
 the resumable checkpoint that ``--resume`` continues (as does a finished ``NEW_DIR``'s own ``finetune/checkpoint``);
 after an error it is removed unless it holds a checkpoint.
 """
@@ -100,21 +101,27 @@ def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, A
         )
 
 
+#: what ``finetune`` is known to write at the top of ``out`` before the run (the model's other files are known once
+#: saved, and checked again then, before anything is renamed into ``out``)
+RUN_NAMES = ("config.json", WORK_DIR)
+
+
 def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, force: bool) -> None:
     """The checks of ``finetune``'s output, cheap enough to run before anything else (the CLI runs them first).
 
     Raises:
         ValueError: ``out`` is, holds or lies inside the model or the text; ``resume`` with no checkpoint.
-        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run or other files,
-            and neither ``resume`` nor ``force`` is given.
+        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run, and neither
+            ``resume`` nor ``force`` is given; ``out`` holds files the run writes (``config.json``, ``finetune/``)
+            without ``force`` (other files there are left alone); ``out`` is a file.
         FileNotFoundError: no parent folder for ``out``, or a dangling symlink.
     """
-    from ropekit.finetune.output import check_output, partial_dir
+    from ropekit._output import check_output, partial_dir, refuse_existing
 
     inputs = [("model", Path(model)), ("text", Path(text))]
-    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first
+    check_output(out, inputs)  # overlaps, a missing parent, a file where the folder goes
     partial = partial_dir(out)
-    if resume:
+    if resume:  # the names were checked when the run started: what it writes is its own
         if not any((folder / WORK_DIR / "checkpoint" / "progress.json").is_file() for folder in (partial, out)):
             where = partial / WORK_DIR / "checkpoint"
             raise ValueError(f"resume=True: no checkpoint in {str(where)!r} (nor in out) to resume from")
@@ -125,7 +132,7 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
                 f"{where} holds a fine-tune run of out {str(out)!r}; pass resume=True to continue it if it was "
                 "interrupted, or force=True to start over"
             )
-    check_output(out, inputs, force=force)
+    refuse_existing(out, RUN_NAMES, force=force)
 
 
 @dataclass(frozen=True)
@@ -201,10 +208,11 @@ def finetune(
             current one), a method transformers cannot express, a text shorter than one window, an ``out`` that
             is, holds or lies inside the model or the text, or ``--resume`` with other settings, another text or
             nothing to resume.
-        FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
+        FileExistsError: ``out`` holds a run, or files the run writes, and neither ``force`` nor ``resume`` is
+            given (files the run does not write are left alone).
         FileNotFoundError: no model, no text, or no parent folder for ``out``.
     """
-    from ropekit.finetune.output import partial_dir, publish
+    from ropekit._output import partial_dir, publish, staged_output
 
     source, out = Path(model), Path(out)
     target = settings.target_length
@@ -279,7 +287,7 @@ def finetune(
     if state.is_main_process:
         save_extended(result.model, tokenizer, partial, new_config, source=source if source.is_dir() else None)
         result.model = None
-        publish(partial, out)
+        publish(partial, out, force=force or resume)  # a resumed run's names were checked when it started
         report.checkpoint = finished / "checkpoint"
         if evaluate:
             report.rows = before_after(
@@ -294,7 +302,8 @@ def finetune(
                 trials=passkey_trials,
                 log=log,
             )
-        (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        with staged_output(finished, force=True) as staged:  # the run's own folder, published above
+            (staged / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
     return report
 
