@@ -31,7 +31,7 @@ FACTORS = typer.Option(None, "--factors", help="JSON file with per-pair factors 
 LAYER_TYPES = typer.Option(None, "--layer-types", help="Per-layer-type models: comma-separated types to scale.")
 PARAM = typer.Option(None, "--param", help="Another field of the method, NAME=VALUE (repeatable), as `frequencies`.")
 OUT = typer.Option(..., "--out", "-o", help="The new model folder.")
-FORCE = typer.Option(False, "--force", help="Overwrite --out if it exists.")
+FORCE = typer.Option(False, "--force", help="Replace the files in --out that it writes (others stay as they are).")
 FORMAT = typer.Option(None, "--format", help="Output: folder or gguf (default: gguf when --out ends in .gguf).")
 
 _NAMES = {
@@ -168,8 +168,8 @@ def extend_command(
     The new config.json makes transformers.AutoModelForCausalLM.from_pretrained(OUT) give, without ropekit, the
     logits of ropekit's patched model: methods transformers names are written as themselves, base changes as
     `default` with the new rope_theta, any other static per-pair scaling as `longrope` with explicit factors.
-    --factor is relative to the original (pre-training) length. OUT is written beside itself and swapped in at
-    the end; an OUT that is, holds or lies inside the model is refused. A .gguf OUT (or --format gguf) copies a GGUF
+    --factor is relative to the original (pre-training) length. OUT is written beside itself and its files renamed
+    in at the end (those already there only with --force); an OUT that is, holds or lies inside the model is refused. A .gguf OUT (or --format gguf) copies a GGUF
     model's tensors as they are and sets llama.cpp's RoPE metadata (docs/llamacpp.md); llama.cpp's load-time flags
     for the same RoPE are printed too.
     """
