@@ -26,14 +26,14 @@ refused. The output's parent folder must exist.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 #: names listed in full in an :class:`OutputExists` message; beyond them it says how many more
-SHOWN = 8
+SHOWN = 12
 
 
 class OutputExists(FileExistsError):
@@ -73,6 +73,18 @@ def _present(path: Path) -> bool:
 
 def _is_folder(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
+
+
+def _fresh_folder(parent: Path, prefix: str) -> Path:
+    """A new empty folder ``parent/prefix<random>`` with the mode any new folder gets (``tempfile.mkdtemp``'s
+    0700 would stay on an output renamed from it)."""
+    while True:
+        folder = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
 
 
 def input_paths(path: str | Path) -> list[Path]:
@@ -255,7 +267,7 @@ def staged_output(out: str | Path, *, force: bool = False, option: str = "out") 
     it was.
     """
     real = _real(out)
-    staged = Path(tempfile.mkdtemp(prefix=f".{real.name}.partial-", dir=real.parent))
+    staged = _fresh_folder(real.parent, f".{real.name}.partial-")
     try:
         yield staged
         publish(staged, out, force=force, option=option)
@@ -275,7 +287,7 @@ def staged_file(out: str | Path, *, force: bool = False, option: str = "out") ->
         FileExistsError: ``out`` is a folder.
     """
     real = _real(out)
-    staged = Path(tempfile.mkdtemp(prefix=f".{real.name}.partial-", dir=real.parent))
+    staged = _fresh_folder(real.parent, f".{real.name}.partial-")
     try:
         yield staged / real.name
         if real.is_dir():

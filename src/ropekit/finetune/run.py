@@ -101,9 +101,17 @@ def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, A
         )
 
 
-#: what ``finetune`` is known to write at the top of ``out`` before the run (the model's other files are known once
-#: saved, and checked again then, before anything is renamed into ``out``)
+#: what ``finetune`` writes at the top of ``out`` whatever the model (beside the model's files, see :func:`run_names`)
 RUN_NAMES = ("config.json", WORK_DIR)
+
+
+def run_names(model: Path) -> list[str]:
+    """The names checked in ``out`` before the run: :data:`RUN_NAMES` and the files ``extend`` would copy from the
+    model (the saved model has the source's weights, tokenizer and generation files); what the save writes beyond
+    them is checked once it is written, before anything is renamed into ``out``."""
+    from ropekit.finetune.export import written_names
+
+    return sorted({*RUN_NAMES, *written_names(model), *(("model.safetensors",) if not model.is_dir() else ())})
 
 
 def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, force: bool) -> None:
@@ -132,7 +140,7 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
                 f"{where} holds a fine-tune run of out {str(out)!r}; pass resume=True to continue it if it was "
                 "interrupted, or force=True to start over"
             )
-    refuse_existing(out, RUN_NAMES, force=force)
+    refuse_existing(out, run_names(Path(model)), force=force)
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,12 @@ def finetune(
     if state.is_main_process:
         save_extended(result.model, tokenizer, partial, new_config, source=source if source.is_dir() else None)
         result.model = None
-        publish(partial, out, force=force or resume)  # a resumed run's names were checked when it started
+        try:
+            publish(partial, out, force=force or resume)  # a resumed run's names were checked when it started
+        except OSError:  # a name known only now is already in out: out is unchanged
+            if not (work / "checkpoint" / "progress.json").is_file():
+                shutil.rmtree(partial, ignore_errors=True)
+            raise
         report.checkpoint = finished / "checkpoint"
         if evaluate:
             report.rows = before_after(
