@@ -41,13 +41,14 @@ class Case:
     space-separated paths relative to ``--out`` (a folder) that the command writes, placed there as the user's
     files; the names that mark a run the command resumes (``train_state.json``, ``finetune/checkpoint``) are left
     out, since finding one means resuming. ``file``: for a command whose ``--out`` is a file, its name (the colliding
-    file).
+    file). ``spares``: names other commands write, which this one must neither refuse nor touch.
     """
 
     command: tuple[str, ...]
     args: str  # space-separated
     writes: str = ""  # space-separated
     file: str | None = None
+    spares: str = ""  # space-separated names like another command's output, which this one must leave alone
     needs: str | None = None  # an optional package the case needs
 
 
@@ -73,15 +74,24 @@ CASES = {
         "config.json model.safetensors finetune/settings.json finetune/loss.csv",
         needs="accelerate",
     ),
-    "plot": Case(("plot",), "wavelengths --rotary-dim 8", file="figure.png"),
+    "plot": Case(("plot",), "wavelengths --rotary-dim 8", file="figure.png", spares="wavelengths.png"),
     "eval perplexity": Case(
-        ("eval", "perplexity"), "--methods none --multiples 1 --max-tokens 256", "results.json perplexity.csv"
+        ("eval", "perplexity"),
+        "--methods none --multiples 1 --max-tokens 256",
+        "results.json perplexity.csv",
+        spares="passkey.csv tasks.json",
     ),
     "eval passkey": Case(
-        ("eval", "passkey"), "--methods none --multiples 1 --depths 0.5 --trials 1", "results.json passkey.csv"
+        ("eval", "passkey"),
+        "--methods none --multiples 1 --depths 0.5 --trials 1",
+        "results.json passkey.csv",
+        spares="perplexity.csv",
     ),
     "eval tasks": Case(
-        ("eval", "tasks"), "--methods none --tasks niah_single_1 --multiples 1 --samples 1", "tasks.json"
+        ("eval", "tasks"),
+        "--methods none --tasks niah_single_1 --multiples 1 --samples 1",
+        "tasks.json",
+        spares="results.json tasks.png",
     ),
     "experiment base-bound": Case(
         ("experiment", "base-bound"),
@@ -118,9 +128,9 @@ def _hashes(folder: Path) -> dict[str, str]:
     }
 
 
-def _user_folder(folder: Path, names: tuple[str, ...]) -> None:
-    """The user's files: ``names`` (colliding) and :data:`OWN`, each with its own content."""
-    for name in (*names, *OWN):
+def _user_folder(folder: Path, names: tuple[str, ...], spares: tuple[str, ...] = ()) -> None:
+    """The user's files: ``names`` (colliding), ``spares`` and :data:`OWN`, each with its own content."""
+    for name in (*names, *spares, *OWN):
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(f"the user's own {name}\n".encode() * 3)
@@ -158,6 +168,14 @@ def test_out_keeps_the_users_files(name, tmp_path, request):
         _refused(args, tmp_path / f"alone-{len(name)}-{Path(name).name}", (name,), case)
     folder = tmp_path / "user"
     _refused(args, folder, colliding, case)
+    if case.spares:  # only names other commands write: no collision, so the run goes ahead around them
+        spares = tmp_path / "spares"
+        _user_folder(spares, (), tuple(case.spares.split()))
+        before = _hashes(spares)
+        result = runner.invoke(app, [*args, "--out", str(spares / case.file if case.file else spares)])
+        assert result.exit_code == 0, result.output
+        after = _hashes(spares)
+        assert {n: after.get(n) for n in before} == before
     before = _hashes(folder)
     out = folder / case.file if case.file else folder
     forced = runner.invoke(app, [*args, "--out", str(out), "--force"])

@@ -312,7 +312,8 @@ def _evaluate(
     text: Path | None = None,
 ) -> None:
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
-        refuse_overwrite(out, RESULT_FILES, "--out", force=force)
+        written = ("results.json", *(("perplexity.csv",) if perplexity else ()), *(("passkey.csv",) if passkey else ()))
+        refuse_overwrite(out, written, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
     eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
