@@ -50,8 +50,9 @@ class OutputExists(FileExistsError):
         if self.names:
             shown = ", ".join(self.names[:SHOWN])
             more = f" and {len(self.names) - SHOWN} more" if len(self.names) > SHOWN else ""
+            them = "them" if len(self.names) > 1 else "it"
             message = (
-                f"{option} {str(out)!r} already holds {shown}{more}; pass force=True to replace them (the other "
+                f"{option} {str(out)!r} already holds {shown}{more}; pass force=True to replace {them} (the other "
                 "files there are left alone)"
             )
         else:
