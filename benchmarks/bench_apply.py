@@ -343,7 +343,7 @@ def targets(all_results: dict[str, list[Result]], device: str) -> list[Target]:
         ("prefill float32", 1.5, ("ropekit in place", "ropekit out=")),
         ("prefill bfloat16", 2.0, ("ropekit in place", "ropekit out=")),
         ("decode float32", 2.0, ("ropekit in place", "ropekit out=", "ropekit qk in place")),
-        ("decode bfloat16", 3.0, ("ropekit in place", "ropekit qk in place")),  # issue 15: bf16 decode <= 3x
+        ("decode bfloat16", 3.0, ("ropekit in place", "ropekit qk in place")),  # target: bf16 decode <= 3x
     ):
         floor = get(label, "copy_ floor")
         if floor is None:

@@ -1,4 +1,4 @@
-"""The SmolLM2 evidence table (issues 26 and 29) from the JSON files run_real.sh writes: the task suite's means and
+"""The SmolLM2 evidence table (attention methods and tasks) from the JSON files run_real.sh writes: the task suite's means and
 effective lengths per method (RULER's 85.6% and relative to the model's own 1x score, with Wilson intervals),
 niah_single_1 (RULER's passkey form) per length, and perplexity at 1x, 2x and 4x. A cell a run left out reads
 "not run".

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from ropekit.cli.common import (
@@ -16,16 +18,19 @@ from ropekit.cli.common import (
     parse_params,
     print_json,
 )
+from ropekit.cli.model_option import MODEL, model_defaults, read_model
 
 #: scan B_m(base) up to this many distances for the "feasible up to" line.
 BOUND_SCAN_LIMIT = 1 << 22
 
 
 def inspect_command(
-    head_dim: int = typer.Option(128, help="Attention head size."),
-    base: float = typer.Option(10000.0, help="RoPE base b."),
-    train_length: str = typer.Option(..., help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k."),
-    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    head_dim: int | None = typer.Option(None, help="Attention head size (default: --model's, else 128)."),
+    base: float | None = typer.Option(None, help="RoPE base b (default: --model's, else 10000)."),
+    train_length: str | None = typer.Option(
+        None, help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k (default: --model's; needed without)."
+    ),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: --model's, else head_dim)."),
     scaling: list[str] = typer.Option(
         [], help="Scaling method(s) to compare, repeatable (default with --factor: the methods of `ropekit plan`)."
     ),
@@ -34,9 +39,11 @@ def inspect_command(
     param: list[str] = typer.Option(
         [], "--param", help="Another field of the scaling method(s), repeatable: NAME=VALUE, e.g. base=50000."
     ),
+    model: Path | None = MODEL,
     json_output: bool = json_option("Print JSON instead of tables."),
 ) -> None:
-    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios."""
+    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios;
+    with --model, also which of its layers take no RoPE (NoPE)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -45,10 +52,14 @@ def inspect_command(
     from ropekit.theory.bound import max_context_length
     from ropekit.theory.wavelengths import wavelength_report
 
+    given = read_model(model)
+    head_dim, base, rotary_dim, length = model_defaults(
+        given, head_dim, base, rotary_dim, train_length, "--train-length"
+    )
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
-    train = parse_length(train_length, "--train-length")
+    train = parse_length(length, "--train-length")
     original = parse_length(original_length, "--original-length") if original_length is not None else train
     if not scaling and factor is not None:
         from ropekit.scaling import ranked_scalings
@@ -103,10 +114,13 @@ def inspect_command(
                     }
                     for name, report in methods.items()
                 },
+                **({"model": given.to_dict()} if given else {}),
             }
         )
         return
     console = Console()
+    if given is not None:
+        console.print(f"--model: {given.layout_line()}", highlight=False, soft_wrap=True)
     summary = Table(title=f"d = {rope.dim}, base {rope.base:g}, training length {train:,}", show_header=False)
     summary.add_column("", style="bold")
     summary.add_column("")

@@ -3,7 +3,7 @@
 * :mod:`~ropekit.integrations.hf_config` — what a transformers config says about its RoPE (layer types, the original
   length, "has RoPE", the layer types a method scales), how a model, its config and its tokenizer are loaded offline,
   and the config of a model with a new RoPE; :mod:`~ropekit.integrations.native` the native transformers form of
-  any RoPE.
+  any RoPE; :mod:`~ropekit.integrations.rope_layers` which layers rotate q and k (NoPE layers: SmolLM3, Llama 4).
 * :mod:`~ropekit.integrations.hf` — ropekit's scaling methods inside transformers models (patching the rotary
   modules); :mod:`~ropekit.integrations.hf_attention` the training-free attention methods.
 * :mod:`~ropekit.integrations.head` — the output head and the chunked cross-entropy, for evaluation and training.
@@ -11,4 +11,15 @@
   and :mod:`~ropekit.integrations.gguf_write` — GGUF files: loading, llama.cpp's RoPE, and writing it back.
 """
 
-__all__ = ["gguf", "gguf_read", "gguf_rope", "gguf_write", "head", "hf", "hf_attention", "hf_config", "native"]
+__all__ = [
+    "gguf",
+    "gguf_read",
+    "gguf_rope",
+    "gguf_write",
+    "head",
+    "hf",
+    "hf_attention",
+    "hf_config",
+    "native",
+    "rope_layers",
+]
