@@ -26,32 +26,15 @@ from ropekit.eval.tasks.base import (
     answer_room,
     budget_for,
     largest_fitting,
-    random_word,
     too_short,
 )
+from ropekit.eval.tasks.words import WordPool
 
 HEADER = "\nList:"
 
 
 def question_text(count: int) -> str:
     return f"\nWhich {count} words appear most often in the list? They are"
-
-
-class WordPool:
-    """An endless deterministic sequence of distinct pseudo-words (two syllables)."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = np.random.default_rng(int(rng.integers(2**63)))
-        self.words: list[str] = []
-        self.seen: set[str] = set()
-
-    def first(self, count: int) -> list[str]:
-        while len(self.words) < count:
-            word = random_word(self.rng, 2)
-            if word not in self.seen:
-                self.seen.add(word)
-                self.words.append(word)
-        return self.words[:count]
 
 
 def _list_sample(
@@ -65,12 +48,15 @@ def _list_sample(
     answer_count: int,
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
-    pool = WordPool(rng)
+    pool = WordPool(rng, f"task {task!r} at length {length:,}")
     question_ids = pieces.ids(question_text(answer_count))
+    sizes: list[int] = []  # tokens of " " + word, per word of the pool
 
     def words_tokens(n: int) -> int:
         counts = counts_for(n)
-        return sum(c * len(pieces.ids(" " + w)) for c, w in zip(counts, pool.first(len(counts)), strict=True))
+        for word in pool.first(len(counts))[len(sizes) :]:
+            sizes.append(len(pieces.ids(" " + word)))
+        return int(np.dot(counts, sizes[: len(counts)]))
 
     def answer_ids(n: int) -> np.ndarray:
         return pieces.ids(" " + " ".join(pool.first(answer_count)))  # order fixed below, token count is not
@@ -170,5 +156,9 @@ def frequent_words_sample(
         counts = zipf_counts(total, alpha, top)
         return len(counts) > top and counts[top - 1] >= 2
 
-    lowest = next(n for n in range(top + 1, 10_000) if valid(n))
+    lowest = next((n for n in range(top + 1, 10_000) if valid(n)), None)
+    if lowest is None:
+        raise ValueError(
+            f"task {task!r}: no list under 10,000 words puts its top {top} strictly ahead at alpha {alpha}"
+        )
     return _list_sample(task, rng, length, pieces, haystack, lambda n: zipf_counts(n, alpha, top), lowest, top)

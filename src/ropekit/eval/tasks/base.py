@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ CONSONANTS = "bdfghklmnprstvz"
 VOWELS = "aeiou"
 
 Encode = Callable[[bytes], np.ndarray]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -106,16 +108,22 @@ def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
     )
 
 
-def distinct_words(rng: np.random.Generator, count: int, syllables: int = 3, avoid: Sequence[str] = ()) -> list[str]:
-    """``count`` different pseudo-words, none in ``avoid``."""
-    words: list[str] = []
-    seen = set(avoid)
-    while len(words) < count:
-        word = random_word(rng, syllables)
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
+#: draws in a row that may all repeat a value already taken before a generator gives up: the suite's generators take
+#: a few values out of thousands or more, so reaching this means parameters that ask for nearly every value there is
+MAX_REPEATS = 64
+
+
+def draw_new(draw: Callable[[], T], taken: Callable[[T], bool], what: str) -> T:
+    """The first of ``draw()``'s values that is not ``taken``, drawn as ``while taken(v): v = draw()`` draws it.
+
+    Raises:
+        ValueError: :data:`MAX_REPEATS` draws in a row were all taken (the message starts with ``what``).
+    """
+    for _ in range(MAX_REPEATS):
+        value = draw()
+        if not taken(value):
+            return value
+    raise ValueError(f"{what}: {MAX_REPEATS} draws in a row repeated values already taken")
 
 
 def random_number(rng: np.random.Generator, digits: int = 7) -> str:
@@ -163,8 +171,10 @@ class Haystack:
             start = int(rng.integers(0, size - count))
             return np.asarray(self.text[start : start + count], dtype=np.int64), list(range(count + 1))
         units, total, bounds = [], 0, [0]
-        while total < count:
+        while total < count:  # each unit adds at least one token
             unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.ids(self.distractor(rng))
+            if not len(unit):
+                raise ValueError(f"the tokenizer encodes a {self.kind} haystack unit to no tokens")
             units.append(unit)
             total += len(unit)
             bounds.append(min(total, count))
@@ -197,12 +207,19 @@ def insert_needles(
 
 
 def largest_fitting(size: Callable[[int], int], budget: int, lowest: int = 1) -> int:
-    """The largest ``n >= lowest`` with ``size(n) <= budget`` (``size`` non-decreasing), by doubling then bisection;
-    ``lowest - 1`` when even ``lowest`` does not fit. RULER fits its haystacks the same way."""
+    """The largest ``n >= lowest`` with ``size(n) <= budget`` (``size`` non-decreasing, ``size(n) >= n``: every item
+    takes a token), by doubling then bisection; ``lowest - 1`` when even ``lowest`` does not fit. RULER fits its
+    haystacks the same way.
+
+    Raises:
+        ValueError: ``size`` stays within ``budget`` beyond ``n = budget`` (it does not grow).
+    """
     if size(lowest) > budget:
         return lowest - 1
     low, high = lowest, max(1, 2 * lowest)
     while size(high) <= budget:  # size(low) fits; find a high that does not
+        if high > budget:  # every item takes a token, so size(n) >= n: only a size that does not grow gets here
+            raise ValueError(f"size({high}) = {size(high)} stays within {budget}: it does not grow with n")
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2

@@ -19,6 +19,7 @@ from ropekit.eval.tasks.base import (
     Sample,
     answer_room,
     budget_for,
+    draw_new,
     insert_needles,
     too_short,
 )
@@ -26,13 +27,11 @@ from ropekit.eval.tasks.base import (
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def variable_names(rng: np.random.Generator, count: int) -> list[str]:
+def variable_names(rng: np.random.Generator, count: int, where: str = "variable names") -> list[str]:
     """``count`` distinct five-letter upper-case names (RULER's variable names)."""
     names: list[str] = []
-    while len(names) < count:
-        name = "".join(LETTERS[i] for i in rng.integers(0, 26, 5))
-        if name not in names:
-            names.append(name)
+    for _ in range(count):
+        names.append(draw_new(lambda: "".join(LETTERS[i] for i in rng.integers(0, 26, 5)), names.__contains__, where))
     return names
 
 
@@ -60,12 +59,11 @@ def tracking_sample(
     """
     if chains < 1 or hops < 1:
         raise ValueError(f"chains and hops must be >= 1, got chains={chains}, hops={hops}")
-    names = variable_names(rng, chains * (hops + 1))
+    where = f"task {task!r} at length {length:,}"
+    names = variable_names(rng, chains * (hops + 1), f"{where}: variable names")
     values: list[str] = []
-    while len(values) < chains:
-        value = str(int(rng.integers(10000, 100000)))
-        if value not in values:
-            values.append(value)
+    for _ in range(chains):
+        values.append(draw_new(lambda: str(int(rng.integers(10000, 100000))), values.__contains__, f"{where}: values"))
     statements, depths = [], []
     first = float(rng.random()) if depth is None else float(depth)
     for c in range(chains):
