@@ -14,6 +14,7 @@ go to haystack filler before the list, so the sample is exact in length. The cou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -50,23 +51,29 @@ def _list_sample(
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
     pool = WordPool(rng, f"task {task!r} at length {length:,}")
     question_ids = pieces.ids(question_text(answer_count))
-    sizes: list[int] = []  # tokens of " " + word, per word of the pool
+    sizes: list[int] = []  # tokens of " " + word, per word of the pool, encoded as far as a count needed them
 
-    def words_tokens(n: int) -> int:
+    def words_tokens(n: int, limit: float = math.inf) -> int:
+        """The list's tokens at size ``n``; once the sum passes ``limit`` the rest is not encoded (a lower bound
+        above ``limit`` is returned: the comparison with it is all the fitting needs)."""
         counts = counts_for(n)
-        for word in pool.first(len(counts))[len(sizes) :]:
-            sizes.append(len(pieces.ids(" " + word)))
-        return int(np.dot(counts, sizes[: len(counts)]))
-
-    def answer_ids(n: int) -> np.ndarray:
-        return pieces.ids(" " + " ".join(pool.first(answer_count)))  # order fixed below, token count is not
+        known = min(len(counts), len(sizes))
+        total = int(np.dot(counts[:known], sizes[:known]))
+        words = pool.first(len(counts))
+        for i in range(known, len(counts)):
+            if total > limit:
+                break
+            sizes.append(len(pieces.ids(" " + words[i])))
+            total += counts[i] * sizes[i]
+        return total
 
     header = pieces.ids(HEADER)
-    fixed = len(header) + len(question_ids)
-    # the answer fits the length, in training sequences and evaluation samples alike (base.answer_room)
-    n = largest_fitting(lambda n: fixed + words_tokens(n) + len(answer_ids(n)), length, lowest)
+    # the answer fits the length, in training sequences and evaluation samples alike (base.answer_room); its token
+    # count depends on its words, not on their order (fixed below)
+    fixed = len(header) + len(question_ids) + len(pieces.ids(" " + " ".join(pool.first(answer_count))))
+    n = largest_fitting(lambda n: words_tokens(n, length - fixed), length - fixed, lowest)
     if n < lowest:
-        raise too_short(task, length, fixed + words_tokens(lowest) + len(answer_ids(lowest)) - 1)
+        raise too_short(task, length, fixed + words_tokens(lowest) - 1)
     counts = counts_for(n)
     words = pool.first(len(counts))
     items = np.array([i for i, c in enumerate(counts) for _ in range(c)])

@@ -29,10 +29,10 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 def variable_names(rng: np.random.Generator, count: int, where: str = "variable names") -> list[str]:
     """``count`` distinct five-letter upper-case names (RULER's variable names)."""
-    names: list[str] = []
+    names: dict[str, None] = {}  # ordered, with set lookups
     for _ in range(count):
-        names.append(draw_new(lambda: "".join(LETTERS[i] for i in rng.integers(0, 26, 5)), names.__contains__, where))
-    return names
+        names[draw_new(lambda: "".join(LETTERS[i] for i in rng.integers(0, 26, 5)), names.__contains__, where)] = None
+    return list(names)
 
 
 def question_text(value: str) -> str:
@@ -61,9 +61,10 @@ def tracking_sample(
         raise ValueError(f"chains and hops must be >= 1, got chains={chains}, hops={hops}")
     where = f"task {task!r} at length {length:,}"
     names = variable_names(rng, chains * (hops + 1), f"{where}: variable names")
-    values: list[str] = []
+    drawn: dict[str, None] = {}
     for _ in range(chains):
-        values.append(draw_new(lambda: str(int(rng.integers(10000, 100000))), values.__contains__, f"{where}: values"))
+        drawn[draw_new(lambda: str(int(rng.integers(10000, 100000))), drawn.__contains__, f"{where}: values")] = None
+    values = list(drawn)
     statements, depths = [], []
     first = float(rng.random()) if depth is None else float(depth)
     for c in range(chains):
