@@ -29,7 +29,7 @@ from ropekit.eval.tasks.base import (
     largest_fitting,
     too_short,
 )
-from ropekit.eval.tasks.words import WordPool
+from ropekit.eval.tasks.words import MIN_SYLLABLES, WordPool
 
 HEADER = "\nList:"
 
@@ -50,6 +50,11 @@ def _list_sample(
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
     pool = WordPool(rng, f"task {task!r} at length {length:,}")
+    own = Pieces(pieces.encode)  # longer words are nearly all this sample's only: a shared cache would only grow
+
+    def word_ids(word: str) -> np.ndarray:  # " word" (two-syllable words recur in every sample: cached for all)
+        return (pieces if len(word) <= 2 * MIN_SYLLABLES else own).ids(" " + word)
+
     question_ids = pieces.ids(question_text(answer_count))
     sizes: list[int] = []  # tokens of " " + word, per word of the pool, encoded as far as a count needed them
 
@@ -63,7 +68,7 @@ def _list_sample(
         for i in range(known, len(counts)):
             if total > limit:
                 break
-            sizes.append(len(pieces.ids(" " + words[i])))
+            sizes.append(len(word_ids(words[i])))
             total += counts[i] * sizes[i]
         return total
 
@@ -78,7 +83,7 @@ def _list_sample(
     words = pool.first(len(counts))
     items = np.array([i for i, c in enumerate(counts) for _ in range(c)])
     rng.shuffle(items)
-    listed = [pieces.ids(" " + words[i]) for i in items]
+    listed = [word_ids(words[i]) for i in items]
     seen: list[int] = []
     for i in items:  # the answer in order of first appearance
         if i < answer_count and i not in seen:

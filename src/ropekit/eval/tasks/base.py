@@ -18,6 +18,7 @@ Typical use (what every task module does)::
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -97,8 +98,12 @@ class Pieces:
 
     def ids(self, text: str) -> np.ndarray:
         if text not in self.cache:
-            self.cache[text] = np.asarray(self.encode(text.encode()), dtype=np.int64)
+            self.cache[text] = self.once(text)
         return self.cache[text]
+
+    def once(self, text: str) -> np.ndarray:
+        """``text`` encoded without caching it (a string no other sample will hold: the cache would only grow)."""
+        return np.asarray(self.encode(text.encode()), dtype=np.int64)
 
 
 def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
@@ -156,7 +161,7 @@ class Haystack:
     text: np.ndarray | None = None
     distractor: Callable[[np.random.Generator], str] | None = None
 
-    def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, list[int]]:
+    def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:
         """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
 
         Raises:
@@ -169,10 +174,10 @@ class Haystack:
             if size <= count:
                 raise ValueError(f"the haystack text has {size:,} tokens; this sample needs more than {count:,}")
             start = int(rng.integers(0, size - count))
-            return np.asarray(self.text[start : start + count], dtype=np.int64), list(range(count + 1))
+            return np.asarray(self.text[start : start + count], dtype=np.int64), range(count + 1)
         units, total, bounds = [], 0, [0]
         while total < count:  # each unit adds at least one token
-            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.ids(self.distractor(rng))
+            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.once(self.distractor(rng))
             if not len(unit):
                 raise ValueError(f"the tokenizer encodes a {self.kind} haystack unit to no tokens")
             units.append(unit)
@@ -182,7 +187,7 @@ class Haystack:
 
 
 def insert_needles(
-    stream: np.ndarray, bounds: list[int], needles: Sequence[np.ndarray], depths: Sequence[float]
+    stream: np.ndarray, bounds: Sequence[int], needles: Sequence[np.ndarray], depths: Sequence[float]
 ) -> tuple[np.ndarray, tuple[int, ...]]:
     """Put each needle at its depth (0 = start of the haystack, 1 = its end), at the unit boundary at or before it.
 
@@ -192,7 +197,7 @@ def insert_needles(
     cuts = []
     for depth in depths:
         target = round(depth * len(stream))
-        cuts.append(max(b for b in bounds if b <= target))
+        cuts.append(bounds[bisect.bisect_right(bounds, target) - 1])  # the last bound at or before it (sorted)
     order = sorted(range(len(needles)), key=lambda i: (cuts[i], i))
     parts, starts, previous, offset = [], [0] * len(needles), 0, 0
     for i in order:

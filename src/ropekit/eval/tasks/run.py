@@ -14,6 +14,7 @@ Typical use::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +32,13 @@ from ropekit.eval.methods import (
     scaling_for,
     set_attention,
 )
-from ropekit.eval.tasks.base import Pieces, Sample
+from ropekit.eval.tasks import limits
+from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-from ropekit.eval.tasks.scoring import RULER_THRESHOLD, cell, effective_lengths, pooled, score
+from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
+from ropekit.eval.tasks.scoring import cell, effective_lengths, pooled, score
 from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.eval.text import TokenizedText, shipped_text, tokenize
-
-#: a task counts as learned when the model's own score at its training length is at least this (fraction)
-LEARNED = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,9 +58,9 @@ class TaskSettings:
 
     methods: tuple[str, ...]
     tasks: tuple[str, ...] = tuple(TASKS)
-    multiples: tuple[float, ...] = (1, 2, 4)
+    multiples: tuple[float, ...] = MULTIPLES
     lengths: tuple[int, ...] | None = None
-    samples: int = 20
+    samples: int = SAMPLES
     seed: int = 0
     depth: float | None = None
     factor: float | str = "auto"
@@ -88,8 +88,16 @@ class TaskSettings:
             raise ValueError(f"threshold must be in (0, 100] (percent), got {self.threshold!r}")
 
     def token_lengths(self, train_length: int) -> list[int]:
+        """The lengths in tokens: ``lengths``, or each multiple of ``train_length`` rounded down.
+
+        Raises:
+            ValueError: a multiple so large that its length is not a finite number.
+        """
         if self.lengths:
             return sorted(set(self.lengths))
+        for m in self.multiples:
+            if not math.isfinite(m * train_length):
+                raise ValueError(f"multiple {m:g} of the training length {train_length:,} is not a finite length")
         return sorted({int(m * train_length) for m in self.multiples})
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,14 +120,47 @@ def stop_tokens(model: Any) -> frozenset[int]:
     return frozenset()
 
 
+def free_memory() -> int | None:
+    """Free host memory in bytes (where samples are built), ``None`` where the system does not say."""
+    from ropekit.finetune.fit_measure import available_memory
+
+    try:
+        return available_memory()
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_plan(model: Any, settings: TaskSettings) -> list[int]:
+    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_plan`):
+    within ``model.max_positions`` where the model has such a limit, and every sample within memory.
+
+    Raises:
+        ValueError: a length beyond the model's positions, samples that need more memory than is free, or a
+            multiple too large to be a length.
+    """
+    lengths = settings.token_lengths(model.train_length)
+    limits.check_plan(
+        lengths,
+        tasks=len(settings.tasks),
+        samples=settings.samples,
+        slack=ANSWER_SLACK
+        - 1,  # greedy_answer feeds a wrong answer's tokens but the last (budget: the answer's + slack)
+        max_positions=getattr(model, "max_positions", None),
+        free_memory=free_memory(),
+    )
+    return lengths
+
+
 def make_samples(
     model: Any, settings: TaskSettings, text: TokenizedText | None = None
 ) -> dict[tuple[int, str], list[Sample]]:
-    """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer.
+    """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer (:func:`check_plan` first).
 
     Raises:
-        ValueError: a length too short for a task (the message names both), or a text too short for a haystack.
+        ValueError: a length too short for a task (the message names both), a text too short for a haystack, or
+            a plan :func:`check_plan` refuses.
     """
+    check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
     pieces = Pieces(lambda b: model.encode(b).numpy())
@@ -144,7 +185,12 @@ def make_samples(
 
 def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
     """The tasks of ``settings`` that cannot be built at its shortest length for ``model``, with the reason (the
-    report leaves them out instead of failing; ``ropekit eval tasks`` refuses them)."""
+    report leaves them out instead of failing; ``ropekit eval tasks`` refuses them).
+
+    Raises:
+        ValueError: a plan :func:`check_plan` refuses (checked first, so that nothing is built for it).
+    """
+    check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
     pieces = Pieces(lambda b: model.encode(b).numpy())

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.eval.tasks.run import LEARNED, TaskResult
+from ropekit.eval.tasks.limits import LEARNED
+from ropekit.eval.tasks.run import TaskResult
 
 
 def task_figure(rows: list[dict[str, Any]], not_learned: list[str], path: Path) -> Path:
