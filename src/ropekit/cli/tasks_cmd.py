@@ -37,7 +37,7 @@ from ropekit.cli.eval_cmd import (
     parse_factor,
 )
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
-from ropekit.eval.tasks.limits import MAX_SAMPLES, MULTIPLES, RULER_THRESHOLD, SAMPLES
+from ropekit.eval.tasks.limits import LEARNED, MAX_SAMPLES, MULTIPLES, RULER_THRESHOLD, SAMPLES
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -206,9 +206,11 @@ def print_summary(result) -> None:
             f"{e['effective_length'] or '—'} [{e['interval'][0] or '—'}, {e['interval'][1] or '—'}]",
         )
     console.print(table)
+    if "note" in summary:
+        console.print(f"not judged: {summary['note']}", highlight=False)
     if summary["not_learned"]:
         console.print(
-            f"below 50% at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
+            f"below {LEARNED:.0%} at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
             highlight=False,
         )
     for row in result.skipped:

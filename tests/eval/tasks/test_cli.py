@@ -140,3 +140,13 @@ def test_the_plan_check_against_its_closed_form():
         check_plan(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4006)
     with pytest.raises(ValueError, match="5 samples x 3 tasks at 2 lengths up to 4,000 tokens need about"):
         check_plan(lengths, tasks=tasks, samples=samples, slack=7, free_memory=needed / MEMORY_SHARE - 1)
+
+
+def test_without_none_the_output_says_nothing_was_judged():
+    args = ["eval", "tasks", "--methods", "rerope", "--param", "window=1", "--tasks", "niah_single_1,vt"]
+    result = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{") :])["summary"]
+    assert summary["not_learned"] is None and summary["own_method"] is None and "add none" in summary["note"]
+    printed = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2"])
+    assert "not judged: no 'none' among the methods" in printed.output and "not learned by" not in printed.output

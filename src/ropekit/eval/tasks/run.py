@@ -230,20 +230,33 @@ class TaskResult:
         (directory / "tasks.json").write_text(json.dumps(self.to_dict(), indent=1) + "\n")
 
 
+#: the method whose score at the training length is the model's own: plain RoPE, nothing changed
+OWN_METHOD = "none"
+#: what the summary says when ``none`` was not run
+NOT_JUDGED = (
+    f"no '{OWN_METHOD}' among the methods: which tasks the model has not learned, and the relative effective "
+    f"lengths, need the model's own score at its training length (add {OWN_METHOD} to the methods)"
+)
+
+
 def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -> dict[str, Any]:
     """Means over tasks per (method, length), the tasks the model did not learn, and effective lengths.
 
-    A task is *not learned* when the model's own score at its training length (method ``none``, else the first
-    method) is below :data:`LEARNED`; the means are given over all tasks (RULER) and over the learned ones.
+    A task is *not learned* when the model's own score at its training length (method ``none``) is below
+    :data:`LEARNED`; the means are given over all tasks (RULER) and over the learned ones, and each method's relative
+    threshold is the threshold times the model's own mean at its training length. Without ``none`` neither is
+    judged (``own_method`` and ``not_learned`` are ``None``, ``note`` says why, there is no ``learned`` subset and no
+    relative effective length): a method's score at the training length is the method's, and judging the model by
+    it would blame the model for the method's failures (ReRoPE with a window of 1 fails every task at 1x).
     """
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    own = "none" if "none" in methods else (methods[0] if methods else None)
+    own = OWN_METHOD if OWN_METHOD in methods else None
     at_train = {r["task"]: r["score"] for r in rows if r["method"] == own and r["length"] == train_length}
-    not_learned = sorted(t for t, s in at_train.items() if s < LEARNED)
+    not_learned = sorted(t for t, s in at_train.items() if s < LEARNED) if own is not None else None
     means, effective = [], []
-    for subset in ("all", "learned"):
+    for subset in ("all", "learned") if own is not None else ("all",):
+        tables: dict[str, dict[int, dict[str, Any]]] = {}  # method -> length -> pooled mean over the subset's tasks
         for method in methods:
-            per_length: dict[int, dict[str, Any]] = {}
             for length in sorted({r["length"] for r in rows if r["method"] == method}):
                 cells = [
                     r
@@ -253,21 +266,15 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
                     and (subset == "all" or r["task"] not in not_learned)
                 ]
                 if cells:
-                    per_length[length] = pooled(cells)
-                    means.append({"method": method, "length": length, "subset": subset, **per_length[length]})
-            if not per_length:
-                continue
-            reference = per_length.get(train_length, {}).get("score")
-            own_ref = next(
-                (
-                    m["score"]
-                    for m in means
-                    if m["method"] == own and m["length"] == train_length and m["subset"] == subset
-                ),
-                reference,
+                    tables.setdefault(method, {})[length] = pooled(cells)
+                    means.append({"method": method, "length": length, "subset": subset, **tables[method][length]})
+        reference = tables.get(own, {}).get(train_length, {}).get("score") if own is not None else None
+        for method, per_length in tables.items():
+            effective.append(
+                {"method": method, "subset": subset, **effective_lengths(per_length, threshold, reference)}
             )
-            effective.append({"method": method, "subset": subset, **effective_lengths(per_length, threshold, own_ref)})
-    return {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+    summary = {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+    return summary if own is not None else {**summary, "note": NOT_JUDGED}
 
 
 def run_tasks(
