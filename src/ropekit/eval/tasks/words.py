@@ -5,7 +5,8 @@ length: every two-syllable word first (15·5 = 75 syllables, so 75² = 5,625 wor
 (421,875), and so on up to :data:`MAX_SYLLABLES` (about 1.8·10¹¹ words in all, more than the 2³⁰ tokens any length
 the CLI accepts could hold). Within a tier words are drawn uniformly at random and a word already drawn is skipped,
 so the two-syllable words come in exactly the order that drawing ``random_word(rng, 2)`` until a new word appears
-gives. Each tier has its own generator (the two-syllable one is the pool's seed itself), so where a tier ends does
+gives (numpy's generator draws an array of bounded integers as it draws them one at a time; the tests compare the
+two). Each tier has its own generator (the two-syllable one is the pool's seed itself), so where a tier ends does
 not depend on how many words were asked for at a time. Draws are made in vectorised batches, and a word is kept
 as an integer code (its syllables as base-75 digits) until it is needed as text.
 
@@ -44,6 +45,13 @@ def spell(codes: np.ndarray, syllables: int) -> list[str]:
     for j in range(1, syllables):
         words = np.char.add(words, parts[:, j])
     return words.tolist()
+
+
+def _within(ranked: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is in the sorted array ``ranked`` (by bisection: no table over the code range)."""
+    if not len(ranked):
+        return np.zeros(len(values), dtype=bool)
+    return ranked[np.minimum(np.searchsorted(ranked, values), len(ranked) - 1)] == values
 
 
 def capacity() -> int:
@@ -103,15 +111,13 @@ class WordPool:
         order = np.argsort(codes, kind="stable")  # equal codes keep their draw order
         ranked = codes[order]
         first = order[np.concatenate([[True], ranked[1:] != ranked[:-1]])]  # each code's first draw
-        slot = np.searchsorted(self._codes, codes[first])
-        taken = self._codes[np.minimum(slot, len(self._codes) - 1)] == codes[first] if len(self._codes) else slot < 0
-        new = codes[np.sort(first[~taken])]  # new words in the order they were drawn
+        new = codes[np.sort(first[~_within(self._codes, codes[first])])]  # new words in the order they were drawn
         self._pending.append((self._syllables, new))
         self._count += len(new)
         self._codes = np.sort(np.concatenate([self._codes, new]))
         if len(self._codes) == size or self._drawn >= TIER_DRAWS * size:
             if self._syllables == MAX_SYLLABLES:
-                raise ValueError(f"{self.context}: the pseudo-word pool ran out after {len(self.words):,} words")
+                raise ValueError(f"{self.context}: the pseudo-word pool ran out after {self._count:,} words")
             self._syllables += 1
             self._rng = np.random.default_rng([self.seed, self._syllables])
             self._drawn = 0
