@@ -38,6 +38,7 @@ from ropekit.integrations.hf_config import (
     rope_of,
     scaled_layer_types,
 )
+from ropekit.integrations.hf_mscale import sync_softmax_scale
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
@@ -134,6 +135,7 @@ def apply_scaling(
     for parent, name in targets:
         setattr(parent, name, HFRotaryAdapter(rope))
     model.ropekit_scaled_layer_types = chosen
+    sync_softmax_scale(model, source.config if hasattr(source, "named_modules") else source, scaling)
     _write_native_config(model, source, scaling, chosen, native)
     return model
 
