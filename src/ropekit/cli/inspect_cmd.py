@@ -1,4 +1,5 @@
-"""``ropekit inspect``: wavelengths per pair, periods, critical dimension and per-method frequency ratios."""
+"""``ropekit inspect``: wavelengths per pair, periods, critical dimension and per-method frequency ratios; with
+``--model``, the layout a model's config declares (:func:`ropekit.integrations.layout.model_layout`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ BOUND_SCAN_LIMIT = 1 << 22
 def inspect_command(
     head_dim: int = typer.Option(128, help="Attention head size."),
     base: float = typer.Option(10000.0, help="RoPE base b."),
-    train_length: str = typer.Option(..., help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k."),
+    train_length: str | None = typer.Option(
+        None, help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k (required without --model)."
+    ),
     rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
     scaling: list[str] = typer.Option(
         [], help="Scaling method(s) to compare, repeatable (default with --factor: the methods of `ropekit plan`)."
@@ -35,8 +38,20 @@ def inspect_command(
         [], "--param", help="Another field of the scaling method(s), repeatable: NAME=VALUE, e.g. base=50000."
     ),
     json_output: bool = json_option("Print JSON instead of tables."),
+    model: str | None = typer.Option(
+        None, help="A model folder, its config.json or a .gguf file: print the layout its config declares instead."
+    ),
 ) -> None:
-    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios."""
+    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios.
+
+    With --model: the model's RoPE layout in one screen (rope type, base, rotary dim, pairing, per-layer-type
+    RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts) and what ropekit does with each.
+    """
+    if model is not None:
+        inspect_model(model, json_output)
+        return
+    if train_length is None:
+        raise fail("--train-length is required (or give --model to inspect a model's config)")
     from rich.console import Console
     from rich.table import Table
 
@@ -130,3 +145,47 @@ def inspect_command(
         ratios = [f"{report.ratio[i]:.4g}" for report in methods.values()]
         table.add_row(str(i), f"{wavelength:,.1f}", "yes" if periodic[i] else "no", *ratios)
     console.print(table)
+
+
+def _read_config(model: str) -> dict:
+    """The config.json dict of a folder, a ``config.json`` file or a ``.gguf`` file."""
+    import json
+    from pathlib import Path
+
+    from ropekit.integrations.hf_config import load_config
+
+    path = Path(model)
+    if path.is_file() and path.suffix.lower() == ".json":
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{model!r} is not valid JSON ({error})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{model!r} must hold a JSON object, got {type(config).__name__}")
+        return config
+    if not path.exists():
+        raise FileNotFoundError(f"{model!r} does not exist (a model folder, a config.json or a .gguf file)")
+    return load_config(path)
+
+
+def inspect_model(model: str, json_output: bool) -> None:
+    """Print the layout of ``model`` (``--model``): a table, or JSON."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ropekit.integrations.layout import model_layout
+
+    with option_errors(model="--model"):
+        try:
+            layout = model_layout(_read_config(model))
+        except ImportError as error:  # a .gguf file without the gguf package
+            raise ValueError(f"--model {model!r} needs an optional package: {error}") from error
+    if json_output:
+        print_json(layout.data)
+        return
+    table = Table(title=f"layout of {model}")
+    for column in ("", "the model's config", "what ropekit does"):
+        table.add_column(column)
+    for label, shown, ropekit in layout.rows:
+        table.add_row(label, shown, ropekit)
+    Console().print(table)
