@@ -48,7 +48,9 @@ def inspect_command(
     RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts) and what ropekit does with each.
     """
     if model is not None:
-        inspect_model(model, json_output)
+        from ropekit.cli.layout_view import inspect_layout
+
+        inspect_layout(model, json_output)
         return
     if train_length is None:
         raise fail("--train-length is required (or give --model to inspect a model's config)")
@@ -145,47 +147,3 @@ def inspect_command(
         ratios = [f"{report.ratio[i]:.4g}" for report in methods.values()]
         table.add_row(str(i), f"{wavelength:,.1f}", "yes" if periodic[i] else "no", *ratios)
     console.print(table)
-
-
-def _read_config(model: str) -> dict:
-    """The config.json dict of a folder, a ``config.json`` file or a ``.gguf`` file."""
-    import json
-    from pathlib import Path
-
-    from ropekit.integrations.hf_config import load_config
-
-    path = Path(model)
-    if path.is_file() and path.suffix.lower() == ".json":
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ValueError(f"{model!r} is not valid JSON ({error})") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"{model!r} must hold a JSON object, got {type(config).__name__}")
-        return config
-    if not path.exists():
-        raise FileNotFoundError(f"{model!r} does not exist (a model folder, a config.json or a .gguf file)")
-    return load_config(path)
-
-
-def inspect_model(model: str, json_output: bool) -> None:
-    """Print the layout of ``model`` (``--model``): a table, or JSON."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ropekit.integrations.layout import model_layout
-
-    with option_errors(model="--model"):
-        try:
-            layout = model_layout(_read_config(model))
-        except ImportError as error:  # a .gguf file without the gguf package
-            raise ValueError(f"--model {model!r} needs an optional package: {error}") from error
-    if json_output:
-        print_json(layout.data)
-        return
-    table = Table(title=f"layout of {model}")
-    for column in ("", "the model's config", "what ropekit does"):
-        table.add_column(column)
-    for label, shown, ropekit in layout.rows:
-        table.add_row(label, shown, ropekit)
-    Console().print(table)
