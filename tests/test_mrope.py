@@ -187,3 +187,18 @@ def test_refusals_name_the_problem() -> None:
                 },
             }
         )
+
+
+def test_extended_config_keeps_the_sections() -> None:
+    """``extend`` writes the new scaling beside the model's mrope_section, so transformers keeps the 3-D layout."""
+    from ropekit.integrations.hf_config import extended_config
+    from ropekit.scaling import YarnScaling
+
+    qwen2_vl = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+                "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}  # fmt: skip
+    written, _ = extended_config(
+        qwen2_vl, YarnScaling(factor=4.0, original_max_position_embeddings=32768), target_length=131072
+    )
+    assert written["rope_parameters"]["mrope_section"] == [16, 24, 24]
+    rope = from_hf_config(written)
+    assert rope.mrope == MRope((16, 24, 24)) and rope.scaling.factor == 4.0
