@@ -121,3 +121,24 @@ def test_attention_methods_refuse_mla_and_sinks_by_name():
         apply_attention(model, SelfExtend(group=2, window=16))
     with pytest.raises(ValueError, match="learned attention sinks"):
         refuse_sinks(torch.nn.Module(), {"s_aux": torch.zeros(2)})
+
+
+def test_gpt_oss_model_is_refused_by_name():
+    """gpt-oss's rotary tables are half-width and its attention has learned sinks: both refused before any work."""
+    pytest.importorskip("transformers")
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    from ropekit.attention import SelfExtend
+    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf_attention import apply_attention
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = GptOssConfig(vocab_size=64, hidden_size=64, head_dim=16, num_attention_heads=4, num_key_value_heads=2,
+                              num_hidden_layers=2, intermediate_size=32, num_local_experts=2, num_experts_per_tok=1,
+                              max_position_embeddings=512, sliding_window=16, rope_parameters=dict(GPT_OSS))  # fmt: skip
+    model = GptOssForCausalLM(config).eval()
+    with pytest.raises(ValueError, match="learned attention sinks"):
+        apply_attention(model, SelfExtend(group=2, window=8))
+    with pytest.raises(ValueError, match="half-width cos/sin tables"):
+        apply_scaling(model, YarnScaling(factor=8.0, original_max_position_embeddings=4096))

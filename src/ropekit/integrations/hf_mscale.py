@@ -9,8 +9,13 @@
 * **Multi-head latent attention** (``qk_rope_head_dim`` in the config): only the last ``qk_rope_head_dim`` dims of
   each head rotate, and queries, keys and values have different head sizes. ropekit's attention methods re-rotate
   the leading dims of q and k, so :func:`refuse_attention_method` refuses such models by name.
-* **Attention sinks** (gpt-oss's learned per-head ``s_aux`` logits): an extra softmax column ropekit's attention core
-  does not have; refused by name at the first call (:func:`refuse_sinks`).
+* **Attention sinks** (gpt-oss's learned per-head ``sinks``, passed to attention as ``s_aux``): an extra softmax
+  column ropekit's attention core does not have; refused by name (:func:`refuse_attention_method`, and
+  :func:`refuse_sinks` at call time).
+* **Half-width rotary tables** (gpt-oss: its rotary module returns one cos/sin column per pair for its own
+  ``_apply_rotary_emb``, where Llama-style models repeat them for ``rotate_half``): ropekit's rotary adapter returns
+  the Llama form, so :func:`~ropekit.integrations.hf.apply_scaling` refuses these models by name
+  (:func:`refuse_rotary_swap`); ``ropekit extend`` writes their native config instead.
 """
 
 from __future__ import annotations
@@ -23,7 +28,16 @@ from torch import nn
 from ropekit.scaling.registry import ScalingConfig
 from ropekit.scaling.yarn import YarnScaling
 
-__all__ = ["applies_softmax_mscale", "refuse_attention_method", "refuse_sinks", "sync_softmax_scale"]
+__all__ = [
+    "applies_softmax_mscale",
+    "refuse_attention_method",
+    "refuse_rotary_swap",
+    "refuse_sinks",
+    "sync_softmax_scale",
+]
+
+#: model types whose rotary module returns half-width cos/sin tables (one column per pair)
+HALF_TABLE_MODELS = frozenset({"gpt_oss"})
 
 
 def applies_softmax_mscale(layer: nn.Module) -> bool:
@@ -65,6 +79,8 @@ def sync_softmax_scale(model: nn.Module, source_config: Any, scaling: ScalingCon
 def refuse_attention_method(model: nn.Module) -> None:
     """Raise ``ValueError`` for models whose attention layout ropekit's attention methods cannot re-position."""
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if any(getattr(m, "sinks", None) is not None and hasattr(m, "layer_idx") for m in model.modules()):
+        refuse_sinks(model, {"s_aux": True})
     rope_dims = getattr(config, "qk_rope_head_dim", None)
     if rope_dims:
         raise ValueError(
@@ -80,4 +96,16 @@ def refuse_sinks(module: nn.Module, kwargs: dict[str, Any]) -> None:
         raise ValueError(
             f"{type(module).__name__} has learned attention sinks (s_aux, gpt-oss): an extra softmax column that "
             "ropekit's attention methods do not model; they are not supported on this model"
+        )
+
+
+def refuse_rotary_swap(model: nn.Module) -> None:
+    """Raise ``ValueError`` for models whose rotary tables ropekit's adapter cannot stand in for (:data:`HALF_TABLE_MODELS`)."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    model_type = getattr(config, "model_type", None)
+    if model_type in HALF_TABLE_MODELS:
+        raise ValueError(
+            f"{type(model).__name__} ({model_type}) rotates with half-width cos/sin tables of its own; ropekit's rotary "
+            "adapter returns rotate_half tables, so apply_scaling and the attention methods are not supported on it "
+            "(ropekit extend writes its native config instead)"
         )
