@@ -9,8 +9,10 @@ for the far keys and the two parts are merged by their log-sum-exp (the paper's 
 calls). The largest relative position of a length-``n`` input is ``max(S − 1, n − 1 − S + W)``.
 
 Parameters (the authors' README and RULER scripts): ``S = 0.33 · n`` for an input of ``n`` tokens (0.25–0.4 work),
-``W = 128`` (or 256, 512) for Llama 3.1 at 128K. For other training lengths ``L`` ropekit takes
-``W = min(128, L // 32)``. STRING is meant for inputs inside the training length; beyond it the default ``S`` is the
+``W = 128`` (or 256, 512) for Llama 3.1 at 128K. ropekit takes ``W = min(128, S₀ / 2)`` with ``S₀ = 0.33 · min(n, L)``
+(128 for any model trained at 1K or more): W must stay well below S, and on the bundled tiny model (``L = 256``)
+``W = 0`` scores 8% on the task suite and ``W`` from 32 to 64 about 90% (``evidence/string/``). STRING is meant for
+inputs inside the training length; beyond it the default ``S`` is the
 smallest that keeps the far part inside ``L`` (``n − L + W``) when the near part still fits (``S <= L``), else the
 value that makes both parts' largest positions equal (``(n + W) / 2``, rounded up): past ``2L − W`` some relative
 positions necessarily exceed the training length.
@@ -35,7 +37,7 @@ __all__ = ["String"]
 
 #: the authors' shift as a fraction of the input length (their scripts' ``shifted_ratio``)
 SHIFT_RATIO = 0.33
-#: the authors' local value for Llama 3.1 (128K); smaller models get ``train_length // 32`` below it
+#: the authors' local value for Llama 3.1 (128K); short inputs get half the shift below it
 LOCAL = 128
 
 
@@ -60,7 +62,7 @@ class String(AttentionConfig):
 
     @classmethod
     def defaults(cls, train_length: int, length: int) -> dict[str, Any]:
-        local = max(1, min(LOCAL, train_length // 32))
+        local = max(1, min(LOCAL, int(SHIFT_RATIO * min(length, train_length)) // 2))
         shift = max(1, int(SHIFT_RATIO * length))
         if length > train_length:
             needed = length - train_length + local  # the far part's largest position, n − 1 − S + W, below L
