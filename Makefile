@@ -21,16 +21,16 @@ $(BIN)/ropekit: pyproject.toml
 setup: $(BIN)/ropekit
 
 test: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks evidence
+	$(BIN)/ruff format --check src tests benchmarks evidence
 	$(BIN)/pytest -q
 
 report: setup
 	$(BIN)/ropekit report --out report
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks evidence
+	$(BIN)/ruff format --check src tests benchmarks evidence
 
 bench: setup
 	$(BIN)/python benchmarks/bench_apply.py

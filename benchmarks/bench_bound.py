@@ -5,7 +5,7 @@ instead of the compiled loops of the ``fast`` extra; a few minutes, plus ``base_
 longest figure, which stops at its target unless ``--full-1m-limit`` says otherwise; ``--skip-full-1m`` leaves it
 out, ``--only-full-1m`` times it alone). Every figure is printed as a ratio to one direct evaluation of
 B_m(b) = Σ_i cos(m·θ_i) for every m < 2**20 at one base (``similarity_margin``, the best of three), measured in the
-same run, so the ratios hold on a loaded machine as well as on an idle one. The targets are those of issue 15.
+same run, so the ratios hold on a loaded machine as well as on an idle one. The targets are the project's speed targets for the bound.
 
 How each is computed (see ``ropekit.theory.bound``):
 * (A): a certified witness walk up from b = 1, full scans over m where the witnesses run out;

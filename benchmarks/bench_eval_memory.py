@@ -9,7 +9,7 @@ size (``ru_maxrss``) is its own:
 * plain: ``model(input_ids).logits`` and one ``cross_entropy`` over the window (what an evaluation loop written
   against transformers does), with ``use_cache=False`` and the same sdpa attention.
 
-Targets (issue 13): ropekit's peak RSS ≤ 2.5 GB at 8192 tokens; its throughput within 10% of plain's.
+Targets: ropekit's peak RSS ≤ 2.5 GB at 8192 tokens; its throughput within 10% of plain's.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_eval_memory.py --length 8192 --windows 1
 """

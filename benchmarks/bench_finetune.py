@@ -84,11 +84,11 @@ def plain_loop(model_dir: Path, windows: torch.Tensor, settings, device: torch.d
 
 def ropekit_loop(source: Path, scaling, windows: torch.Tensor, heldout: torch.Tensor, settings, work: Path) -> float:
     """tokens/s of :func:`ropekit.finetune.train.train` over ``settings.steps`` steps (first step not timed)."""
-    from ropekit.finetune.run import _load_for_training
+    from ropekit.finetune.run import load_for_training
     from ropekit.finetune.train import train
 
     work.mkdir(parents=True, exist_ok=True)
-    result = train(lambda: _load_for_training(source, scaling, None), windows, heldout, settings, work, progress=False)
+    result = train(lambda: load_for_training(source, scaling, None), windows, heldout, settings, work, progress=False)
     log = [r for r in result.log if r.step > 0]
     per_step = settings.batch_size * settings.target_length
     return per_step * (len(log) - 1) / (log[-1].seconds - log[0].seconds)

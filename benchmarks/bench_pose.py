@@ -1,4 +1,4 @@
-"""PoSE costs its window, not its target (issue 25): step time and peak memory of ``ropekit finetune``'s loop.
+"""PoSE costs its window, not its target: step time and peak memory of ``ropekit finetune``'s loop.
 
 Three loops on the same random Llama and the same ``--window`` W-token windows, in one run, alternating rounds:
 
@@ -58,11 +58,11 @@ def random_llama(path: Path, *, layers: int, hidden: int, vocab: int, length: in
 
 def ropekit_rate(source: Path, scaling, windows, heldout, settings, work: Path) -> float:
     """tokens/s of :func:`ropekit.finetune.train.train` (the first step not timed)."""
-    from ropekit.finetune.run import _load_for_training
+    from ropekit.finetune.run import load_for_training
     from ropekit.finetune.train import train
 
     work.mkdir(parents=True, exist_ok=True)
-    result = train(lambda: _load_for_training(source, scaling, None), windows, heldout, settings, work, progress=False)
+    result = train(lambda: load_for_training(source, scaling, None), windows, heldout, settings, work, progress=False)
     log = [r for r in result.log if r.step > 0]
     per_step = settings.batch_size * (settings.window or settings.target_length)
     return per_step * (len(log) - 1) / (log[-1].seconds - log[0].seconds)
@@ -72,11 +72,11 @@ def step_peak(source: Path, scaling, ids: torch.Tensor, positions: torch.Tensor 
     """Peak bytes of one training step (weights and AdamW state included), after a warm-up step."""
     from ropekit.finetune.fit_measure import measure_step, resident_bytes
     from ropekit.finetune.loss import prepared_model
-    from ropekit.finetune.run import _load_for_training
+    from ropekit.finetune.run import load_for_training
     from ropekit.finetune.settings import FinetuneSettings
 
     settings = FinetuneSettings(target_length=ids.shape[1])  # gradient checkpointing, no LoRA: as the runs above
-    wrapper = prepared_model(_load_for_training(source, scaling, None), settings).to(device).train()
+    wrapper = prepared_model(load_for_training(source, scaling, None), settings).to(device).train()
     optimizer = torch.optim.AdamW(wrapper.parameters(), lr=1e-12)
     args = (ids.to(device),) if positions is None else (ids.to(device), positions.to(device))
 

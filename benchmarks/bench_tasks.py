@@ -1,4 +1,4 @@
-"""Cost of the task evaluation against a plain prefill, as ratios from one run (issue 29, item 3).
+"""Cost of the task evaluation against a plain prefill, as ratios from one run.
 
 Two ratios, each over the same samples and timed in interleaved rounds (median of rounds):
 

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) of RotaryEmbedding, the tiny model (prefill and a KV-cached decode loop) and a
-transformers Llama patched by ``apply_scaling`` (issue: paths CI never runs, item 1).
+transformers Llama patched by ``apply_scaling``.
 
 Graphs are counted by a compile backend that records every graph dynamo hands it: one graph per compiled region
 means no graph break, and the count not growing over 20 decode steps of growing length means no recompilation

@@ -1,4 +1,4 @@
-"""Regression tests for the core-API defects of the hostile-testing issue (numbered as there).
+"""Regression tests for core-API defects found by hostile testing.
 
 Oracles: torch's own autograd and in-place rules (the eager path raises what torch raises), mpmath at 50 digits for
 tables at huge positions, float64 gradcheck for table gradients, explicit float64 formulas.
@@ -37,7 +37,7 @@ def cpu_kernel():
 
 @pytest.mark.parametrize("mode", ["inplace", "out"])
 def test_kernel_write_after_save_raises_like_torch(cpu_kernel, mode):
-    """The issue's reproduction: a tensor saved for backward, then rotated in place under no_grad."""
+    """The reproduction: a tensor saved for backward, then rotated in place under no_grad."""
     cos, sin = _tables(4)
     leaf = torch.randn(1, 4, 2, D, requires_grad=True)
     y = leaf * 3

@@ -1,9 +1,9 @@
-"""Graph capture and aliasing (hostile-testing issue, items 4, 5 and 23).
+"""Graph capture and aliasing.
 
-* Item 4: ``torch.jit.trace`` of ``apply_rope``, ``apply_rope_qk`` and ``RotaryEmbedding`` records the rotation
+* ``torch.jit.trace`` of ``apply_rope``, ``apply_rope_qk`` and ``RotaryEmbedding`` records the rotation
   (the C++ kernel writes behind the tracer, so a trace used to keep only its ``empty_like``).
-* Item 5: ``apply_rope_qk(..., inplace=True)`` with q and k sharing memory rotates each element once, or refuses.
-* Item 23: ``torch.jit.script`` is unsupported (keyword-only arguments) and says so; tracing is the way.
+* ``apply_rope_qk(..., inplace=True)`` with q and k sharing memory rotates each element once, or refuses.
+* ``torch.jit.script`` is unsupported (keyword-only arguments) and says so; tracing is the way.
 
 Oracle: the rotation in float64 (float64 input through the eager definition, float64 tables) on inputs the
 graph was not traced with.
@@ -40,7 +40,7 @@ def _trace(fn, inputs):
         return torch.jit.trace(fn, inputs, check_trace=False)
 
 
-# ---------------------------------------------------------------- item 4: jit.trace records the rotation
+# ---------------------------------------------------------------- jit.trace records the rotation
 
 
 def test_trace_apply_rope_is_exact_on_new_inputs():
@@ -92,7 +92,7 @@ def test_trace_rotary_embedding_with_positions_follows_the_positions():
     torch.testing.assert_close(got_q.double(), rope_reference(q.double(), c, s), rtol=0, atol=2e-6)
 
 
-# ---------------------------------------------------------------- item 5: q and k sharing memory, in place
+# ---------------------------------------------------------------- q and k sharing memory, in place
 
 
 def test_inplace_qk_with_one_tensor_twice_rotates_once():
@@ -112,7 +112,7 @@ def test_inplace_qk_with_two_identical_views_rotates_once():
 
 @pytest.mark.parametrize("seq_dim", [1, 2])
 def test_inplace_qk_partial_overlap_is_refused_untouched(seq_dim):
-    """The issue's case: q = heads 0-7 and k = heads 6-9 of one buffer."""
+    """The case: q = heads 0-7 and k = heads 6-9 of one buffer."""
     shape = (1, 3, 10, D) if seq_dim == 1 else (1, 10, 3, D)
     buf = torch.randn(*shape)
     before = buf.clone()
@@ -141,7 +141,7 @@ def test_out_of_place_qk_with_one_tensor_twice_leaves_it_alone():
     assert torch.equal(x, before) and torch.equal(q_out, k_out)
 
 
-# ---------------------------------------------------------------- item 23: torch.jit.script
+# ---------------------------------------------------------------- torch.jit.script
 
 
 def test_jit_script_is_refused_clearly_and_trace_works():

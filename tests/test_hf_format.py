@@ -1,4 +1,4 @@
-"""``ropekit.hf_format``: bad config.json values give a ``ValueError`` naming the key (issue 18, items 21 and 25),
+"""``ropekit.hf_format``: bad config.json values give a ``ValueError`` naming the key,
 disagreements say which value is used, numpy inputs export as JSON, and :func:`to_hf_config` writes a config.json
 that reads back.
 
@@ -53,7 +53,7 @@ def yarn(**top: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Issue 18 item 21: values of the wrong kind name their key
+# values of the wrong kind name their key
 
 
 @pytest.mark.parametrize("value", [None, "10000", "abc", [10000.0], True])
@@ -135,7 +135,7 @@ def test_disagreeing_rope_scaling_and_rope_parameters_say_which_is_used() -> Non
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Issue 18 item 25
+# Odd values
 
 
 def test_top_level_rope_theta_disagreeing_with_the_rope_dict_warns_which_is_used() -> None:
@@ -157,7 +157,7 @@ def test_hidden_size_not_divisible_by_heads_needs_head_dim() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Issue 12 §4: numpy inputs export as plain JSON
+# numpy inputs export as plain JSON
 
 
 NUMPY_CONFIGS = [

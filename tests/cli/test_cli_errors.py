@@ -1,4 +1,4 @@
-"""Issue 18's CLI defects, one test each: bad input is a one-line error naming the option the user typed (exit 2,
+"""CLI input errors, one test each: bad input is a one-line error naming the option the user typed (exit 2,
 no traceback), found before any work; nothing is silently ignored, dropped or written where it should not be.
 
 Oracles: the option each case types (it must appear in the error), the file system (what exists after a refused
@@ -70,7 +70,7 @@ def no_sweep(monkeypatch):
     monkeypatch.setattr(sweep, "run_sweep", refuse)
 
 
-# --- item 2: train is validated before any work --------------------------------------------------------------------
+# --- train is validated before any work --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_train_defaults_are_the_dataclasses_defaults(no_training, tmp_path):
     assert strict_json(result.stdout)["steps"] == TrainConfig().steps
 
 
-# --- item 6: proportional RoPE in frequencies --json and inspect ---------------------------------------------------
+# --- proportional RoPE in frequencies --json and inspect ---------------------------------------------------
 
 
 def test_frequencies_json_is_strict_for_pairs_that_do_not_rotate():
@@ -186,7 +186,7 @@ def test_inspect_proportional_with_partial_rotary_is_a_clear_error():
     )
 
 
-# --- item 7: output paths checked before any work ------------------------------------------------------------------
+# --- output paths checked before any work ------------------------------------------------------------------
 
 
 def test_plot_output_paths(tmp_path):
@@ -224,14 +224,14 @@ def test_train_and_experiment_out_that_is_a_file(tmp_path, no_training):
     assert no_training == []
 
 
-# --- item 8 --------------------------------------------------------------------------------------------------------
+# --- plot bound range --------------------------------------------------------------------------------------------------------
 
 
 def test_plot_bound_below_its_first_length(tmp_path):
     assert_error(run("plot", "bound", "-o", tmp_path / "b.png", "--max-context", "512"), "--max-context", "1,024")
 
 
-# --- item 9: experiment base-bound ---------------------------------------------------------------------------------
+# --- experiment base-bound ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -258,7 +258,7 @@ def test_experiment_accepts_a_length_with_suffix(tmp_path, monkeypatch):
     assert seen[0].context == 1024 and strict_json(result.stdout) == {"models": [], "conclusion": ["stub"]}
 
 
-# --- item 12: skipped methods are reported -------------------------------------------------------------------------
+# --- skipped methods are reported -------------------------------------------------------------------------
 
 
 def test_eval_with_only_methods_the_model_cannot_run(no_sweep):
@@ -274,7 +274,7 @@ def test_tables_report_skipped_methods(capsys):
     assert "skipped longrope: needs searched factors" in capsys.readouterr().out
 
 
-# --- item 13: --json everywhere ------------------------------------------------------------------------------------
+# --- --json everywhere ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -293,7 +293,7 @@ def test_every_command_has_a_json_flag_without_a_value(command):
     assert flags == [], flags  # no flag (--force, --quick, --robust, --resume) reads as if it took a value
 
 
-# --- item 16: overflow and runaway inputs --------------------------------------------------------------------------
+# --- overflow and runaway inputs --------------------------------------------------------------------------
 
 
 def test_huge_numbers_are_range_errors():
@@ -305,7 +305,7 @@ def test_huge_numbers_are_range_errors():
     assert_error(run("bound", "--context", "4k", "--rotary-dim", "100000"), "--rotary-dim")
 
 
-# --- item 17: errors name the option typed -------------------------------------------------------------------------
+# --- errors name the option typed -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -327,7 +327,7 @@ def test_a_multiple_that_rounds_to_nothing_names_multiples(no_sweep):
     assert_error(run("eval", "perplexity", "--multiples", "0.001"), "--multiples")
 
 
-# --- item 18: options that would be ignored are refused ------------------------------------------------------------
+# --- options that would be ignored are refused ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -375,7 +375,7 @@ def test_bad_lengths_are_one_line_errors_naming_the_option(text):
     assert_error(run("bound", "--context", text), "--context")
 
 
-# --- item 20: lengths checked up front; partial results kept -------------------------------------------------------
+# --- lengths checked up front; partial results kept -------------------------------------------------------
 
 
 def test_an_over_long_multiple_is_found_before_the_sweep(no_sweep):
@@ -401,7 +401,7 @@ def test_a_late_failure_keeps_the_methods_measured(tmp_path, monkeypatch):
     assert [r["method"] for r in kept["perplexity"]] == ["none", "linear"] and kept["context"]["partial"] is True
 
 
-# --- item 23: consistent names -------------------------------------------------------------------------------------
+# --- consistent names -------------------------------------------------------------------------------------
 
 
 def test_version():
@@ -440,7 +440,7 @@ def test_out_with_o_everywhere(command):
 
 
 def test_old_spellings_are_gone(tmp_path, no_training):
-    """Issue 24 item 8: no hidden aliases (an unreleased 0.1.0 keeps no old spellings)."""
+    """no hidden aliases (an unreleased 0.1.0 keeps no old spellings)."""
     assert run("train", "--out", tmp_path / "a", "--rope-base", "500").exit_code == 2
     assert run("report", "--multiples", "1,2").exit_code == 2
     assert no_training == []
@@ -451,7 +451,7 @@ def test_train_and_experiment_accept_lengths_with_suffixes(tmp_path, no_training
     assert no_training[-1][0].train_length == 1024
 
 
-# --- item 24: eval perplexity shows the split it promises ----------------------------------------------------------
+# --- eval perplexity shows the split it promises ----------------------------------------------------------
 
 
 def test_perplexity_tables_show_the_tokens_beyond_the_training_length(capsys):
@@ -511,7 +511,7 @@ def test_out_naming_a_device_is_refused(no_training, no_sweep, args):
     ],
 )
 def test_bound_work_beyond_minutes_is_refused(args, option):
-    """Item 16: L × d decides the exact bound's cost; beyond 1M × 128 (seconds for (A)) it is a range error."""
+    """L × d decides the exact bound's cost; beyond 1M × 128 (seconds for (A)) it is a range error."""
     assert_error(run(*args), option, "134,217,728")
 
 
@@ -521,7 +521,7 @@ def test_robust_bound_is_off_by_default_above_d_128():
     assert data["robust_base"] is None and data["smallest_base"] > 1
 
 
-# --- issue 23 item 10: a broken model file is a one-line error naming --model, for extend, finetune and eval ---
+# --- a broken model file is a one-line error naming --model, for extend, finetune and eval ---
 
 EXTEND_ARGS = ("extend", "--scaling", "yarn", "--factor", "2")
 FINETUNE_ARGS = ("finetune", "--scaling", "yarn", "--target-length", "128", "--no-evaluate")

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every CLI command and option (issue 18, "Keep them out").
+"""Property-based fuzzing of every CLI command and option.
 
 For each command the options are read from the click command itself (so a new option is fuzzed without editing
 this file); each example types a random subset of them with values drawn from a mix of valid values and hostile

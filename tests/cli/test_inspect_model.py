@@ -23,6 +23,7 @@ QWEN2_VL = {  # Qwen2-VL-7B-Instruct (4.x form)
 QWEN3_VL = {  # Qwen3-VL: the language model nested in text_config
     "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
     "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "num_hidden_layers": 36, "rope_theta": 5000000,
+                    "max_position_embeddings": 262144,
                     "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": True}},
 }  # fmt: skip
 GEMMA3 = {  # Gemma 3: one RoPE per layer type, five sliding layers per global one
@@ -49,6 +50,7 @@ GPT_OSS = {
 SMOLLM3 = {
     "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16,
     "num_hidden_layers": 8, "rope_theta": 5000000.0, "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0],
+    "max_position_embeddings": 65536,
 }  # fmt: skip
 
 
@@ -57,7 +59,7 @@ def inspect_json(tmp_path: Path, config: dict[str, Any]) -> dict[str, Any]:
     path.write_text(json.dumps(config))
     result = CliRunner().invoke(app, ["inspect", "--model", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return json.loads(result.stdout)["layout"]
 
 
 def test_mrope_layouts(tmp_path: Path) -> None:
@@ -94,9 +96,7 @@ def test_gpt_oss_sinks_and_untruncated_yarn(tmp_path: Path) -> None:
 
 def test_nope_layers_are_reported(tmp_path: Path) -> None:
     layout = inspect_json(tmp_path, SMOLLM3)
-    assert "nope" in layout
-    if layout["nope"] is not None:  # with the NoPE model of ropekit.integrations.rope_layers
-        assert layout["nope"]["nope_layers"] == [3, 7]
+    assert layout["nope"]["nope_layers"] == [3, 7]
 
 
 def test_folder_and_errors(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_folder_and_errors(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["inspect", "--model", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
     bare = CliRunner().invoke(app, ["inspect"])
-    assert bare.exit_code == 2 and "--train-length is required" in bare.output
+    assert bare.exit_code == 2 and "--train-length is needed" in bare.output
     (tmp_path / "bad.json").write_text(json.dumps({"model_type": "qwen2_vl", "head_dim": 64, "rope_theta": 1e4}))
     refused = CliRunner().invoke(app, ["inspect", "--model", str(tmp_path / "bad.json")])
     assert refused.exit_code == 2 and "no mrope_section" in refused.output
@@ -117,5 +117,5 @@ def test_folder_and_errors(tmp_path: Path) -> None:
 def test_gguf(smollm2_path: Path) -> None:
     result = CliRunner().invoke(app, ["inspect", "--model", str(smollm2_path), "--json"])
     assert result.exit_code == 0, result.output
-    rope = json.loads(result.stdout)["rope"]
+    rope = json.loads(result.stdout)["layout"]["rope"]
     assert (rope["base"], rope["head_dim"], rope["rotary_dim"]) == (100000.0, 64, 64)

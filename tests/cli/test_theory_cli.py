@@ -228,7 +228,7 @@ def test_bad_input_is_a_clear_error(args, message):
 )
 def test_theory_commands_have_no_hidden_aliases(args):
     """``--head-dim`` is the head size (``plan``, ``inspect``), never another name for ``--rotary-dim``; ``--out``
-    has one spelling (issue 24: one CLI vocabulary)."""
+    has one spelling (one CLI vocabulary)."""
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "No such option" in result.output

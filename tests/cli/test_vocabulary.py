@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -209,7 +208,7 @@ def field_defaults(cls: type) -> dict[str, Any]:
 
 def test_finetune_defaults_are_the_dataclass_defaults() -> None:
     from ropekit.cli.common import parse_length
-    from ropekit.finetune.run import finetune
+    from ropekit.finetune.request import FinetuneRequest
     from ropekit.finetune.settings import FinetuneSettings
 
     cli = command_defaults("finetune")
@@ -217,9 +216,9 @@ def test_finetune_defaults_are_the_dataclass_defaults() -> None:
     assert {"steps", "lr", "batch_size", "grad_accum", "lora_rank", "seed", "chunks", "window"} <= shared
     for name in shared:
         assert cli[name] == field_defaults(FinetuneSettings)[name], name
-    run = inspect.signature(finetune).parameters
-    assert cli["evaluate"] == run["evaluate"].default and cli["passkey_trials"] == run["passkey_trials"].default
-    assert parse_length(cli["eval_tokens"], "--eval-tokens") == run["eval_tokens"].default
+    run = field_defaults(FinetuneRequest)
+    assert cli["evaluate"] == run["evaluate"] and cli["passkey_trials"] == run["passkey_trials"]
+    assert parse_length(cli["eval_tokens"], "--eval-tokens") == run["eval_tokens"]
 
 
 @pytest.mark.parametrize("path", ["eval perplexity", "eval passkey", "report"])

@@ -154,7 +154,7 @@ def test_bad_arguments_raise_naming_the_argument(kwargs: dict, match: str) -> No
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_non_finite_losses_are_refused_not_reported(bad: float) -> None:
-    """Hostile-testing issue, item 11: a model that overflows must not yield a NaN or inf perplexity silently."""
+    """a model that overflows must not yield a NaN or inf perplexity silently."""
 
     def overflowing(ids: torch.Tensor) -> torch.Tensor:
         out = uniform(ids)

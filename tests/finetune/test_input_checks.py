@@ -164,6 +164,7 @@ def test_contradictory_factor_and_target_length_are_refused(llama_dir, text_file
 
 def test_resume_refuses_a_changed_text(llama_dir, text_file, tmp_path):
     """Item 6: the same --text path with other contents would train the remaining steps on other data."""
+    from ropekit.finetune.request import FinetuneRequest
     from ropekit.finetune.run import finetune
     from ropekit.finetune.settings import FinetuneSettings
     from ropekit.finetune.train import StopTraining
@@ -177,11 +178,13 @@ def test_resume_refuses_a_changed_text(llama_dir, text_file, tmp_path):
         raise StopTraining
 
     out = tmp_path / "out"
-    first = finetune(llama_dir, scaling, text, out, settings, evaluate=False, progress=False, on_step=stop)
+    first = finetune(
+        FinetuneRequest(llama_dir, scaling, text, out, settings, evaluate=False), progress=False, on_step=stop
+    )
     assert first.train.interrupted
     text.write_text(text.read_text().replace("count", "tally"))
     with pytest.raises(ValueError, match="not the text the interrupted run trained on"):
-        finetune(llama_dir, scaling, text, out, settings, resume=True, evaluate=False, progress=False)
+        finetune(FinetuneRequest(llama_dir, scaling, text, out, settings, resume=True, evaluate=False), progress=False)
 
 
 def test_checkpoint_config_keeps_what_save_pretrained_wrote(llama_dir, tmp_path):

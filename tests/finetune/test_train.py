@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from ropekit.finetune.lora import lora_model
+from ropekit.finetune.request import FinetuneRequest
 from ropekit.finetune.run import finetune
 from ropekit.finetune.settings import FinetuneSettings
 from ropekit.finetune.train import StopTraining
@@ -36,7 +37,9 @@ def _losses(out) -> dict[int, float]:
 
 def _run(llama_dir, text_file, out, settings, **options):
     options.setdefault("evaluate", False)
-    return finetune(llama_dir, options.pop("scaling", YARN), text_file, out, settings, progress=False, **options)
+    on_step = options.pop("on_step", None)
+    request = FinetuneRequest(llama_dir, options.pop("scaling", YARN), text_file, out, settings, **options)
+    return finetune(request, progress=False, on_step=on_step)
 
 
 def test_twenty_steps_lower_the_heldout_loss(llama_dir, text_file, tmp_path):
@@ -247,7 +250,8 @@ def test_heldout_losses_show_progress_and_land_in_the_log(llama_dir, text_file, 
     from ropekit.finetune.loss_log import read_loss_log
 
     out = tmp_path / "out"
-    report = finetune(llama_dir, YARN, text_file, out, _settings(steps=4, eval_every=2), evaluate=False, progress=True)
+    request = FinetuneRequest(llama_dir, YARN, text_file, out, _settings(steps=4, eval_every=2), evaluate=False)
+    report = finetune(request, progress=True)
     heldout = {r.step: r.heldout_loss for r in read_loss_log(out / "finetune" / "loss.csv") if r.heldout_loss}
     assert sorted(heldout) == [0, 2, 4]
     assert heldout[0] == pytest.approx(report.train.heldout_before, rel=1e-6)

@@ -177,3 +177,51 @@ def test_layer_typed_configs_get_the_scaling_on_full_attention_only(tmp_path: Pa
     apply_gguf_rope(config, path)
     assert config["rope_parameters"]["full_attention"]["rope_type"] == "linear"
     assert config["rope_parameters"]["sliding_attention"] == {"rope_type": "default", "rope_theta": 10000.0}
+
+
+def _chain_specs() -> dict:
+    from ropekit.scaling import NTKScaling
+    from ropekit.scaling.base_change import BaseChange
+
+    return {
+        "linear4": LinearScaling(factor=4.0),
+        "ntk4": NTKScaling(factor=4.0),
+        "none": None,
+        "base": BaseChange(base=1e6),
+    }
+
+
+@pytest.mark.parametrize("name", ["linear4", "ntk4", "none", "base"])
+def test_an_extended_file_extends_from_its_original_length(tmp_path: Path, name: str) -> None:
+    # llama.cpp takes context_length as the trained length; an extended file keeps its pre-training length only in
+    # rope.scaling.original_context_length, and every factor is relative to that length
+    source = write_source(tmp_path / "in.gguf")
+    yarn2 = extend_gguf(source, YarnScaling(factor=2.0, original_max_position_embeddings=L0), tmp_path / "y2.gguf")
+    assert fields(yarn2.out)["llama.context_length"] == 2 * L0
+    spec = _chain_specs()[name]
+    result = extend_gguf(yarn2.out, spec, tmp_path / f"{name}.gguf")
+    expected = {"linear4": 4 * L0, "ntk4": 4 * L0, "none": L0, "base": L0}[name]
+    assert result.context_length == expected and fields(result.out)["llama.context_length"] == expected
+    assert extend_gguf(yarn2.out, spec, tmp_path / "given.gguf", original_length=2 * L0).context_length == (
+        expected * 2
+    )  # an explicit original length wins
+
+
+@pytest.mark.parametrize("name", ["linear4", "ntk4", "none"])
+def test_the_folder_path_extends_an_extended_model_to_the_same_length(tmp_path: Path, make_llama, name: str) -> None:
+    pytest.importorskip("transformers")
+    from ropekit.finetune.export import extend
+
+    yarn2 = {"rope_type": "yarn", "rope_theta": BASE, "factor": 2.0, "original_max_position_embeddings": L0}
+    folder = make_llama(tmp_path / "y2", rope_parameters=yarn2, max_position_embeddings=2 * L0)
+    written = extend(folder, _chain_specs()[name], tmp_path / "out").config
+    gguf_file = extend_gguf(
+        extend_gguf(
+            write_source(tmp_path / "in.gguf"),
+            YarnScaling(factor=2.0, original_max_position_embeddings=L0),
+            tmp_path / "y2.gguf",
+        ).out,
+        _chain_specs()[name],
+        tmp_path / "chained.gguf",
+    )
+    assert written["max_position_embeddings"] == gguf_file.context_length

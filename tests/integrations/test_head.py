@@ -126,7 +126,7 @@ def test_unknown_transform_is_refused_before_training(build, tmp_path) -> None:
 
 @pytest.mark.parametrize("name", ["llama", "gemma3"])
 def test_loss_with_skipping_position_ids_equals_transformers(build, name: str) -> None:
-    """Issue 25: position ids flow through the loss wrapper — PoSE ids (two chunks, one skip) give transformers'
+    """position ids flow through the loss wrapper — PoSE ids (two chunks, one skip) give transformers'
     ``model(input_ids, position_ids=..., labels=...)`` loss and gradients, and differ from the loss at plain positions
     (the ids reach the model). Without a mask or a cache transformers would read the skip as a document boundary."""
     from ropekit.finetune.loss import ChunkedCausalLM

@@ -509,7 +509,7 @@ def test_eval_model_reports_the_scaled_layer_types(tmp_path: Path) -> None:
     assert description["dtype"] == "float32" and description["attention"] == "sdpa"
 
 
-# ---- a patched model saves what it computes (issue 23 item 7) ----------------------------------------------------
+# ---- a patched model saves what it computes-----------------------------------------------------
 
 SAVED_CASES = [
     pytest.param(lambda: llama({"rope_type": "default", "rope_theta": BASE}), LinearScaling(factor=4.0), id="linear"),

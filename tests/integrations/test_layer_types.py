@@ -95,7 +95,7 @@ def test_extend_output_without_full_attention_is_what_eval_applies(all_sliding: 
 
 
 def test_eval_json_names_the_scaled_layer_types(mixed: Path) -> None:
-    """Issue 23 item 19: the sweep records the model before any method is applied; its ``scaled_layer_types``
+    """the sweep records the model before any method is applied; its ``scaled_layer_types``
     must name the layers every method of the sweep goes to, not ``null``."""
     from ropekit.eval.models import HFEvalModel
     from ropekit.eval.sweep import SweepSettings, run_sweep

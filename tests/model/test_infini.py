@@ -270,8 +270,8 @@ def test_memory_is_kept_in_fp32_for_half_activations():
 
 @pytest.mark.parametrize("rule", ["linear", "delta"])
 def test_fp16_long_stream_stays_finite_and_matches_float64(seed, rule):
-    """Hostile-testing issue, item 11: in fp16 the normaliser z (a sum over every token) overflowed within 3k
-    tokens here (about 12.8k in the issue's model), so σ(Q) z = inf and the retrieval was inf/inf = NaN. Oracle: the same layer in float64."""
+    """in fp16 the normaliser z (a sum over every token) overflowed within 3k
+    tokens here (about 12.8k in a larger model), so σ(Q) z = inf and the retrieval was inf/inf = NaN. Oracle: the same layer in float64."""
     attn = layer(segment_length=256, rule=rule)
     x = 2.5 * torch.randn(1, 3072, 32)
     with torch.no_grad():

@@ -116,7 +116,7 @@ def test_corpus_root_can_be_pointed_elsewhere(tmp_path, monkeypatch):
     ],
 )
 def test_train_config_is_validated(field, value, error):
-    """Issue 12 §4 / 18 item 2: a bad setting is an error naming the field, before any training."""
+    """a bad setting is an error naming the field, before any training."""
     with pytest.raises(error, match=field):
         TrainConfig(**{field: value})
 

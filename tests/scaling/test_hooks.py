@@ -198,14 +198,14 @@ def test_longrope_from_options_takes_the_searched_factors_from_the_model() -> No
 
 
 def test_cli_base_method_uses_base() -> None:
-    """Issue 18 item 5: ``--scaling base --base 50000`` said "needs --base"."""
+    """``--scaling base --base 50000`` said "needs --base"."""
     result = runner.invoke(app, ["frequencies", "--head-dim", "8", "--scaling", "base", "--base", "50000", "--json"])
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(json.loads(result.output)["inv_freq"], [50000.0 ** (-i / 4) for i in range(4)])
 
 
 def test_cli_longrope_takes_its_factor_lists_from_param() -> None:
-    """Issue 18 item 5: ``--scaling longrope`` asked for options that did not exist."""
+    """``--scaling longrope`` asked for options that did not exist."""
     short, long = [1.0, 1.5, 2.0, 3.0], [2.0, 4.0, 8.0, 16.0]
     args = ["frequencies", "--head-dim", "8", "--scaling", "longrope", "--original-length", "4k", "--factor", "8"]
     result = runner.invoke(app, args)

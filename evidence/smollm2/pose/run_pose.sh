@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 on the real model, as far as a shared 2-core CPU allows in a session: SmolLM2-135M (trained at 8k) with
+# PoSE on the real model, as far as a shared 2-core CPU allows in a session: SmolLM2-135M (trained at 8k) with
 # YaRN s = 2 to 16k, PoSE windows of 2k, 8 optimizer steps, no before/after table (its 16k passkey grid alone would take
 # longer than the session). What it shows: the plan's predicted peak against the process's measured peak (max RSS),
 # and the step time at W = 2k for a 16k target. Run from the repository root:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 25 on the real model, 8k -> 32k: SmolLM2-135M with YaRN s = 4, PoSE windows of 2k (2 chunks), fp32, gradient
-# checkpointing, one CPU thread, for STEPS optimizer steps (stop 33: 16, stop 34: 96). Training text: the first 1.5 MB
+# PoSE on the real model, 8k -> 32k: SmolLM2-135M with YaRN s = 4, PoSE windows of 2k (2 chunks), fp32, gradient
+# checkpointing, one CPU thread, for STEPS optimizer steps (runs made: 16 and 96). Training text: the first 1.5 MB
 # of the tiny model's stdlib training corpus (Python code; none of it in the shipped held-out text that the
 # evaluation below scores). The before/after table comes from `ropekit eval` on the shipped held-out text: before =
 # YaRN s = 4 training-free (at 8k below, at 32k the `yarn` rows of evidence/smollm2/run_real.sh's 4x runs), after =

@@ -1,4 +1,4 @@
-"""Issue 25's before/after table on SmolLM2-135M, 8k -> 32k, from the JSON files of run_pose32k.sh and run_real.sh.
+"""The PoSE before/after table on SmolLM2-135M, 8k -> 32k, from the JSON files of run_pose32k.sh and run_real.sh.
 
 Rows: the original model (none), YaRN s = 4 training-free (at 8k with --factor 4, at 32k the factor is 4 by
 length), and YaRN s = 4 after each PoSE run of run_pose32k.sh (one row per finetune_32k_<steps>.json: the fine-tuned

@@ -5,7 +5,7 @@ Dual Chunk Attention (:mod:`~ropekit.attention.dual_chunk`), STRING (:mod:`~rope
 StreamingLLM attention sinks (:mod:`~ropekit.attention.sinks`): each a frozen config in :data:`ATTENTIONS`, run by
 :func:`~ropekit.attention.core.attend` on queries and keys the model has already rotated. No transformers here:
 :mod:`ropekit.integrations.hf_attention` plugs the core into transformers models, and
-:mod:`ropekit.model.method_attention` into the bundled tiny model.
+:meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 
 from ropekit.attention import dual_chunk, rerope, self_extend, sinks, string_rope  # noqa: F401  (registers the methods)

@@ -197,7 +197,15 @@ def extend_command(
     )
     if kind == "gguf":
         extend_to_gguf(
-            model, spec, out, target=target, layer_types=types, force=force, note=note, json_output=json_output
+            model,
+            spec,
+            out,
+            target=target,
+            original=original,
+            layer_types=types,
+            force=force,
+            note=note,
+            json_output=json_output,
         )
         return
     try:

@@ -6,6 +6,7 @@ Runs unchanged under ``accelerate launch -m ropekit.cli finetune ...`` (DDP, or 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import typer
 
@@ -51,6 +52,8 @@ _NAMES = {
     "out": "--out",
     "force": "--force",
     "resume": "--resume",
+    "eval_tokens": "--eval-tokens",
+    "passkey_trials": "--passkey-trials",
 }
 
 
@@ -80,7 +83,9 @@ def finetune_command(
     window: str | None = typer.Option(
         None, "--window", help="PoSE: train on windows of W tokens (e.g. 2k) whose positions skip across the target."
     ),
-    chunks: int = typer.Option(2, "--chunks", help="PoSE: chunks per --window (the paper's 2)."),
+    chunks: int | None = typer.Option(
+        None, "--chunks", help="PoSE: chunks per --window (default 2, the paper's); needs --window."
+    ),
     ramp: str | None = RAMP,
     beta_fast: float | None = BETA_FAST,
     beta_slow: float | None = BETA_SLOW,
@@ -95,7 +100,11 @@ def finetune_command(
     resume: bool = typer.Option(False, "--resume", help="Continue the interrupted run in --out."),
     force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
     json_output: bool = json_option("Print the report as JSON."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (peak memory, time per step) and exit."),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Check everything the run checks, print the plan (peak memory, time per step) and exit.",
+    ),
 ) -> None:
     """Fine-tune a model at a longer context with a RoPE method, then write it as `ropekit extend` does.
 
@@ -103,80 +112,30 @@ def finetune_command(
     OUT is built beside itself and swapped in when the model is written; an OUT that is, holds or lies inside the
     model or the text is refused. --factor is relative to the original (pre-training) length.
     """
+    _run(SimpleNamespace(**locals()))
+
+
+def _run(options: SimpleNamespace) -> None:
+    """The command: the request, every check (:func:`ropekit.finetune.request.prepare`), the plan, the run."""
     from rich.console import Console
 
-    from ropekit.finetune.run import check_run_inputs, check_run_out, finetune
-    from ropekit.finetune.settings import FinetuneSettings
+    from ropekit.finetune.request import check_run_out, prepare
+    from ropekit.finetune.run import run_prepared
 
     console = Console(stderr=True)
-    target = parse_length(target_length, "--target-length", minimum=2)
-    try:
-        check_run_out(out, model, text, resume=resume, force=force)  # before the plan's measured step
+    o = options
+    target = parse_length(o.target_length, "--target-length", minimum=2)
+    try:  # before the method is resolved from the model: an --out over the model is refused first
+        check_run_out(o.out, o.model, o.text, resume=o.resume, force=o.force)
     except (OSError, ValueError) as error:
         raise fail(name_option(str(error), _NAMES)) from None
-    spec, original, _, types, note = resolve_scaling(
-        model=model,
-        scaling=scaling,
-        factor=factor,
-        original_length=original_length,
-        base=base,
-        plan=plan,
-        target_length=target_length,
-        training=True,
-        layer_types=layer_types,
-        extra={
-            "ramp": ramp,
-            "beta_fast": beta_fast,
-            "beta_slow": beta_slow,
-            "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
-        },
-        factors=factors,
-        params=param,
-    )
-    if note:
-        console.print(note, highlight=False)
+    request = _request(o, target, console)
+    with option_errors(**_NAMES):  # every other check the run makes before training, --dry-run included
+        prepared = prepare(request, log=lambda message: console.print(message, highlight=False), out_checked=True)
+    _plan(request, console, options.dry_run)
     with option_errors(**_NAMES):
-        settings = FinetuneSettings(
-            target_length=target,
-            steps=steps,
-            lr=lr,
-            warmup_steps=warmup_steps,
-            batch_size=batch_size,
-            grad_accum=grad_accum,
-            weight_decay=weight_decay,
-            max_grad_norm=max_grad_norm,
-            seed=seed,
-            lora_rank=lora_rank,
-            lora_alpha=lora_alpha,
-            gradient_checkpointing=gradient_checkpointing,
-            mixed_precision=mixed_precision,
-            checkpoint_every=checkpoint_every,
-            eval_every=eval_every,
-            window=parse_length(window, "--window", minimum=2) if window else None,
-            chunks=chunks,
-        )
-    with option_errors(**_NAMES):  # the checks that need no weights, before the plan's measured step
-        check_run_inputs(model, spec, text, target, layer_types=types, original_length=original)
-    _plan(model, spec, types, settings, console, dry_run)
-    with option_errors(**_NAMES):
-        report = finetune(
-            model,
-            spec,
-            text,
-            out,
-            settings,
-            layer_types=types,
-            original_length=original,
-            resume=resume,
-            force=force,
-            evaluate=evaluate,
-            eval_tokens=parse_length(eval_tokens, "--eval-tokens"),
-            passkey_trials=passkey_trials,
-            log=lambda message: console.print(message, highlight=False),
-        )
-    from accelerate import PartialState
-
-    if not PartialState().is_main_process:  # the state finetune() made
+        report = run_prepared(prepared)
+    if not prepared.accelerator.is_main_process:
         return
     if report.train.interrupted:
         console.print(
@@ -185,24 +144,91 @@ def finetune_command(
             highlight=False,
         )
         raise typer.Exit(code=130)
-    if json_output:
+    if options.json_output:
         print_json(report.to_dict())
         return
     _print_table(report)
 
 
-def _plan(model: Path, spec, types, settings, console, dry_run: bool) -> None:
+def _request(o: SimpleNamespace, target: int, console):
+    """The :class:`ropekit.finetune.request.FinetuneRequest` the options ask for (the method resolved, the settings
+    and the request's own values validated; each error names its option)."""
+    from ropekit.finetune.request import FinetuneRequest
+    from ropekit.finetune.settings import FinetuneSettings
+
+    eval_tokens = parse_length(o.eval_tokens, "--eval-tokens")
+    spec, original, _, types, note = resolve_scaling(
+        model=o.model,
+        scaling=o.scaling,
+        factor=o.factor,
+        original_length=o.original_length,
+        base=o.base,
+        plan=o.plan,
+        target_length=o.target_length,
+        training=True,
+        layer_types=o.layer_types,
+        extra={
+            "ramp": o.ramp,
+            "beta_fast": o.beta_fast,
+            "beta_slow": o.beta_slow,
+            "fixed_seq_len": parse_length(o.fixed_seq_len, "--fixed-seq-len") if o.fixed_seq_len else None,
+        },
+        factors=o.factors,
+        params=o.param,
+    )
+    if note:
+        console.print(note, highlight=False)
+    fields = ("steps", "lr", "warmup_steps", "batch_size", "grad_accum", "weight_decay", "max_grad_norm", "seed")
+    fields += ("lora_rank", "lora_alpha", "gradient_checkpointing", "mixed_precision", "checkpoint_every", "eval_every")
+    with option_errors(**_NAMES):
+        settings = FinetuneSettings(
+            target_length=target,
+            window=parse_length(o.window, "--window", minimum=2) if o.window else None,
+            chunks=o.chunks,
+            **{name: getattr(o, name) for name in fields},
+        )
+        return FinetuneRequest(
+            o.model,
+            spec,
+            o.text,
+            o.out,
+            settings,
+            layer_types=types,
+            original_length=original,
+            resume=o.resume,
+            force=o.force,
+            evaluate=o.evaluate,
+            eval_tokens=eval_tokens,
+            passkey_trials=o.passkey_trials,
+        )
+
+
+class _HeadRefused(Exception):
+    """The dry run's measured step loaded a model whose loss training refuses (its message is training's)."""
+
+
+def _plan(request, console, dry_run: bool) -> None:
     """Print the plan of what fits (:mod:`ropekit.finetune.fit`); refuse a run that does not fit; stop on --dry-run.
 
-    The plan reads the shapes only (no weights load before the input checks); --dry-run also times two short steps.
+    The plan reads the shapes only (no weights load before the input checks); --dry-run also times two short steps,
+    on the model loaded and checked as training loads it.
     """
     from ropekit.finetune.fit import plan_finetune, refusal
-    from ropekit.finetune.run import _load_for_training
+    from ropekit.finetune.run import load_for_training
+    from ropekit.finetune.train import checked_model
     from ropekit.integrations.hf_config import load_config
 
-    build = lambda: _load_for_training(model, spec, types)  # noqa: E731
+    def build():
+        try:
+            return checked_model(lambda: load_for_training(request.model, request.scaling, request.layer_types))
+        except ValueError as error:
+            raise _HeadRefused(str(error)) from None
+
+    model, settings = request.model, request.settings
     try:
         fit_plan, largest = plan_finetune(load_config(model), settings, build_model=build if dry_run else None)
+    except _HeadRefused as error:
+        raise fail(name_option(str(error), _NAMES)) from None
     except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OSError) as error:
         if dry_run:
             raise fail(f"--dry-run: no plan for --model {str(model)!r} ({type(error).__name__}: {error})") from None

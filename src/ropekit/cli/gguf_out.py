@@ -67,12 +67,15 @@ def extend_to_gguf(
     force: bool,
     note: str | None,
     json_output: bool,
+    original: int | None = None,
 ) -> None:
     """Write the GGUF file and print what was written, with the equivalent load-time flags."""
     from ropekit.integrations.gguf_write import extend_gguf
 
     try:
-        result = extend_gguf(model, spec, out, target_length=target, layer_types=layer_types, force=force)
+        result = extend_gguf(
+            model, spec, out, target_length=target, original_length=original, layer_types=layer_types, force=force
+        )
     except (ValueError, OSError) as error:
         raise fail(f"--format gguf: {name_option(str(error), _NAMES)}") from None
     form = result.form

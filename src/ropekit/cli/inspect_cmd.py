@@ -1,7 +1,8 @@
-"""``ropekit inspect``: wavelengths per pair, periods, critical dimension and per-method frequency ratios; with
-``--model``, the layout a model's config declares (:func:`ropekit.integrations.layout.model_layout`)."""
+"""``ropekit inspect``: wavelengths per pair, periods, critical dimension and per-method frequency ratios."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -17,18 +18,20 @@ from ropekit.cli.common import (
     parse_params,
     print_json,
 )
+from ropekit.cli.layout_view import layout_table, model_layout_of
+from ropekit.cli.model_option import MODEL, model_defaults, read_model
 
 #: scan B_m(base) up to this many distances for the "feasible up to" line.
 BOUND_SCAN_LIMIT = 1 << 22
 
 
 def inspect_command(
-    head_dim: int = typer.Option(128, help="Attention head size."),
-    base: float = typer.Option(10000.0, help="RoPE base b."),
+    head_dim: int | None = typer.Option(None, help="Attention head size (default: --model's, else 128)."),
+    base: float | None = typer.Option(None, help="RoPE base b (default: --model's, else 10000)."),
     train_length: str | None = typer.Option(
-        None, help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k (required without --model)."
+        None, help="Training length T (also YaRN's / Llama 3's L0), e.g. 8k (default: --model's; needed without)."
     ),
-    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: --model's, else head_dim)."),
     scaling: list[str] = typer.Option(
         [], help="Scaling method(s) to compare, repeatable (default with --factor: the methods of `ropekit plan`)."
     ),
@@ -37,23 +40,12 @@ def inspect_command(
     param: list[str] = typer.Option(
         [], "--param", help="Another field of the scaling method(s), repeatable: NAME=VALUE, e.g. base=50000."
     ),
+    model: Path | None = MODEL,
     json_output: bool = json_option("Print JSON instead of tables."),
-    model: str | None = typer.Option(
-        None, help="A model folder, its config.json or a .gguf file: print the layout its config declares instead."
-    ),
 ) -> None:
-    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios.
-
-    With --model: the model's RoPE layout in one screen (rope type, base, rotary dim, pairing, per-layer-type
-    RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts) and what ropekit does with each.
-    """
-    if model is not None:
-        from ropekit.cli.layout_view import inspect_layout
-
-        inspect_layout(model, json_output)
-        return
-    if train_length is None:
-        raise fail("--train-length is required (or give --model to inspect a model's config)")
+    """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios;
+    with --model, first the model's RoPE layout in one table (rope type, base, rotary dim, pairing, per-layer-type
+    RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts, and what ropekit does with each)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -62,10 +54,15 @@ def inspect_command(
     from ropekit.theory.bound import max_context_length
     from ropekit.theory.wavelengths import wavelength_report
 
+    given = read_model(model)
+    layout = model_layout_of(given)
+    head_dim, base, rotary_dim, length = model_defaults(
+        given, head_dim, base, rotary_dim, train_length, "--train-length"
+    )
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--factor", factor, above=0.0, maximum=MAX_FACTOR)
-    train = parse_length(train_length, "--train-length")
+    train = parse_length(length, "--train-length")
     original = parse_length(original_length, "--original-length") if original_length is not None else train
     if not scaling and factor is not None:
         from ropekit.scaling import ranked_scalings
@@ -120,10 +117,13 @@ def inspect_command(
                     }
                     for name, report in methods.items()
                 },
+                **({"model": given.to_dict(), "layout": layout.data} if given else {}),
             }
         )
         return
     console = Console()
+    if given is not None:
+        console.print(layout_table(layout, f"layout of {given.path}"))
     summary = Table(title=f"d = {rope.dim}, base {rope.base:g}, training length {train:,}", show_header=False)
     summary.add_column("", style="bold")
     summary.add_column("")

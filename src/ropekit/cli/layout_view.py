@@ -1,4 +1,4 @@
-"""``ropekit inspect --model``: the RoPE layout a model's config declares, as one table (or JSON).
+"""``--model``'s layout view: the RoPE layout a model's config declares, as one table (or JSON).
 
 :func:`read_config` reads a model folder, a ``config.json`` file or a ``.gguf`` file; :func:`layout_table` renders
 :func:`ropekit.integrations.layout.model_layout` for any command that shows a model.
@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ropekit.cli.common import option_errors, print_json
+from ropekit.cli.common import option_errors
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -37,21 +37,15 @@ def read_config(model: str) -> dict:
     return load_config(path)
 
 
-def inspect_layout(model: str, json_output: bool) -> None:
-    """Print the layout of ``model`` (``--model``): a table, or JSON."""
-    from rich.console import Console
-
+def model_layout_of(given: Any) -> Layout | None:
+    """The layout of a ``--model`` (:class:`~ropekit.cli.model_option.ModelRope`), ``None`` without one; a one-line
+    error (exit 2) naming ``--model`` if ropekit refuses part of it."""
+    if given is None:
+        return None
     from ropekit.integrations.layout import model_layout
 
     with option_errors(model="--model"):
-        try:
-            layout = model_layout(read_config(model))
-        except ImportError as error:  # a .gguf file without the gguf package
-            raise ValueError(f"--model {model!r} needs an optional package: {error}") from error
-    if json_output:
-        print_json(layout.data)
-        return
-    Console().print(layout_table(layout, f"layout of {model}"))
+        return model_layout(given.config)
 
 
 def layout_table(layout: Layout, title: str) -> Table:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from ropekit._costs import MAX_CONTEXT, ROBUST_DEFAULT
@@ -14,31 +16,40 @@ from ropekit.cli.common import (
     parse_length,
     print_json,
 )
+from ropekit.cli.model_option import MODEL, model_defaults, read_model
 
 
 def plan_command(
-    head_dim: int = typer.Option(128, help="Attention head size."),
-    base: float = typer.Option(10000.0, help="The model's RoPE base b."),
-    original_length: str = typer.Option(..., help="Original length L0: the length the model was trained at, e.g. 4k."),
+    head_dim: int | None = typer.Option(None, help="Attention head size (default: --model's, else 128)."),
+    base: float | None = typer.Option(None, help="The model's RoPE base b (default: --model's, else 10000)."),
+    original_length: str | None = typer.Option(
+        None, help="Original length L0: the length the model was trained at, e.g. 4k (default: --model's)."
+    ),
     target_length: str = typer.Option(..., help="Length wanted, e.g. 32k."),
-    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: head_dim)."),
+    rotary_dim: int | None = typer.Option(None, help="Rotating dims (default: --model's, else head_dim)."),
     robust: bool | None = typer.Option(
         None,
         "--robust/--no-robust",
         metavar="",
         help=f"Compute the robust bound (default: only when {ROBUST_DEFAULT}, where L is the target).",
     ),
+    model: Path | None = MODEL,
     json_output: bool = json_option("Print JSON instead of text and a table."),
 ) -> None:
-    """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why)."""
+    """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why);
+    with --model, its RoPE and training length, and which of its layers take no RoPE (NoPE)."""
     from rich.console import Console
     from rich.table import Table
 
     from ropekit.theory import plan
 
+    given = read_model(model)
+    head_dim, base, rotary_dim, length = model_defaults(
+        given, head_dim, base, rotary_dim, original_length, "--original-length"
+    )
     check_range("--head-dim", head_dim, minimum=2, maximum=MAX_HEAD_DIM)
     check_range("--rotary-dim", rotary_dim, minimum=2, maximum=MAX_HEAD_DIM)
-    train = parse_length(original_length, "--original-length", maximum=MAX_CONTEXT)
+    train = parse_length(length, "--original-length", maximum=MAX_CONTEXT)
     # below 3 tokens every base > 1 is feasible: there is no bound to plan against
     target = parse_length(target_length, "--target-length", minimum=3, maximum=MAX_CONTEXT)
     check_bound_work(target, rotary_dim or head_dim, "--target-length", "--rotary-dim" if rotary_dim else "--head-dim")
@@ -65,9 +76,11 @@ def plan_command(
     attention = attention_plan(train, target)
     if json_output:
         llamacpp = {name: value[0] for name, value in flags.items()}
-        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention})
+        described = {"model": given.to_dict()} if given else {}
+        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
         return
     console = Console()
+    _print_model(console, given)
     for line in result.lines():
         console.print(line, highlight=False)
     table = Table(title=f"training-free methods at s = {result.factor:g} (pairs per group)")
@@ -104,3 +117,16 @@ def print_attention_plan(console, rows: list[dict], target: int) -> None:
         if "rule" in row:
             console.print(f"{row['method']} rule of thumb: {row['rule']}", highlight=False)
             console.print(f"evaluate it: ropekit eval passkey {row['eval']}", highlight=False)
+
+
+def _print_model(console, given) -> None:
+    """The ``--model`` line: its layout and, with NoPE layers, what they mean for this plan (docs/theory.md)."""
+    if given is None:
+        return
+    note = ""
+    if given.layout is not None and given.layout.nope_layers:
+        note = (
+            ". The bound, the decay and every method below concern the RoPE layers only; the NoPE layers see no "
+            "position, so no base or scaling changes them (docs/theory.md)"
+        )
+    console.print(f"--model: {given.layout_line()}{note}", highlight=False, soft_wrap=True)

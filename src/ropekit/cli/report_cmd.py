@@ -87,6 +87,7 @@ def report_command(
     import time
 
     from rich.console import Console
+    from rich.table import Table
 
     from ropekit.eval.report import write_report
 
@@ -141,6 +142,11 @@ def report_command(
         return
     print_tables(result)
     console = Console()
-    for line in summary["findings"]:
-        console.print(f"• {line}")
+    table = Table(title="summary")
+    for column in summary["table"]["columns"]:
+        table.add_column(column)
+    for row in summary["table"]["rows"]:
+        table.add_row(*(str(row.get(column, "")) for column in summary["table"]["columns"]))
+    console.print(table)
+    console.print(f"[bold]verdict[/]: {summary['verdict']}")
     console.print(f"[bold]report[/]: {index} ({time.perf_counter() - started:.0f} s)")

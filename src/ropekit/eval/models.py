@@ -273,6 +273,10 @@ class HFEvalModel(HeadScoring):
         self.rope = dataclasses.replace(native, scaling=None)
         self.train_length = original_length_of(config, native)
         self.layer_types = layer_types_of(config)
+        from ropekit.integrations.rope_layers import rope_layout
+
+        #: which layers rotate q and k (``None``: every layer); scalings and attention methods reach those only
+        self.rope_layout = rope_layout(config)
         #: the layer types set_scaling scales (the default rule until set_scaling is given others)
         self.scaled_layers = scaled_layer_types(config)
         self.tokenizer = load_tokenizer(path)
@@ -344,6 +348,8 @@ class HFEvalModel(HeadScoring):
         if self.layer_types is not None:
             description["layer_types"] = self.layer_types
             description["scaled_layer_types"] = self.scaled_layers
+        if self.rope_layout is not None and self.rope_layout.nope_layers:
+            description["rope_layout"] = self.rope_layout.to_dict()
         if self.gguf is not None:
             description["gguf"] = self.gguf
         return description

@@ -16,6 +16,7 @@ from ropekit.eval.figures import passkey_figure, perplexity_figure
 from ropekit.eval.methods import scaling_for
 from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
+from ropekit.eval.summary import summary_table, verdict
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
 from ropekit.plots import wavelength_figure
 from ropekit.scaling.registry import frequencies, ranked_scalings
@@ -133,6 +134,14 @@ def model_line(describe: dict[str, Any]) -> str:
             "dual_chunk, sinks, string) run in the full-attention (global) layers only; the sliding-window layers keep "
             "their window and sdpa."
         )
+    layout = describe.get("rope_layout")
+    if layout:
+        nope, rope = layout["nope_layers"], layout["rope_layers"]
+        line += (
+            f" {len(nope)} of {layout['layers']} layers take no RoPE (NoPE: layers {', '.join(map(str, nope))}): "
+            f"scalings and attention methods were applied to the other {len(rope)} layers "
+            f"({', '.join(map(str, rope)) or 'none'}); the NoPE layers kept the model's own attention."
+        )
     if describe.get("gates"):  # Infini-attention: how much each head takes from its memory
         rows = "; ".join(f"layer {i}: " + ", ".join(f"{g:.3f}" for g in row) for i, row in enumerate(describe["gates"]))
         line += f" Infini-attention memory gates sigmoid(β) per head: {rows}."
@@ -167,7 +176,16 @@ def write_report(
         from ropekit.eval.tasks.section import task_findings
 
         findings += task_findings(tasks)
-    (out / "summary.json").write_text(json.dumps({"findings": findings, "theory": theory}, indent=1) + "\n")
+    task_summary = tasks.summary() if tasks is not None else None
+    headline = verdict(result.perplexity, result.passkey, task_summary, train)
+    table_columns, table_rows = summary_table(result.perplexity, result.passkey, task_summary)
+    summary = {
+        "verdict": headline,
+        "table": {"columns": table_columns, "rows": table_rows},
+        "findings": findings,
+        "theory": theory,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     describe = model.describe()
     cols, matrix = perplexity_matrix(result.perplexity)
     parts = [
@@ -179,7 +197,11 @@ def write_report(
         f"{result.context.get('eval_text_tokens', 0):,} tokens, sha256 "
         f"<code>{result.context['eval_text_sha256'][:16]}…</code>; "
         f"ropekit {result.context['ropekit_version']}, run time {elapsed_s:.0f} s.</p>",
-        "<h2>Summary</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings) + "</ul>",
+        f"<h2>Summary</h2><p><strong>{html.escape(headline)}</strong></p>",
+        _table(table_rows, table_columns),
+        "<details><summary>Every finding, one line each</summary><ul>"
+        + "".join(f"<li>{html.escape(line)}</li>" for line in findings)
+        + "</ul></details>",
     ]
     parts += [
         "<h2>Theory view</h2>",

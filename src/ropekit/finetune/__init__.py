@@ -3,6 +3,8 @@
 Nothing is imported here (torch, transformers and accelerate load with the modules):
 
 * :mod:`~ropekit.finetune.run` — ``ropekit finetune`` end to end: checks, training, export, before/after.
+* :mod:`~ropekit.finetune.request` — :class:`FinetuneRequest`, what a run is asked to do, and ``prepare``: every
+  check before training, in one place (the run and ``--dry-run`` both call it).
 * :mod:`~ropekit.finetune.settings` — :class:`FinetuneSettings`, how a run trains (validated once).
 * :mod:`~ropekit.finetune.train` — the training loop (full-length or PoSE windows); :mod:`~ropekit.finetune.loss` its loss
   (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
@@ -11,7 +13,7 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.
 * :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
   window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak and the device's free memory.
-* :mod:`~ropekit.finetune.data` — training text → token windows of the target length.
+* :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
 * :mod:`~ropekit.finetune.inputs` and :mod:`~ropekit.finetune.output` — what is read is checked before anything
@@ -31,6 +33,7 @@ __all__ = [
     "output",
     "pose",
     "processes",
+    "request",
     "run",
     "settings",
     "train",

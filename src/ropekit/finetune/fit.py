@@ -1,4 +1,4 @@
-"""What fits: predicted peak memory and time per training step, before any weights train (issue 25).
+"""What fits: predicted peak memory and time per training step, before any weights train.
 
 The peak of one optimizer step of :func:`ropekit.finetune.train.train`, per process, is predicted from the model's
 shapes (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv 2205.05198

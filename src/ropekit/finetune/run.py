@@ -1,10 +1,9 @@
 """``ropekit finetune`` end to end: check everything, train on accelerate, export natively, compare before/after.
 
-Every check that can fail (the model has RoPE and a tokenizer, the target is above the original length and the
-model's current one, the method can be written natively, the text fills a window, the output folder is free or
-resumable and overlaps no input) runs before anything is written or any weights load. Output layout (``NEW_DIR``):
-exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus ``finetune/`` with
-``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
+Every check that can fail runs first, before anything is written or any weights load
+(:func:`ropekit.finetune.request.prepare`: the output folder, the model, the method, the text, a resume, the launch).
+Output layout (``NEW_DIR``): exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus
+``finetune/`` with ``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
 
 The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit.finetune.output.partial_dir`) and swapped
 in when the model is written, so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps
@@ -23,25 +22,10 @@ from typing import Any
 
 import torch
 
-from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.export import save_extended
 from ropekit.finetune.loss_log import StepRecord
-from ropekit.finetune.settings import FinetuneSettings
-from ropekit.finetune.train import (
-    WORK_DIR,
-    TrainResult,
-    fsdp_fallback_note,
-    make_accelerator,
-    train,
-)
-from ropekit.integrations.hf_config import (
-    extended_config,
-    first_scaled_type,
-    load_config,
-    load_tokenizer,
-    original_length_of,
-    rope_of,
-)
+from ropekit.finetune.request import WORK_DIR, FinetuneRequest, PreparedRun, prepare
+from ropekit.finetune.train import TrainResult, train
 from ropekit.scaling.registry import ScalingConfig
 
 
@@ -74,7 +58,8 @@ class FinetuneReport:
         }
 
 
-def _load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
+def load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
+    """The transformers model of ``model`` in float32 (sdpa attention) with ``scaling`` applied, as training loads it."""
     from ropekit.integrations.hf import apply_scaling
     from ropekit.integrations.hf_config import load_model
 
@@ -84,219 +69,109 @@ def _load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: 
     return apply_scaling(loaded, scaling)
 
 
-def _same_settings(work: Path, settings: FinetuneSettings, identity: dict[str, Any]) -> None:
-    saved = json.loads((work / "settings.json").read_text())
-    if saved.get("text_sha256") != identity["text_sha256"]:
-        raise ValueError(
-            f"resume=True: text {identity['text']!r} is not the text the interrupted run trained on (sha256 "
-            f"{identity['text_sha256'][:12]}…, recorded {str(saved.get('text_sha256'))[:12]}…); resuming would train "
-            "the remaining steps on other data: give the same text, or start over with force=True"
-        )
-    diff = [f"settings.{k}" for k, v in settings.to_dict().items() if saved["settings"].get(k) != v]
-    diff += [k for k, v in identity.items() if saved.get(k) != v]
-    if diff:
-        raise ValueError(
-            f"resume=True: these settings differ from the interrupted run's ({work / 'settings.json'}): {diff}"
-        )
-
-
-def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, force: bool) -> None:
-    """The checks of ``finetune``'s output, cheap enough to run before anything else (the CLI runs them first).
-
-    Raises:
-        ValueError: ``out`` is, holds or lies inside the model or the text; ``resume`` with no checkpoint.
-        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run or other files,
-            and neither ``resume`` nor ``force`` is given.
-        FileNotFoundError: no parent folder for ``out``, or a dangling symlink.
-    """
-    from ropekit.finetune.output import check_output, partial_dir
-
-    inputs = [("model", Path(model)), ("text", Path(text))]
-    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first
-    partial = partial_dir(out)
-    if resume:
-        if not any((folder / WORK_DIR / "checkpoint" / "progress.json").is_file() for folder in (partial, out)):
-            where = partial / WORK_DIR / "checkpoint"
-            raise ValueError(f"resume=True: no checkpoint in {str(where)!r} (nor in out) to resume from")
-        return
-    for folder, where in ((partial, str(partial)), (out, f"out {str(out)!r}")):
-        if (folder / WORK_DIR / "checkpoint").exists() and not force:
-            raise FileExistsError(
-                f"{where} holds a fine-tune run of out {str(out)!r}; pass resume=True to continue it if it was "
-                "interrupted, or force=True to start over"
-            )
-    check_output(out, inputs, force=force)
-
-
-@dataclass(frozen=True)
-class CheckedInputs:
-    """What :func:`check_run_inputs` read: the original length, the config to write (and how), the text."""
-
-    original: int
-    config: dict[str, Any]
-    notes: list[str]
-    documents: Any  # ropekit.eval.text.EvalText
-
-
-def check_run_inputs(
-    model: Path,
-    scaling: ScalingConfig | None,
-    text: str | Path,
-    target: int,
-    *,
-    layer_types: Sequence[str] | None = None,
-    original_length: int | None = None,
-) -> CheckedInputs:
-    """Every check of ``finetune``'s inputs that needs no weights (the CLI runs them before planning).
-
-    Raises:
-        ValueError: not a RoPE model, no tokenizer, a target not above the original length (or below an extended
-            model's), a method transformers cannot express, layer types the model lacks, an unreadable text.
-        FileNotFoundError: no model or no text.
-    """
-    from ropekit.eval.text import read_text
-    from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
-
-    config = load_config(model)
-    rope = rope_of(config, first_scaled_type(config, layer_types))
-    check_tokenizer(model)
-    original = original_length or original_length_of(config, rope)
-    if target <= original:
-        raise ValueError(
-            f"target_length must be above the model's original length {original:,}, got {target:,}; fine-tuning "
-            "extends the context"
-        )
-    check_not_shorter(config, rope, scaling, original, target)
-    new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
-    if not Path(text).exists():
-        raise FileNotFoundError(f"text {str(text)!r} does not exist")
-    return CheckedInputs(original, new_config, notes, read_text(text))
-
-
 def finetune(
-    model: str | Path,
-    scaling: ScalingConfig | None,
-    text: str | Path,
-    out: str | Path,
-    settings: FinetuneSettings,
+    request: FinetuneRequest,
     *,
-    layer_types: Sequence[str] | None = None,
-    original_length: int | None = None,
-    resume: bool = False,
-    force: bool = False,
-    evaluate: bool = True,
-    eval_tokens: int = 16384,
-    passkey_trials: int = 5,
     progress: bool = True,
     on_step: Callable[[StepRecord], None] | None = None,
     log: Callable[[str], None] = lambda message: None,
 ) -> FinetuneReport:
-    """Fine-tune ``model`` with ``scaling`` at ``settings.target_length`` on ``text``; write ``out`` like ``extend``.
+    """Fine-tune ``request.model`` with its method at the target length on its text; write ``request.out`` like
+    ``extend``: :func:`ropekit.finetune.request.prepare` (every check), then :func:`run_prepared`.
 
     Call it on every process (``accelerate launch``); only the main process writes and evaluates.
-    ``original_length``: the pre-training length (default: from the config), the table's shorter length.
 
     Raises:
-        ValueError: not a RoPE model, no tokenizer, a target not above the original length (or below the model's
-            current one), a method transformers cannot express, a text shorter than one window, an ``out`` that
-            is, holds or lies inside the model or the text, or ``--resume`` with other settings, another text or
-            nothing to resume.
-        FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
-        FileNotFoundError: no model, no text, or no parent folder for ``out``.
+        ValueError, FileExistsError, FileNotFoundError: as :func:`ropekit.finetune.request.prepare`.
     """
-    from ropekit.finetune.output import partial_dir, publish
+    return run_prepared(prepare(request, log=log), progress=progress, on_step=on_step)
 
-    source, out = Path(model), Path(out)
-    target = settings.target_length
-    check_run_out(out, source, text, resume=resume, force=force)
-    checked = check_run_inputs(source, scaling, text, target, layer_types=layer_types, original_length=original_length)
-    original, new_config, notes, documents = checked.original, checked.config, checked.notes, checked.documents
-    partial = partial_dir(out)
-    work, finished = partial / WORK_DIR, out / WORK_DIR
-    identity = {
-        "model": str(source.resolve()),
-        "scaling": repr(scaling),
-        "text": str(Path(text).resolve()),
-        "text_sha256": documents.sha256,
-    }
-    copy_from = None
-    if resume:
-        if (work / "checkpoint" / "progress.json").is_file():
-            _same_settings(work, settings, identity)
-        else:  # check_run_out found one
-            _same_settings(finished, settings, identity)
-            copy_from = finished
-    state = make_accelerator(settings)
-    if not state.is_main_process:
-        log = lambda message: None  # noqa: E731 - one process speaks
-    if note := fsdp_fallback_note(state):
-        log(note)
-    tokenizer = load_tokenizer(source)
-    packed = pack(tokenize_text(tokenizer, documents), target)
-    count = max(1, min(settings.heldout_windows, (len(packed.heldout) - 1) // target))
-    heldout_windows = packed.heldout[: count * target].reshape(count, target)  # (count, target)
-    training = packed.windows  # (n, target)
-    if settings.window is not None:  # PoSE: the same tokens in windows of W whose positions skip (finetune/pose.py)
-        whole = (target // settings.window) * settings.window
-        training = packed.windows[:, :whole].reshape(-1, settings.window)  # (n · target // W, W)
-    pose = f" (PoSE: positions over {target:,}, {settings.chunks} chunks)" if settings.window is not None else ""
-    log(
-        f"{packed.tokens:,} tokens: {len(training):,} training windows of {training.shape[1]:,}{pose}, "
-        f"{len(packed.heldout):,} held out; RoPE: {'; '.join(notes)}"
-    )
 
-    if state.is_main_process and (not resume or copy_from is not None):
-        if partial.exists():
-            shutil.rmtree(partial)
-        if copy_from is not None:
-            shutil.copytree(copy_from, work)
-        else:
-            work.mkdir(parents=True)
-            settings_json = {"settings": settings.to_dict(), **identity}
-            (work / "settings.json").write_text(json.dumps(settings_json, indent=2) + "\n")
-    state.wait_for_everyone()
+def run_prepared(
+    prepared: PreparedRun, *, progress: bool = True, on_step: Callable[[StepRecord], None] | None = None
+) -> FinetuneReport:
+    """Train, export and evaluate a run :func:`ropekit.finetune.request.prepare` checked (every process calls it).
 
+    ``on_step`` is called on the main process after each optimizer step; ``progress`` shows a bar there.
+    """
+    from ropekit.finetune.output import partial_dir
+
+    request, state = prepared.request, prepared.accelerator
+    partial = partial_dir(request.out)
+    work = partial / WORK_DIR
+    _start_work(prepared, partial)
     try:
         result = train(
-            lambda: _load_for_training(source, scaling, layer_types),
-            training,
-            heldout_windows,
-            settings,
+            lambda: load_for_training(request.model, request.scaling, request.layer_types),
+            prepared.data.windows,
+            prepared.heldout_windows,
+            request.settings,
             work,
-            resume=resume,
+            resume=request.resume,
             on_step=on_step,
             progress=progress,
-            title=f"fine-tune {original:,} → {target:,}",
+            title=f"fine-tune {prepared.original:,} → {request.settings.target_length:,}",
             accelerator=state,
         )
     except BaseException:
         if state.is_main_process and not (work / "checkpoint" / "progress.json").is_file():
             shutil.rmtree(partial, ignore_errors=True)  # nothing to resume: leave no trace
         raise
-    report = FinetuneReport(out, original, target, notes, result, checkpoint=work / "checkpoint")
-    if result.interrupted:
-        return report
-    if state.is_main_process:
-        save_extended(result.model, tokenizer, partial, new_config, source=source if source.is_dir() else None)
-        result.model = None
-        publish(partial, out)
-        report.checkpoint = finished / "checkpoint"
-        if evaluate:
-            report.rows = before_after(
-                source,
-                scaling,
-                out,
-                packed.heldout,
-                original=original,
-                target=target,
-                layer_types=layer_types,
-                eval_tokens=eval_tokens,
-                trials=passkey_trials,
-                log=log,
-            )
-        (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-    state.wait_for_everyone()
+    target = request.settings.target_length
+    report = FinetuneReport(
+        request.out, prepared.original, target, prepared.notes, result, checkpoint=work / "checkpoint"
+    )
+    if not result.interrupted:
+        if state.is_main_process:
+            _finish(prepared, report, partial)
+        state.wait_for_everyone()
     return report
+
+
+def _start_work(prepared: PreparedRun, partial: Path) -> None:
+    """The hidden work folder: a new one with ``settings.json``, a finished run's copied in to resume, or the
+    interrupted one as it is."""
+    request, state = prepared.request, prepared.accelerator
+    work = partial / WORK_DIR
+    if state.is_main_process and (not request.resume or prepared.copy_from is not None):
+        if partial.exists():
+            shutil.rmtree(partial)
+        if prepared.copy_from is not None:
+            shutil.copytree(prepared.copy_from, work)
+        else:
+            work.mkdir(parents=True)
+            settings_json = {"settings": request.settings.to_dict(), **prepared.identity}
+            (work / "settings.json").write_text(json.dumps(settings_json, indent=2) + "\n")
+    state.wait_for_everyone()
+
+
+def _finish(prepared: PreparedRun, report: FinetuneReport, partial: Path) -> None:
+    """On the main process: write the model beside ``out``, swap it in, evaluate, write ``report.json``."""
+    from ropekit.finetune.output import publish
+
+    request, result = prepared.request, report.train
+    source = request.model
+    save_extended(
+        result.model, prepared.tokenizer, partial, prepared.config, source=source if source.is_dir() else None
+    )
+    result.model = None
+    publish(partial, request.out)
+    finished = request.out / WORK_DIR
+    report.checkpoint = finished / "checkpoint"
+    if request.evaluate:
+        report.rows = before_after(
+            source,
+            request.scaling,
+            request.out,
+            prepared.data.heldout,
+            original=prepared.original,
+            target=request.settings.target_length,
+            layer_types=request.layer_types,
+            eval_tokens=request.eval_tokens,
+            trials=request.passkey_trials,
+            log=prepared.log,
+        )
+    (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
 
 
 def before_after(

@@ -43,7 +43,11 @@ class FinetuneSettings:
         window: PoSE (:mod:`ropekit.finetune.pose`): train on windows of this many tokens whose position ids skip
             so that they span ``[0, target_length)``; ``None``: full-length windows of ``target_length``. The
             held-out loss stays at ``target_length``.
-        chunks: PoSE chunks per window (2, as in the paper); the skips are drawn from ``seed`` and the sample index.
+        chunks: PoSE chunks per window (default 2, as in the paper; ``None`` without ``window``); the skips are
+            drawn from ``seed`` and the sample index.
+
+    Raises:
+        ValueError, TypeError: a value out of range, naming the field; ``chunks`` without ``window``.
     """
 
     target_length: int
@@ -64,7 +68,7 @@ class FinetuneSettings:
     eval_every: int = 0
     heldout_windows: int = 2
     window: int | None = None
-    chunks: int = 2
+    chunks: int | None = None
 
     def __post_init__(self) -> None:
         # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
@@ -94,10 +98,14 @@ class FinetuneSettings:
                     f"window must be at most target_length={checked['target_length']} (PoSE trains on windows "
                     f"shorter than the target), got {self.window}"
                 )
-            pose = PoseSettings(window=self.window, target_length=checked["target_length"], chunks=self.chunks)
+            chunks = 2 if self.chunks is None else self.chunks
+            pose = PoseSettings(window=self.window, target_length=checked["target_length"], chunks=chunks)
             checked["window"], checked["chunks"] = pose.window, pose.chunks
-        else:
-            checked["chunks"] = require_int("chunks", self.chunks, minimum=1)
+        elif self.chunks is not None:
+            raise ValueError(
+                f"chunks={self.chunks!r} cuts PoSE windows, and there are none without window=W: give window=W "
+                "(tokens per training window) as well, or leave chunks out"
+            )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 

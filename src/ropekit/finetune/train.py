@@ -34,9 +34,6 @@ from ropekit.finetune.processes import any_process, main_thread, progress_bar, s
 from ropekit.finetune.settings import FinetuneSettings, resolved_mixed_precision
 from ropekit.integrations.head import check_head
 
-#: where the training artefacts go inside the output model folder
-WORK_DIR = "finetune"
-
 
 def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
     """Successive seeded permutations of ``range(count)`` (one per epoch), cut to ``needed`` indices."""
@@ -60,6 +57,15 @@ class TrainResult:
     tokens_per_second: float = 0.0
     processes: int = 1
     distributed: str = "NO"  # accelerate's distributed type: NO, MULTI_CPU, MULTI_GPU, FSDP, ...
+
+
+def checked_model(build_model: Callable[[], nn.Module]) -> nn.Module:
+    """``build_model()``, refused unless training's loss is the model's own (its output head, as ropekit computes it
+    in chunks: :func:`ropekit.integrations.head.check_head`). Training and the dry run's measured step load through
+    this."""
+    model = build_model()
+    check_head(model, what="train on its loss")
+    return model
 
 
 def make_accelerator(settings: FinetuneSettings):
@@ -172,46 +178,98 @@ def _train(
 
     accelerator = make_accelerator(settings) if accelerator is None else accelerator
     set_seed(settings.seed)
-    model = build_model()
-    check_head(model, what="train on its loss")  # before any step: the loss must be the model's own
-    wrapper = prepared_model(model, settings)
-    parameters = [p for p in wrapper.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
-    # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
-    global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
-    order = window_order(len(windows), settings.steps * global_batch, settings.seed)
-    data: Any = windows[order]  # (samples, length)
-    if settings.window is not None:  # PoSE: each sample's position ids, a function of (seed, sample number)
-        pose = PoseSettings(
-            window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
+    loop = _Loop.build(build_model, windows, heldout, settings, work_dir, accelerator, progress=progress, title=title)
+    start, log = loop.restore() if resume else (0, [])
+    result = TrainResult(
+        start, False, log, processes=accelerator.num_processes, distributed=str(accelerator.distributed_type.value)
+    )
+    result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
+    if not resume:
+        result.heldout_before = loop.heldout_loss("before training")
+        log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
+    loop.run(result, start, on_step, stop)
+    loop.checkpoint(result.steps_done)
+    if accelerator.is_main_process:
+        plot_loss(work_dir / "loss.png", log, title)
+    if result.interrupted:
+        return result
+    result.heldout_after = loop.heldout_loss("after training")
+    log[-1].heldout_loss = result.heldout_after
+    if accelerator.is_main_process:
+        write_loss_log(work_dir / "loss.csv", log)
+        plot_loss(work_dir / "loss.png", log, title)
+    result.model = _final_model(accelerator, loop.wrapper, build_model, settings)
+    accelerator.wait_for_everyone()
+    return result
+
+
+@dataclass
+class _Loop:
+    """One process's training loop: the prepared model, optimizer, schedule and batches, and where it writes."""
+
+    accelerator: Any
+    wrapper: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    loader: Any
+    settings: FinetuneSettings
+    work_dir: Path
+    heldout: torch.Tensor  # (at most settings.heldout_windows, target_length)
+    progress: bool
+    title: str
+
+    @classmethod
+    def build(cls, build_model, windows, heldout, settings, work_dir, accelerator, *, progress, title) -> _Loop:
+        """The model (checked), AdamW, the schedule and the seeded batches, prepared by ``accelerator``."""
+        wrapper = prepared_model(checked_model(build_model), settings)
+        parameters = [p for p in wrapper.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
+        # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
+        global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
+        order = window_order(len(windows), settings.steps * global_batch, settings.seed)
+        data: Any = windows[order]  # (samples, length)
+        if settings.window is not None:  # PoSE: each sample's position ids, a function of (seed, sample number)
+            pose = PoseSettings(
+                window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
+            )
+            data = torch.utils.data.TensorDataset(data, pose.batch(torch.arange(len(order))))
+        loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=False, drop_last=True)
+        wrapper, optimizer, loader = accelerator.prepare(wrapper, optimizer, loader)
+        accelerator.register_for_checkpointing(scheduler)
+        heldout_windows = heldout[: settings.heldout_windows]
+        return cls(
+            accelerator, wrapper, optimizer, scheduler, loader, settings, work_dir, heldout_windows, progress, title
         )
-        data = torch.utils.data.TensorDataset(data, pose.batch(torch.arange(len(order))))
-    loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=False, drop_last=True)
-    wrapper, optimizer, loader = accelerator.prepare(wrapper, optimizer, loader)
-    accelerator.register_for_checkpointing(scheduler)
 
-    state_dir = work_dir / "checkpoint"
-    log: list[StepRecord] = []
-    start = 0
-    if resume:
-        accelerator.load_state(str(state_dir))
-        meta = json.loads((state_dir / "progress.json").read_text())
-        start = int(meta["step"])
-        log = [r for r in read_loss_log(work_dir / "loss.csv") if r.step <= start]
-        loader = accelerator.skip_first_batches(loader, start * settings.grad_accum)
+    @property
+    def tokens_per_step(self) -> int:
+        settings = self.settings
+        global_batch = settings.batch_size * settings.grad_accum * self.accelerator.num_processes
+        return global_batch * (settings.window or settings.target_length)
 
-    heldout_windows = heldout[: settings.heldout_windows]
+    def restore(self) -> tuple[int, list[StepRecord]]:
+        """Load the checkpoint and skip the batches it consumed: ``(its step, the loss log up to that step)``."""
+        state_dir = self.work_dir / "checkpoint"
+        self.accelerator.load_state(str(state_dir))
+        start = int(json.loads((state_dir / "progress.json").read_text())["step"])
+        log = [r for r in read_loss_log(self.work_dir / "loss.csv") if r.step <= start]
+        self.loader = self.accelerator.skip_first_batches(self.loader, start * self.settings.grad_accum)
+        return start, log
 
-    def heldout_loss(when: str, own_bar: bool = True) -> float:
+    def checkpoint(self, step: int) -> None:
+        save_checkpoint(self.accelerator, self.work_dir / "checkpoint", step)
+
+    def heldout_loss(self, when: str, own_bar: bool = True) -> float:
         """Mean loss over the held-out windows. They are full target length, a long forward, so outside training
         (``own_bar``) it shows a bar of its own; rich draws one live bar at a time."""
-        shown = progress_bar(accelerator, progress and own_bar, len(heldout_windows), 0, f"held-out loss {when}")
+        accelerator, wrapper = self.accelerator, self.wrapper
+        shown = progress_bar(accelerator, self.progress and own_bar, len(self.heldout), 0, f"held-out loss {when}")
         wrapper.eval()
         losses = []
         try:
             with torch.no_grad():
-                for window in heldout_windows:
+                for window in self.heldout:
                     losses.append(wrapper(window[None].to(accelerator.device)).item())
                     if shown is not None:
                         shown[0].update(shown[1], advance=1, description=f"windows of {len(window):,} tokens")
@@ -221,84 +279,75 @@ def _train(
         wrapper.train()
         return sum(losses) / len(losses)
 
-    result = TrainResult(
-        start, False, log, processes=accelerator.num_processes, distributed=str(accelerator.distributed_type.value)
-    )
-    result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
-    if not resume:
-        result.heldout_before = heldout_loss("before training")
-        log.append(StepRecord(0, float("nan"), 0.0, 0, 0.0, result.heldout_before))
+    def step(self, batches) -> tuple[float, float]:
+        """One optimizer step over ``grad_accum`` micro-batches: ``(mean loss over processes, learning rate)``."""
+        accelerator, wrapper, settings = self.accelerator, self.wrapper, self.settings
+        losses = []
+        for _ in range(settings.grad_accum):
+            batch = next(batches)
+            with accelerator.accumulate(wrapper):
+                loss = wrapper(*batch) if settings.window is not None else wrapper(batch)  # (ids, positions)
+                accelerator.backward(loss)
+                if accelerator.sync_gradients and settings.max_grad_norm:
+                    # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping
+                    accelerator.clip_grad_norm_(wrapper.parameters(), settings.max_grad_norm)
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+            losses.append(loss.detach().float())
+        lr = self.scheduler.get_last_lr()[0]
+        self.scheduler.step()
+        return accelerator.gather(torch.stack(losses).mean()[None]).mean().item(), lr
 
-    tokens_per_step = global_batch * (settings.window or settings.target_length)
-    bar = progress_bar(accelerator, progress, settings.steps, start, title)
-    elapsed = log[-1].seconds if log else 0.0
-    session_seconds = 0.0  # this run's training time (for tokens/s; a resumed run does not count the old one)
-    timed_steps = 0
-    try:
-        wrapper.train()
-        batches = iter(loader)
-        for step in range(start, settings.steps):
-            t0 = time.perf_counter()
-            losses = []
-            for _ in range(settings.grad_accum):
-                batch = next(batches)
-                with accelerator.accumulate(wrapper):
-                    loss = wrapper(*batch) if settings.window is not None else wrapper(batch)  # (ids, positions)
-                    accelerator.backward(loss)
-                    if accelerator.sync_gradients and settings.max_grad_norm:
-                        # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping
-                        accelerator.clip_grad_norm_(wrapper.parameters(), settings.max_grad_norm)
-                    optimizer.step()
-                    optimizer.zero_grad()
-                losses.append(loss.detach().float())
-            lr = scheduler.get_last_lr()[0]
-            scheduler.step()
-            step_loss = accelerator.gather(torch.stack(losses).mean()[None]).mean().item()
-            seconds = time.perf_counter() - t0
-            elapsed += seconds
-            session_seconds += seconds
-            timed_steps += 1
-            record = StepRecord(step + 1, step_loss, lr, tokens_per_step * (step + 1), elapsed)
-            if settings.eval_every and (step + 1) % settings.eval_every == 0 and step + 1 < settings.steps:
+    def run(self, result: TrainResult, start: int, on_step, stop: dict[str, bool]) -> None:
+        """Steps ``start … settings.steps − 1`` (until a stop is requested); fills ``result`` and its log."""
+        accelerator, settings, log = self.accelerator, self.settings, result.log
+        bar = progress_bar(accelerator, self.progress, settings.steps, start, self.title)
+        elapsed = log[-1].seconds if log else 0.0
+        session_seconds, timed_steps = 0.0, 0  # this run's training time (tokens/s leaves out a resumed run's past)
+        try:
+            self.wrapper.train()
+            batches = iter(self.loader)
+            for step in range(start, settings.steps):
+                t0 = time.perf_counter()
+                step_loss, lr = self.step(batches)
+                seconds = time.perf_counter() - t0
+                elapsed, session_seconds, timed_steps = elapsed + seconds, session_seconds + seconds, timed_steps + 1
+                record = StepRecord(step + 1, step_loss, lr, self.tokens_per_step * (step + 1), elapsed)
+                if settings.eval_every and (step + 1) % settings.eval_every == 0 and step + 1 < settings.steps:
+                    if bar is not None:
+                        bar[0].update(bar[1], description=f"held-out loss on {len(self.heldout)} window(s)…")
+                    record.heldout_loss = self.heldout_loss(f"at step {step + 1}", own_bar=False)
+                log.append(record)
+                result.steps_done = step + 1
+                self._after_step(log, on_step, stop)
                 if bar is not None:
-                    bar[0].update(bar[1], description=f"held-out loss on {len(heldout_windows)} window(s)…")
-                record.heldout_loss = heldout_loss(f"at step {step + 1}", own_bar=False)
-            log.append(record)
-            result.steps_done = step + 1
-            if accelerator.is_main_process:
-                write_loss_log(work_dir / "loss.csv", log)
-                if on_step is not None:
-                    try:
-                        on_step(record)
-                    except StopTraining:
-                        stop["requested"] = True
+                    rate = self.tokens_per_step * timed_steps / session_seconds
+                    bar[0].update(bar[1], advance=1, description=f"loss {step_loss:.4f}  {rate:,.0f} tok/s")
+                if any_process(accelerator, stop["requested"]):
+                    result.interrupted = True
+                    break
+                if (
+                    settings.checkpoint_every
+                    and (step + 1) % settings.checkpoint_every == 0
+                    and step + 1 < settings.steps
+                ):
+                    self.checkpoint(step + 1)
+        finally:
             if bar is not None:
-                rate = tokens_per_step * timed_steps / session_seconds
-                bar[0].update(bar[1], advance=1, description=f"loss {step_loss:.4f}  {rate:,.0f} tok/s")
-            if any_process(accelerator, stop["requested"]):
-                result.interrupted = True
-                break
-            if settings.checkpoint_every and (step + 1) % settings.checkpoint_every == 0 and step + 1 < settings.steps:
-                save_checkpoint(accelerator, state_dir, step + 1)
-    finally:
-        if bar is not None:
-            bar[0].stop()
-    result.log = log
-    if session_seconds > 0:
-        result.tokens_per_second = tokens_per_step * timed_steps / session_seconds
-    save_checkpoint(accelerator, state_dir, result.steps_done)
-    if accelerator.is_main_process:
-        plot_loss(work_dir / "loss.png", log, title)
-    if result.interrupted:
-        return result
-    result.heldout_after = heldout_loss("after training")
-    log[-1].heldout_loss = result.heldout_after
-    if accelerator.is_main_process:
-        write_loss_log(work_dir / "loss.csv", log)
-        plot_loss(work_dir / "loss.png", log, title)
-    result.model = _final_model(accelerator, wrapper, build_model, settings)
-    accelerator.wait_for_everyone()
-    return result
+                bar[0].stop()
+        if session_seconds > 0:
+            result.tokens_per_second = self.tokens_per_step * timed_steps / session_seconds
+
+    def _after_step(self, log: list[StepRecord], on_step, stop: dict[str, bool]) -> None:
+        """On the main process: the loss log written, then ``on_step`` with the step's record (it may ask to stop)."""
+        if not self.accelerator.is_main_process:
+            return
+        write_loss_log(self.work_dir / "loss.csv", log)
+        if on_step is not None:
+            try:
+                on_step(log[-1])
+            except StopTraining:
+                stop["requested"] = True
 
 
 class StopTraining(Exception):

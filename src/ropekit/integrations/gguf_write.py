@@ -155,6 +155,7 @@ def extend_gguf(
     out: str | Path,
     *,
     target_length: int | None = None,
+    original_length: int | None = None,
     layer_types: Sequence[str] | None = None,
     force: bool = False,
 ) -> GGUFResult:
@@ -164,7 +165,13 @@ def extend_gguf(
         model: a ``.gguf`` file.
         scaling: a ropekit scaling config (``None``: plain RoPE at the file's base, dropping its own scaling).
         out: the new ``.gguf`` file.
-        target_length: ``context_length`` to write; default the file's context length times the method's factor.
+        target_length: ``context_length`` to write; default the original length times the method's factor (the
+            original length for methods without one).
+        original_length: the pre-training length the factor is relative to; default the method's
+            ``original_max_position_embeddings``, else the file's ``rope.scaling.original_context_length``, else its
+            ``context_length``. llama.cpp takes ``context_length`` as the trained length, so a file that is already
+            extended says its pre-training length only in ``original_context_length``, as a folder's config says it
+            in its scaling's ``original_max_position_embeddings``.
         layer_types: see :func:`gguf_form`.
         force: overwrite an existing ``out``.
 
@@ -176,7 +183,12 @@ def extend_gguf(
 
     file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)
-    original = int(getattr(scaling, "original_max_position_embeddings", None) or file.context_length)
+    original = int(
+        original_length
+        or getattr(scaling, "original_max_position_embeddings", None)
+        or file.rope.original_context_length
+        or file.context_length
+    )
     target = default_target(scaling, original) if target_length is None else int(target_length)
     path = write_gguf(model, out, form, context_length=target, force=force)
     return GGUFResult(path, form, target, file.architecture)

@@ -8,7 +8,9 @@ NTK or LongRoPE). Supported: architectures with a ``*RotaryEmbedding`` module ca
 ``rotary_emb(x, position_ids)`` (or ``rotary_emb(x, position_ids, layer_type)``) — Llama, Mistral, Qwen2,
 Phi-3 (LongRoPE), GPT-NeoX (partial rotary), Gemma, and models with one RoPE per layer type (Gemma 3: a
 ``layer_types`` list and ``rope_parameters`` keyed by layer type, sliding layers at base 1e4, full-attention
-layers at base 1e6).
+layers at base 1e6). Llama 4's rotary module returns complex ``freqs_cis`` for interleaved pairs instead; its
+adapter does the same. Models with NoPE layers (SmolLM3, Llama 4) need nothing more: their NoPE layers never use
+the rotary module's output, so a scaling reaches the RoPE layers only.
 
 The patched model's ``config`` says what it computes: :func:`apply_scaling` rewrites its RoPE keys into the native
 form ``ropekit extend`` writes (:func:`ropekit.integrations.hf_config.extended_config`), so ``save_pretrained``
@@ -42,7 +44,20 @@ from ropekit.integrations.hf_mscale import refuse_rotary_swap, sync_softmax_scal
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
-SUPPORTED = ("Llama", "Mistral", "Qwen2", "Phi3", "GPTNeoX", "Gemma", "Gemma3 (per layer type)")
+SUPPORTED = (
+    "Llama",
+    "Mistral",
+    "Qwen2",
+    "Phi3",
+    "GPTNeoX",
+    "Gemma",
+    "Gemma3 (per layer type)",
+    "SmolLM3 (NoPE layers)",
+    "Llama4Text (NoPE layers, complex freqs_cis)",
+)
+#: rotary modules that return complex ``freqs_cis`` (``polar(1, angles) × attention factor``, ``(batch, seq,
+#: rotary_dim / 2)``) for q and k whose pairs are interleaved, (0, 1), (2, 3), … (Llama 4's ``apply_rotary_emb``)
+_COMPLEX_ROTARY = ("Llama4TextRotaryEmbedding",)
 
 
 class HFRotaryAdapter(nn.Module):
@@ -51,15 +66,19 @@ class HFRotaryAdapter(nn.Module):
     Args:
         rope: the RoPE of every layer, or a mapping layer type → RoPE for models with one RoPE per layer type
             (then ``forward`` needs ``layer_type``).
+        complex_output: return complex ``freqs_cis`` instead (Llama 4, whose pairs are interleaved).
 
     Shapes:
-        position_ids ``(batch, seq)`` → cos, sin ``(batch, seq, rotary_dim)`` in ``x.dtype``.
+        position_ids ``(batch, seq)`` → cos, sin ``(batch, seq, rotary_dim)`` in ``x.dtype``; with
+        ``complex_output``, freqs_cis ``(batch, seq, rotary_dim // 2)`` complex64.
 
-    Precision: angles in float64, tables rounded once to fp32 and then to ``x.dtype`` (as transformers does).
+    Precision: angles in float64, tables rounded once to fp32 and then to ``x.dtype`` (as transformers does);
+    freqs_cis stays complex64 (transformers computes it in float32 too).
     """
 
-    def __init__(self, rope: RopeConfig | Mapping[str, RopeConfig]) -> None:
+    def __init__(self, rope: RopeConfig | Mapping[str, RopeConfig], *, complex_output: bool = False) -> None:
         super().__init__()
+        self.complex_output = self.interleaved = complex_output
         self.per_layer_type = isinstance(rope, Mapping)
         ropes = dict(rope) if isinstance(rope, Mapping) else {"": rope}
         self.ropes = ropes
@@ -79,6 +98,8 @@ class HFRotaryAdapter(nn.Module):
         else:
             rotary = self.rotary
         cos, sin = rotary.cos_sin(position_ids, device=x.device)  # (b, seq, r/2)
+        if self.complex_output:
+            return torch.complex(cos, sin)  # (b, seq, r/2): pair m of q turns by cos + i·sin
         return torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((sin, sin), dim=-1).to(x.dtype)
 
 
@@ -134,7 +155,9 @@ def apply_scaling(
             for t in types
         }
     for parent, name in targets:
-        setattr(parent, name, HFRotaryAdapter(rope))
+        child = getattr(parent, name)
+        complex_output = getattr(child, "complex_output", False) or type(child).__name__ in _COMPLEX_ROTARY
+        setattr(parent, name, HFRotaryAdapter(rope, complex_output=complex_output))
     model.ropekit_scaled_layer_types = chosen
     sync_softmax_scale(model, source.config if hasattr(source, "named_modules") else source, scaling)
     _write_native_config(model, source, scaling, chosen, native)

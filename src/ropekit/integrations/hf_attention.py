@@ -9,6 +9,11 @@ them per the method (:func:`ropekit.attention.core.attend`); layers without a me
 Per-layer-type models (Gemma 3): the method goes to the full-attention (global) layers only by default; the
 sliding-window layers keep sdpa and their window. ``model.ropekit_attention_layer_types`` records which.
 
+Models with NoPE layers (SmolLM3, Llama 4: :func:`~ropekit.integrations.rope_layers.rope_layout`): the method goes to
+the layers that rotate q and k only. A NoPE layer's q and k carry no position, so re-positioning them would inject
+positions the model never had; those layers keep sdpa, exactly the model's own attention.
+``model.ropekit_attention_layers`` records the indices of the layers that got the method.
+
 Positions: the queries are taken as the last tokens of the keys (prefill, or KV-cached decoding one token at a
 time, batch without left padding); a padding mask transformers passes is applied on top of the method's pattern.
 """
@@ -25,6 +30,7 @@ from ropekit.attention.registry import AttentionConfig
 from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling, rotary_modules
 from ropekit.integrations.hf_config import DEFAULT_LAYER_TYPES, rope_of
 from ropekit.integrations.hf_mscale import refuse_attention_method, refuse_sinks
+from ropekit.integrations.rope_layers import layer_uses_rope, rope_layout
 
 __all__ = ["IMPLEMENTATION", "apply_attention"]
 
@@ -44,6 +50,10 @@ class _Binding:
         rotary = adapter.rotaries[self.layer_type] if adapter.per_layer_type else adapter.rotary
         return rotary.frequencies
 
+    def interleaved(self) -> bool:
+        """The model's pair layout: interleaved for Llama 4's complex rotation, else rotate-half."""
+        return getattr(self.parent, self.name).interleaved
+
 
 def _forward(module: nn.Module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
     """transformers attention function: ``(b, heads, q_len, d)`` rotated q/k → ``((b, q_len, heads, d), None)``."""
@@ -59,7 +69,16 @@ def _forward(module: nn.Module, query, key, value, attention_mask, dropout: floa
     refuse_sinks(module, kwargs)
     if getattr(module, "attn_logit_softcapping", None) or kwargs.get("softcap"):
         raise ValueError(f"{type(module).__name__}: attention-logit soft-capping is not supported by ropekit methods")
-    out = attend(query, key, value, binding.method, binding.frequencies(), scale=scaling, attention_mask=attention_mask)
+    out = attend(
+        query,
+        key,
+        value,
+        binding.method,
+        binding.frequencies(),
+        scale=scaling,
+        attention_mask=attention_mask,
+        interleaved=binding.interleaved(),
+    )
     return out.transpose(1, 2).contiguous(), None  # (b, q_len, heads, d)
 
 
@@ -107,7 +126,7 @@ def apply_attention(
         for layer in layers:
             layer.ropekit_attention = None
         model.set_attn_implementation(getattr(model, "ropekit_previous_attention", "sdpa"))
-        model.ropekit_attention_layer_types = None
+        model.ropekit_attention_layer_types = model.ropekit_attention_layers = model.ropekit_attention_method = None
         return model
     targets = rotary_modules(model)
     if not any(isinstance(getattr(parent, name), HFRotaryAdapter) for parent, name in targets):
@@ -128,21 +147,37 @@ def apply_attention(
         )
     else:
         chosen = None
+    layout = rope_layout(model)
+    bound = []
     for layer in layers:
         layer_type = _layer_type(model, layer) if adapter.per_layer_type else None
-        wanted = chosen is None or layer_type in chosen
+        wanted = (chosen is None or layer_type in chosen) and layer_uses_rope(layout, layer.layer_idx)
         layer.ropekit_attention = _Binding(method, parent, name, layer_type) if wanted else None
+        if wanted:
+            bound.append(layer.layer_idx)
     _register()
     if model.config._attn_implementation != IMPLEMENTATION:
         model.ropekit_previous_attention = model.config._attn_implementation
         model.set_attn_implementation(IMPLEMENTATION)
     model.ropekit_attention_layer_types = sorted(chosen) if chosen is not None else None
+    model.ropekit_attention_layers = sorted(bound)
+    model.ropekit_attention_method = method
     return model
 
 
 def describe_attention(model: Any) -> dict[str, Any] | None:
-    """The method the model's layers run (``None`` for sdpa) and, on per-layer-type models, where."""
-    bindings = [b for b in (getattr(m, "ropekit_attention", None) for m in attention_layers(model)) if b is not None]
-    if not bindings:
+    """The method the model runs (``None`` for sdpa) and where: ``layer_types`` on per-layer-type models (else
+    ``None``), ``layers`` the indices of the layers that got it, and on models with NoPE layers ``nope_layers``,
+    which keep the model's own attention (on a model whose layers are all NoPE, ``layers`` is empty)."""
+    method = getattr(model, "ropekit_attention_method", None)
+    if getattr(model, "ropekit_attention_layers", None) is None or method is None:
         return None
-    return {**bindings[0].method.describe(), "layer_types": getattr(model, "ropekit_attention_layer_types", None)}
+    described = {
+        **method.describe(),
+        "layer_types": getattr(model, "ropekit_attention_layer_types", None),
+        "layers": list(model.ropekit_attention_layers),
+    }
+    layout = rope_layout(model)
+    if layout is not None:
+        described["nope_layers"] = layout.nope_layers
+    return described

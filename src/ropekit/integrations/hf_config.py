@@ -13,6 +13,9 @@ layers is ``full_attention`` gets it on every layer type its layers run, since n
 Only the types in the config's per-layer ``layer_types`` list count: transformers adds a ``full_attention`` RoPE to a
 Gemma 3 config that lacks one, so the raw ``config.json`` (read by ``extend``) and the loaded config (``eval``) give
 the same answer. Asking for layer types on a model with one RoPE is refused.
+
+Which layers rotate at all (NoPE layers: SmolLM3, Llama 4) is :func:`ropekit.integrations.rope_layers.rope_layout`;
+a NoPE layer takes no RoPE of any layer type, so a written RoPE never reaches it (:func:`extended_config` says so).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config
 from ropekit.integrations.native import native_rope
+from ropekit.integrations.rope_layers import rope_layout
 from ropekit.scaling.registry import ScalingConfig
 
 #: the layer types a method goes to by default on a per-layer-type model that has them (see :func:`scaled_layer_types`)
@@ -267,7 +271,8 @@ def extended_config(
             else all); refused for a model with one RoPE.
 
     Returns:
-        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written.
+        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, and which layers
+        take no RoPE (they are unchanged; ``no_rope_layers`` is copied as it is).
 
     Raises:
         ValueError: no RoPE, an unknown layer type, or a scaling transformers cannot express.
@@ -310,6 +315,9 @@ def extended_config(
             original = written.rope_parameters.get("original_max_position_embeddings", original)
         notes += [f"{t}: unchanged" for t in nested if t not in chosen]
         new[key] = params
+    layout = rope_layout(config)
+    if layout is not None and layout.nope_layers:  # transformers applies rope_parameters where use_rope holds only
+        notes.append(f"layers {', '.join(map(str, layout.nope_layers))}: no RoPE (NoPE), unchanged")
     if original is not None and "original_max_position_embeddings" in new:
         new["original_max_position_embeddings"] = original  # Phi-3 style: the top-level key wins in transformers
     new["max_position_embeddings"] = lengths.pop() if lengths else int(target_length)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config, text_part
+from ropekit.integrations.rope_layers import rope_layout
 from ropekit.scaling.registry import frequencies
 
 __all__ = ["Layout", "model_layout"]
@@ -53,13 +54,6 @@ def _layer_rows(layout: Layout, text: dict[str, Any]) -> None:
                    "scalings and attention methods go to full_attention layers by default")  # fmt: skip
     elif layers:
         layout.add("layers", "layers", layers, str(layers))
-    try:  # the NoPE model lives in its own module; without it, say that it was not read
-        from ropekit.integrations.rope_layers import rope_layout
-    except ImportError:
-        nope = "no_rope_layers" in text or "no_rope_layer_interval" in text
-        if nope:
-            layout.add("nope", "NoPE layers", None, "config has no_rope_layers (not read by this ropekit)", "")
-        return
     found = rope_layout(text)
     if found is not None:
         layout.add("nope", "NoPE layers", found.to_dict(), found.describe(), "left alone by extend, scalings, methods")

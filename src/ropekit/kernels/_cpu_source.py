@@ -2,7 +2,7 @@
 
 Kept as a Python string so it ships inside the wheel with no package-data rule and no build step at install.
 
-Why the result is bit-identical to the eager torch path (:func:`ropekit.kernels.eager_rope_into`):
+Why the result is bit-identical to the eager torch path (:func:`ropekit.kernels.reference.rotate`):
 
 * the products ``x1·cos``, ``x2·sin`` are each rounded to fp32 and then added, exactly as the separate torch
   ops do; ``-ffp-contract=off`` stops the compiler fusing them into an FMA (one rounding instead of two);

@@ -7,7 +7,7 @@ length (the first ``length + 1`` tokens), split inside/beyond the training lengt
 once (as ``none``). Each finished row is appended to ``OUT/rows.jsonl`` at once, so a run cut short keeps what it
 measured; ``docs/real_models.md`` is written from those rows.
 
-    OMP_NUM_THREADS=2 python benchmarks/real_models_table.py --model path/to/SmolLM2-135M-Instruct.Q4_1.gguf \\
+    OMP_NUM_THREADS=2 python evidence/real_models/real_models_table.py --model path/to/SmolLM2-135M-Instruct.Q4_1.gguf \\
         --out runs/real_models --multiples 1,2,4 --methods none,linear,ntk,dynamic,yarn,llama3 --trials 2
 """
 

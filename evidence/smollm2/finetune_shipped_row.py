@@ -1,10 +1,10 @@
 """The "source (as shipped)" row of a `ropekit finetune` before/after table, for runs made before the table had it.
 
-Run: ``python benchmarks/finetune_shipped_row.py MODEL TEXT TARGET [ORIGINAL] [TRIALS]`` (lengths in tokens). It packs
+Run: ``python evidence/smollm2/finetune_shipped_row.py MODEL TEXT TARGET [ORIGINAL] [TRIALS]`` (lengths in tokens). It packs
 TEXT exactly as `ropekit finetune` does for TARGET, loads MODEL as shipped (no ropekit scaling) and prints
 ``ropekit.finetune.run.measure``'s perplexity at ORIGINAL and TARGET and passkey at TARGET on the held-out tail, as
 JSON. docs/finetune.md's SmolLM2 8k -> 16k table used
-``python benchmarks/finetune_shipped_row.py $GGUF src/ropekit/data/heldout.txt 16384 8192 2``.
+``python evidence/smollm2/finetune_shipped_row.py $GGUF src/ropekit/data/heldout.txt 16384 8192 2``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PoSE's central claim at tiny scale (issue 25, Evidence 1): the bundled tiny model (trained at 256) extended to 1024.
+"""PoSE's central claim at tiny scale : the bundled tiny model (trained at 256) extended to 1024.
 
 Three models, all with YaRN s = 4 (original length 256):
 
@@ -15,7 +15,7 @@ over windows), passkey at 256 and 1024 (5 depths × ``--trials``; Wilson 95% int
 
 Usage::
 
-    nice -n 15 python benchmarks/pose_tiny.py --steps 60 --batch 2 --trials 8
+    nice -n 15 python evidence/pose_tiny.py --steps 60 --batch 2 --trials 8
 """
 
 from __future__ import annotations

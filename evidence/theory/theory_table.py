@@ -1,6 +1,6 @@
 """The base bound for d = 128, L = 1k … 1M, beside Men et al.'s Table 1 and Su's values, as a markdown table.
 
-Run: ``python benchmarks/theory_table.py`` (a few minutes on 2 cores; ``--robust-limit``, ``--robust-alone-limit``
+Run: ``python evidence/theory/theory_table.py`` (a few minutes on 2 cores; ``--robust-limit``, ``--robust-alone-limit``
 and ``--max-exponent`` change how much is computed). Prints markdown for docs/theory.md.
 
 Columns: ropekit's smallest feasible base (A), exact at every L; the robust base (B), exact where

@@ -1,6 +1,6 @@
 """Old against corrected sample layout at 16k (2x) for yarn and self_extend, seeds 0-2, one sample per (task, seed).
 
-python evidence/smollm2/layout35/table16k.py   (after run16k.sh and run16k_seeds.sh)
+python evidence/smollm2/sample_layout/table16k.py   (after run16k.sh and run16k_seeds.sh)
 """
 
 import json
@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ropekit.eval.tasks.scoring import cell
 
-OLD, NEW = Path("evidence/smollm2"), Path("evidence/smollm2/layout35")
+OLD, NEW = Path("evidence/smollm2"), Path("evidence/smollm2/sample_layout")
 print("| method | layout | seed 0 | seed 1 | seed 2 | mean (9 samples) |")
 print("|---|---|---|---|---|---|")
 for method in ("yarn", "self_extend"):
-    for layout in ("old (stop 33)", "corrected (stop 35)"):
+    for layout in ("old layout", "corrected layout"):
         scores, per_seed = [], []
         for seed in (0, 1, 2):
             suffix = "" if seed == 0 else f"_seed{seed}"
