@@ -30,6 +30,8 @@ class ModelRope:
         original_length: its pre-training length.
         layout: which layers rotate q and k (``None``: every layer).
         path: ``--model`` as given.
+        llama4: Llama 4's temperature and chunked attention
+            (:class:`~ropekit.integrations.llama4_context.Llama4LongContext`; ``None`` for other models).
         config: its whole ``config.json`` dict (for :func:`ropekit.integrations.layout.model_layout`).
     """
 
@@ -39,6 +41,7 @@ class ModelRope:
     original_length: int
     layout: Any
     path: str
+    llama4: Any = None
     config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,6 +60,7 @@ def read_model(model: Path | None) -> ModelRope | None:
     from ropekit.cli.layout_view import read_config
     from ropekit.hf_format import text_part
     from ropekit.integrations.hf_config import original_length_of, rope_of
+    from ropekit.integrations.llama4_context import llama4_long_context
     from ropekit.integrations.rope_layers import rope_layout
 
     try:
@@ -64,7 +68,8 @@ def read_model(model: Path | None) -> ModelRope | None:
         text = text_part(config)  # a multimodal model's language model (Qwen3-VL: text_config)
         rope = rope_of(text)
         original = original_length_of(text, rope)
-        return ModelRope(rope.head_dim, rope.base, rope.dim, original, rope_layout(config), str(model), config)
+        layout, llama4 = rope_layout(config), llama4_long_context(config)
+        return ModelRope(rope.head_dim, rope.base, rope.dim, original, layout, str(model), llama4, config)
     except (FileNotFoundError, ValueError) as error:
         message = name_option(str(error), {"model": "--model"})
         raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None

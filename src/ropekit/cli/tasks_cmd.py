@@ -253,4 +253,4 @@ def tasks_command(
         prepare_output_dir(out, "--out")
     result = run_with_progress(eval_model, settings, tokens, prepared)
     result.context["dropped"] = dropped
-    write_and_print(result, out, json_output, print_summary)
+    write_and_print(result, out, json_output, print_summary, force=force)

@@ -71,10 +71,17 @@ def _attention_rows(layout: Layout, text: dict[str, Any], rope: RopeConfig) -> N
                    "recomputed when apply_scaling changes the factor")  # fmt: skip
     if model_type == "gpt_oss":
         layout.add("sinks", "attention sinks", True, "learned per head (s_aux)", "attention methods refused by name")
-    for key, label in (("attention_chunk_size", "chunked local attention"), ("attn_temperature_tuning",
-                       "attention temperature tuning"), ("dual_chunk_attention_config", "dual-chunk attention")):  # fmt: skip
+    for key, label, ropekit in _MECHANISMS:
         if text.get(key):
-            layout.add(key, label, text[key], str(text[key]), "read, not run by ropekit")
+            layout.add(key, label, text[key], str(text[key]), ropekit)
+
+
+#: long-context mechanisms a config can declare beside its RoPE: (key, label, what ropekit does)
+_MECHANISMS = (
+    ("attention_chunk_size", "chunked local attention", "eval runs transformers' attention; scalings leave it"),
+    ("attn_temperature_tuning", "attention temperature (NoPE layers)", "as transformers; plan --model gives it"),
+    ("dual_chunk_attention_config", "dual-chunk attention (vLLM, SGLang)", "read only; ropekit's dual_chunk method"),
+)
 
 
 def _applies_softmax_mscale(model_type: str) -> bool:
