@@ -46,14 +46,6 @@ def inspect_command(
     """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios;
     with --model, first the model's RoPE layout in one table (rope type, base, rotary dim, pairing, per-layer-type
     RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts, and what ropekit does with each)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ropekit.config import RopeConfig
-    from ropekit.scaling import frequencies
-    from ropekit.theory.bound import max_context_length
-    from ropekit.theory.wavelengths import wavelength_report
-
     given = read_model(model)
     layout = model_layout_of(given)
     head_dim, base, rotary_dim, length = model_defaults(
@@ -71,6 +63,21 @@ def inspect_command(
     names = list(scaling)
     if original_length is not None and not names:
         raise fail("--original-length applies to a scaling method; give --scaling or --factor (without, it is unused)")
+    rope, plain, methods, supported = _reports(head_dim, base, rotary_dim, train, names, factor, original, param)
+    if json_output:
+        print_json(_inspect_json(rope, train, plain, methods, supported, given, layout))
+        return
+    _print_tables(rope, train, plain, methods, supported, given, layout)
+
+
+def _reports(head_dim, base, rotary_dim, train, names, factor, original, param):
+    """The plain wavelength report, one per scaling method (by rope type) and the B_m(b) bound, with library
+    errors named by their flags."""
+    from ropekit.config import RopeConfig
+    from ropekit.scaling import frequencies
+    from ropekit.theory.bound import max_context_length
+    from ropekit.theory.wavelengths import wavelength_report
+
     options = {
         "head_dim": "--head-dim",
         "rotary_dim": "--rotary-dim" if rotary_dim is not None else "--head-dim",
@@ -93,34 +100,43 @@ def inspect_command(
                 )
             methods[scaled.rope_type] = wavelength_report(scaled, train)
         supported = max_context_length(rope.base, rope.dim, limit=BOUND_SCAN_LIMIT)
+    return rope, plain, methods, supported
+
+
+def _inspect_json(rope, train, plain, methods, supported, given, layout) -> dict:
+    """The ``--json`` object of ``ropekit inspect``."""
     periodic = plain.wavelengths <= train
-    if json_output:
-        print_json(
-            {
-                "head_dim": rope.head_dim,
-                "rotary_dim": rope.dim,
-                "base": rope.base,
-                "train_length": train,
-                "wavelengths": plain.wavelengths,
-                "periodic": periodic,
-                "periodic_dims": plain.periodic_dims,
-                "critical_dimension": plain.critical_dimension,
-                "extrapolation_limit": plain.extrapolation_limit,
-                "max_context_length": supported,
-                "max_context_length_scan_limit": BOUND_SCAN_LIMIT,
-                "methods": {
-                    name: {
-                        "ratio": report.ratio,
-                        "wavelengths": report.scaled_wavelengths,
-                        "periodic_dims": report.scaled_periodic_dims,
-                        "attention_factor": report.attention_factor,
-                    }
-                    for name, report in methods.items()
-                },
-                **({"model": given.to_dict(), "layout": layout.data} if given else {}),
+    return {
+        "head_dim": rope.head_dim,
+        "rotary_dim": rope.dim,
+        "base": rope.base,
+        "train_length": train,
+        "wavelengths": plain.wavelengths,
+        "periodic": periodic,
+        "periodic_dims": plain.periodic_dims,
+        "critical_dimension": plain.critical_dimension,
+        "extrapolation_limit": plain.extrapolation_limit,
+        "max_context_length": supported,
+        "max_context_length_scan_limit": BOUND_SCAN_LIMIT,
+        "methods": {
+            name: {
+                "ratio": report.ratio,
+                "wavelengths": report.scaled_wavelengths,
+                "periodic_dims": report.scaled_periodic_dims,
+                "attention_factor": report.attention_factor,
             }
-        )
-        return
+            for name, report in methods.items()
+        },
+        **({"model": given.to_dict(), "layout": layout.data} if given else {}),
+    }
+
+
+def _print_tables(rope, train, plain, methods, supported, given, layout) -> None:
+    """The layout (with --model), summary and per-pair tables of ``ropekit inspect``."""
+    from rich.console import Console
+    from rich.table import Table
+
+    periodic = plain.wavelengths <= train
     console = Console()
     if given is not None:
         console.print(layout_table(layout, f"layout of {given.path}"))
