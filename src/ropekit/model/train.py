@@ -7,7 +7,6 @@ early (with a checkpoint) when the time budget is spent.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -18,15 +17,13 @@ import torch
 import torch.nn.functional as F
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.model.checkpoint import save
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 from ropekit.model.tokenizer import byte_ids
+from ropekit.model.train_state import check_train_out, checkpoint, copy_weights, load_state
 
 TASK_MIXES = ("passkey", "suite")
-#: what a training run writes into its output folder (a checkpoint and the optimizer state that resumes it)
-CHECKPOINT_FILES = ("model.safetensors", "config.json", "train_state.safetensors", "train_state.json")
 #: with ``task_mix="suite"``, the share of task sequences that stay passkey episodes
 SUITE_PASSKEY_SHARE = 0.25
 
@@ -180,87 +177,90 @@ def heldout_bpb(model: TinyLM, length: int, *, max_windows: int = 64) -> float:
     return bits_per_byte(total / count)
 
 
-def _save_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer, step: int, history: list) -> None:
-    from safetensors.torch import save_file
-
-    names = dict(model.named_parameters())
-    tensors = {}
-    for name, param in names.items():
-        state = optimizer.state.get(param, {})
-        for key in ("exp_avg", "exp_avg_sq"):
-            if key in state:
-                tensors[f"{key}/{name}"] = state[key].contiguous().cpu()
-    save_file(tensors, str(directory / "train_state.safetensors"))
-    (directory / "train_state.json").write_text(json.dumps({"step": step, "history": history}) + "\n")
-
-
-def _checkpoint(
-    out: Path, model: TinyLM, optimizer: torch.optim.Optimizer, step: int, history: list, metadata: dict
-) -> None:
-    """Weights and optimizer state, written together beside ``out`` and renamed into it (:mod:`ropekit._output`;
-    the names were checked when the run started, so they are the run's own)."""
-    from ropekit._output import staged_output
-
-    with staged_output(out, force=True) as staged:
-        save(model, staged, metadata=metadata)
-        _save_state(staged, model, optimizer, step, history)
-
-
-def check_train_out(out: str | Path, *, resume: bool = True, force: bool = False) -> bool:
-    """Whether a run into ``out`` resumes (``resume`` and a ``train_state`` there); otherwise ``out`` must not hold
-    any of :data:`CHECKPOINT_FILES` unless ``force`` (they would be replaced; other files are left alone).
-
-    Raises:
-        ropekit._output.OutputExists: ``out`` holds checkpoint files of no run to resume, and ``force`` is false.
-        FileExistsError: ``out`` is a file.
-    """
-    from ropekit._output import refuse_existing
-
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"out {str(out)!r} exists and is not a folder")
-    if resume and (out / "train_state.json").is_file():
-        return True
-    refuse_existing(out, CHECKPOINT_FILES, force=force)
-    return False
-
-
-def _load_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer) -> tuple[int, list]:
-    from safetensors.torch import load_file
-
-    from ropekit.model.checkpoint import load
-
-    model.load_state_dict(load(directory).state_dict())
-    tensors = load_file(str(directory / "train_state.safetensors"))
-    meta = json.loads((directory / "train_state.json").read_text())
-    for name, param in model.named_parameters():
-        if f"exp_avg/{name}" in tensors:
-            optimizer.state[param] = {
-                "step": torch.tensor(float(meta["step"])),
-                "exp_avg": tensors[f"exp_avg/{name}"].to(param.device),
-                "exp_avg_sq": tensors[f"exp_avg_sq/{name}"].to(param.device),
-            }
-    return meta["step"], meta["history"]
-
-
-def _copy_weights(init: str | Path, model: TinyLM) -> None:
-    """Load ``init``'s weights into ``model``; a different shape is a clear error."""
-    from ropekit.model.checkpoint import load
-
+def _device(train: TrainConfig) -> torch.device:
+    """``train.device`` as a torch device, refused with a one-line error if it is malformed or absent here."""
     try:
-        source = load(init).state_dict()
-    except (OSError, ValueError) as error:
-        raise ValueError(f"init={str(init)!r}: {error}") from error
-    target = model.state_dict()
-    mismatched = sorted(
-        k for k in set(source) | set(target) if k not in source or k not in target or source[k].shape != target[k].shape
+        device = torch.device(train.device)
+    except RuntimeError as error:
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    return device
+
+
+def _optimizer(model: TinyLM, train: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only (not on norms and biases)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=train.lr,
+        betas=(0.9, 0.95),
     )
-    if mismatched:
-        raise ValueError(
-            f"init={str(init)!r} has a different shape from the model being trained (first mismatches: "
-            f"{mismatched[:3]}); use the checkpoint's d_model, n_layers, n_heads, n_kv_heads and ffn_dim"
-        )
-    model.load_state_dict(source)
+
+
+def _step(
+    model: TinyLM,
+    optimizer: torch.optim.Optimizer,
+    batch: torch.Tensor,
+    answers: torch.Tensor,
+    train: TrainConfig,
+    lr: float,
+) -> torch.Tensor:
+    """One optimizer step at learning rate ``lr`` with gradients clipped to norm 1; returns the loss."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = training_loss(model(batch[:, :-1]), batch, answers, train.answer_weight)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss
+
+
+def _train_steps(
+    model: TinyLM,
+    optimizer: torch.optim.Optimizer,
+    corpus: np.ndarray,
+    config: TinyConfig,
+    train: TrainConfig,
+    out: Path,
+    device: torch.device,
+    step: int,
+    history: list,
+    progress: bool,
+    elapsed_before: float,
+) -> int:
+    """Optimizer steps from ``step`` until ``train.steps`` or the time budget, appending to ``history`` every 10
+    steps and checkpointing every ``train.checkpoint_every``; returns the step reached."""
+    from ropekit._progress import progress_bar
+
+    started = time.perf_counter()
+    tokens_per_step = train.batch_size * config.train_length
+    with progress_bar("train", steps=True, enabled=progress) as bar:
+        task = bar.add_task("", total=train.steps, completed=step)
+        smoothed = None
+        while step < train.steps:
+            model.train()
+            batch, answers = make_batch(corpus, config, train, step, with_answers=True)
+            batch = batch.to(device)
+            elapsed = elapsed_before + time.perf_counter() - started
+            fraction = progress_fraction(train, step, elapsed)
+            if fraction >= 1.0:
+                break
+            loss = _step(model, optimizer, batch, answers, train, learning_rate(train, step, fraction))
+            step += 1
+            elapsed = elapsed_before + time.perf_counter() - started
+            smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
+            rate = step * tokens_per_step / max(elapsed, 1e-9)
+            bar.update(
+                task, completed=step, description=f"loss {smoothed:.3f}  {rate:,.0f} tok/s  {fraction:.0%} of budget"
+            )
+            if step % 10 == 0:
+                history.append({"step": step, "loss": round(smoothed, 4), "elapsed_s": round(elapsed, 1)})
+            if step % train.checkpoint_every == 0:
+                checkpoint(out, model, optimizer, step, history, {"partial": True, "step": step})
+    return step
 
 
 def train(
@@ -286,71 +286,31 @@ def train(
             random ones: continued training, e.g. at a longer context or another RoPE base, as Men et al. do when
             they fine-tune with a changed base. Its shape must match ``config``; position encoding, base and
             training length may differ (RoPE has no weights). Ignored when resuming.
-        force: replace the checkpoint files of :data:`CHECKPOINT_FILES` that ``out`` holds without a run to resume
-            (refused otherwise, before any work); the other files in ``out`` are never touched. Checkpoints are
-            written beside ``out`` and renamed into it, so an interrupted write leaves the previous one whole.
+        force: replace the checkpoint files (:data:`~ropekit.model.train_state.CHECKPOINT_FILES`) that ``out``
+            holds without a run to resume (refused otherwise, before any work); the other files in ``out`` are never
+            touched. Checkpoints are written beside ``out`` and renamed into it, so an interrupted write leaves the
+            previous one whole.
     """
-    from ropekit._progress import progress_bar
-
     torch.manual_seed(train.seed)
     out = Path(out)
-    try:
-        device = torch.device(train.device)
-    except RuntimeError as error:
-        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    device = _device(train)
     resuming = check_train_out(out, resume=resume, force=force)
     model = TinyLM(config)
     if init is not None:
-        _copy_weights(init, model)
+        copy_weights(init, model)
     out.mkdir(parents=True, exist_ok=True)  # after the checks: a bad run leaves nothing behind
     manifest = None
     if corpus is None:
         corpus, manifest = build_training_bytes()
     model = model.to(device)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=train.lr,
-        betas=(0.9, 0.95),
-    )
+    optimizer = _optimizer(model, train)
     step, history = 0, []
     if resuming:
-        step, history = _load_state(out, model, optimizer)
-    started = time.perf_counter()
+        step, history = load_state(out, model, optimizer)
     elapsed_before = history[-1]["elapsed_s"] if history else 0.0
     tokens_per_step = train.batch_size * config.train_length
-    with progress_bar("train", steps=True, enabled=progress) as bar:
-        task = bar.add_task("", total=train.steps, completed=step)
-        smoothed = None
-        while step < train.steps:
-            model.train()
-            batch, answers = make_batch(corpus, config, train, step, with_answers=True)
-            batch = batch.to(device)
-            elapsed = elapsed_before + time.perf_counter() - started
-            fraction = progress_fraction(train, step, elapsed)
-            if fraction >= 1.0:
-                break
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(train, step, fraction)
-            loss = training_loss(model(batch[:, :-1]), batch, answers, train.answer_weight)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            step += 1
-            elapsed = elapsed_before + time.perf_counter() - started
-            smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
-            rate = step * tokens_per_step / max(elapsed, 1e-9)
-            bar.update(
-                task, completed=step, description=f"loss {smoothed:.3f}  {rate:,.0f} tok/s  {fraction:.0%} of budget"
-            )
-            if step % 10 == 0:
-                history.append({"step": step, "loss": round(smoothed, 4), "elapsed_s": round(elapsed, 1)})
-            if step % train.checkpoint_every == 0:
-                _checkpoint(out, model, optimizer, step, history, {"partial": True, "step": step})
+    started = time.perf_counter()
+    step = _train_steps(model, optimizer, corpus, config, train, out, device, step, history, progress, elapsed_before)
     elapsed = elapsed_before + time.perf_counter() - started
     summary = {
         "command": command,
@@ -364,5 +324,5 @@ def train(
         "init": None if init is None else str(init),
         "history": history,
     }
-    _checkpoint(out, model, optimizer, step, history, summary)
+    checkpoint(out, model, optimizer, step, history, summary)
     return summary
