@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ropekit.attention.registry import AttentionConfig
+from ropekit.attention.registry import AttentionConfig, Region
 from ropekit.functional import apply_rope
 from ropekit.scaling.registry import Frequencies
 from ropekit.tables import cos_sin
@@ -191,23 +191,49 @@ def attend(
             for part_lo, part_hi, masked in parts:
                 if part_lo >= part_hi:
                     continue
-                mask = _mask_part(attention_mask, slice(start, stop), slice(part_lo, part_hi))
-                if masked:
-                    kj = key_index[part_lo:part_hi][None, :]
-                    allowed = (kj <= qi[:, None]) & region.allowed(qi[:, None], kj)  # (n, keys)
-                    mask = allowed if mask is None else mask & allowed
-                if mask is not None:
-                    if not bool(mask.any()):
-                        continue
-                    width = part_hi - part_lo
-                    mask = mask.reshape(-1, 1, 1, rows, width).expand(-1, 1, groups, rows, width)
-                    mask = mask.reshape(-1, 1, groups * rows, width)  # (b|1, 1, g·n, keys)
+                keep, mask = _part_mask(attention_mask, region, qi, key_index, start, part_lo, part_hi, masked, groups)
+                if not keep:
+                    continue
                 part_out, part_lse = _fused(qr, rotated[:, :, part_lo:part_hi], v[:, :, part_lo:part_hi], mask, scale)
                 outs.append(part_out)
                 lses.append(part_lse)
-        lse = torch.stack(lses)  # (parts, b, kv, g·n)
-        total = torch.logsumexp(lse, dim=0)
-        weights = torch.exp(lse - torch.where(torch.isinf(total), torch.zeros_like(total), total))
-        merged = sum(w.unsqueeze(-1) * o.to(w.dtype) for w, o in zip(weights, outs, strict=True))
+        merged = _merge(outs, lses)
         out[:, :, start:stop] = merged.reshape(batch, q_heads, rows, -1).to(v.dtype)
     return out
+
+
+def _part_mask(
+    attention_mask: torch.Tensor | None,
+    region: Region,
+    qi: torch.Tensor,
+    key_index: torch.Tensor,
+    start: int,
+    part_lo: int,
+    part_hi: int,
+    masked: bool,
+    groups: int,
+) -> tuple[bool, torch.Tensor | None]:
+    """``(keep, mask)`` of the keys ``part_lo … part_hi − 1`` for the block of queries at positions ``qi`` (rows
+    ``start …`` of the call): the caller's ``attention_mask`` and, for an edge part (``masked``), the causal and
+    region pattern, laid out ``(b|1, 1, g·n, keys)`` for the GQA rows; ``keep`` is false when no key is allowed."""
+    rows = len(qi)
+    mask = _mask_part(attention_mask, slice(start, start + rows), slice(part_lo, part_hi))
+    if masked:
+        kj = key_index[part_lo:part_hi][None, :]
+        allowed = (kj <= qi[:, None]) & region.allowed(qi[:, None], kj)  # (n, keys)
+        mask = allowed if mask is None else mask & allowed
+    if mask is None:
+        return True, None
+    if not bool(mask.any()):
+        return False, None
+    width = part_hi - part_lo
+    mask = mask.reshape(-1, 1, 1, rows, width).expand(-1, 1, groups, rows, width)
+    return True, mask.reshape(-1, 1, groups * rows, width)  # (b|1, 1, g·n, keys)
+
+
+def _merge(outs: list[torch.Tensor], lses: list[torch.Tensor]) -> torch.Tensor:
+    """The parts' outputs merged by their log-sum-exp (a part whose every score is −inf weighs nothing)."""
+    lse = torch.stack(lses)  # (parts, b, kv, g·n)
+    total = torch.logsumexp(lse, dim=0)
+    weights = torch.exp(lse - torch.where(torch.isinf(total), torch.zeros_like(total), total))
+    return sum(w.unsqueeze(-1) * o.to(w.dtype) for w, o in zip(weights, outs, strict=True))
