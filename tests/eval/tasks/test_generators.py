@@ -181,3 +181,9 @@ def test_draw_until_new_loops_end_with_an_error_naming_the_task(deadline):
         make_sample("niah_single_1", 256, no_noise)
     with deadline(60), pytest.raises(ValueError, match="does not grow"):
         largest_fitting(lambda n: 5, 100)
+
+
+@pytest.mark.parametrize(("argument", "value"), [("value_kind", "numbr"), ("key_kind", "number")])
+def test_unknown_kind_names_the_argument(argument, value, text_ids):
+    with pytest.raises(ValueError, match=rf"^{argument} must be one of .*; got '{value}'$"):
+        make_sample("niah_single_1", 256, byte_ids, text=text_ids, seed=0, index=0, **{argument: value})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ropekit._validate import require_choice
 from ropekit.eval.tasks.base import (
     Haystack,
     Pieces,
@@ -28,7 +29,9 @@ from ropekit.eval.tasks.base import (
     too_short,
 )
 
+#: what a key can be (``key_kind``): a pseudo-word or a UUID
 KEY_KINDS = ("word", "uuid")
+#: what a value can be (``value_kind``): a 7-digit number, a pseudo-word or a UUID
 VALUE_KINDS = ("number", "word", "uuid")
 
 
@@ -55,6 +58,49 @@ def question_text(kind: str, keys: list[str], values: int) -> str:
     return f"\nWhat are the magic {kind}s for {', '.join(keys)}? They are"
 
 
+def _draw_needles(
+    rng: np.random.Generator, keys: int, values: int, asked_keys: int, key_kind: str, value_kind: str, where: str
+) -> tuple[list[str], dict[str, list[str]]]:
+    """``keys`` distinct keys and each one's values, all distinct: ``values`` for the first ``asked_keys`` keys,
+    one for the rest."""
+    avoid: set[str] = set()
+    key_names = []
+    for _ in range(keys):  # distinct keys
+        key = draw_new(lambda: draw_key(rng, key_kind), avoid.__contains__, f"{where}: keys")
+        avoid.add(key)
+        key_names.append(key)
+    needle_values: dict[str, list[str]] = {}
+    taken: set[str] = set()
+    for key in key_names:
+        row = []
+        for _ in range(values if key in key_names[:asked_keys] else 1):
+            value = draw_new(lambda: draw_value(rng, value_kind), taken.__contains__, f"{where}: values")
+            taken.add(value)
+            row.append(value)
+        needle_values[key] = row
+    return key_names, needle_values
+
+
+def _questions(
+    pieces: Pieces,
+    value_kind: str,
+    key_names: list[str],
+    needle_values: dict[str, list[str]],
+    queries: int,
+    asks: int,
+    values: int,
+) -> list[Question]:
+    """One question per ask, each about its own ``queries`` keys, answered by their values in order."""
+    groups = [key_names[i * queries : (i + 1) * queries] for i in range(asks)]
+    questions = []
+    for group in groups:
+        answers = [v for key in group for v in needle_values[key]]
+        target = pieces.ids(" " + ", ".join(answers))
+        ids = pieces.ids(question_text(value_kind, group, values))
+        questions.append(Question(ids, tuple(answers), target, budget_for(target)))
+    return questions
+
+
 def niah_sample(
     task: str,
     rng: np.random.Generator,
@@ -76,6 +122,8 @@ def niah_sample(
     Args:
         task: the name recorded in the sample.
         haystack: the filler; with ``kind="needles"`` it is made of needles with other keys.
+        key_kind: one of :data:`KEY_KINDS`.
+        value_kind: one of :data:`VALUE_KINDS`.
         keys: keys that have needles (the rest are distractors in the text itself: RULER's multi-key).
         values: values stated for each asked key (multi-value).
         queries: keys asked in one question (multi-query).
@@ -84,27 +132,17 @@ def niah_sample(
         include_answer: count the (first) question's canonical answer in ``length`` (training sequences).
 
     Raises:
-        ValueError: ``length`` cannot hold the needles, the question and (if included) the answer.
+        ValueError: ``length`` cannot hold the needles, the question and (if included) the answer; an unknown
+            ``key_kind`` or ``value_kind``.
     """
+    require_choice("key_kind", key_kind, KEY_KINDS)
+    require_choice("value_kind", value_kind, VALUE_KINDS)
     asked_keys = queries * asks
     if keys < asked_keys:
         raise ValueError(f"keys ({keys}) must be at least queries x asks ({asked_keys})")
     where = f"task {task!r} at length {length:,}"
-    avoid: set[str] = set()
-    key_names = []
-    for _ in range(keys):  # distinct keys
-        key = draw_new(lambda: draw_key(rng, key_kind), avoid.__contains__, f"{where}: keys")
-        avoid.add(key)
-        key_names.append(key)
-    needle_values: dict[str, list[str]] = {}
-    taken: set[str] = set()
-    for key in key_names:
-        row = []
-        for _ in range(values if key in key_names[:asked_keys] else 1):
-            value = draw_new(lambda: draw_value(rng, value_kind), taken.__contains__, f"{where}: values")
-            taken.add(value)
-            row.append(value)
-        needle_values[key] = row
+    key_names, needle_values = _draw_needles(rng, keys, values, asked_keys, key_kind, value_kind, where)
+    avoid, taken = set(key_names), {v for row in needle_values.values() for v in row}
     first = float(rng.random()) if depth is None else float(depth)
     texts, depths = [], []
     for key in key_names:  # each key's values sorted by depth, so the text states them in the answer's order
@@ -114,13 +152,7 @@ def niah_sample(
         texts += [(key, v) for _, v in pairs]
         depths += [d for d, _ in pairs]
     needles = [pieces.ids(needle_text(value_kind, key, v)) for key, v in texts]
-    groups = [key_names[i * queries : (i + 1) * queries] for i in range(asks)]
-    questions = []
-    for group in groups:
-        answers = [v for key in group for v in needle_values[key]]
-        target = pieces.ids(" " + ", ".join(answers))
-        ids = pieces.ids(question_text(value_kind, group, values))
-        questions.append(Question(ids, tuple(answers), target, budget_for(target)))
+    questions = _questions(pieces, value_kind, key_names, needle_values, queries, asks, values)
     needle_tokens = sum(len(n) for n in needles)
     # a training sequence holds the first question and its answer; a sample for evaluation fits each question with
     # its answer (base.answer_room), the longest one exactly

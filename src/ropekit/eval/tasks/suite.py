@@ -47,6 +47,10 @@ class TaskSpec:
         haystack: str | None = None,
         **overrides: Any,
     ) -> Sample:
+        """Sample of exactly ``length`` tokens from ``self.build``, called as ``build(name, rng, length, pieces, *,
+        haystack, depth, include_answer, **params)``. ``include_answer`` (training sequences, :func:`mixture_sample`)
+        counts the first question's answer in ``length``; every generator takes it, and those whose answer always
+        fits (variable tracking, the word lists) return the same sample either way."""
         kind = haystack or self.haystack
         if kind not in HAYSTACKS:
             raise ValueError(f"haystack must be one of {', '.join(HAYSTACKS)}, got {kind!r}")
