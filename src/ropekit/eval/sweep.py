@@ -176,6 +176,33 @@ def forward_tokens(
     return cost
 
 
+def _context(model: EvalModel, tokens: TokenizedText, settings: SweepSettings) -> dict[str, Any]:
+    """What a sweep ran on: ropekit and torch versions, the model, the evaluation text and the settings."""
+    from ropekit import __version__
+
+    return {
+        "ropekit_version": __version__,
+        "model": model.describe(),
+        "eval_text": tokens.source,
+        "eval_text_sha256": tokens.sha256,
+        "eval_text_tokens": len(tokens.ids),
+        "settings": settings.to_dict(),
+        "train_length": model.train_length,
+        "torch": torch.__version__,
+    }
+
+
+def _report_skipped(
+    method: str, costs: list[int], on_step: Callable[[str], None] | None, on_tokens: Callable[[int], None] | None
+) -> None:
+    """Tell the progress callbacks of each skipped unit (``costs``: its forward tokens), so a bar's total stays exact."""
+    for cost in costs:
+        if on_tokens is not None:
+            on_tokens(cost)
+        if on_step is not None:
+            on_step(f"{method} skipped")
+
+
 def run_sweep(
     model: EvalModel,
     settings: SweepSettings,
@@ -194,22 +221,10 @@ def run_sweep(
         on_step: called with a short label after each (method, length) unit of work, for progress bars.
         on_tokens: called with the forward tokens of each finished unit (see :func:`forward_tokens`), for an ETA.
     """
-    from ropekit import __version__
-
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids, digest = tokens.ids, tokens.sha256
     train_length = model.train_length
-    context = {
-        "ropekit_version": __version__,
-        "model": model.describe(),
-        "eval_text": tokens.source,
-        "eval_text_sha256": digest,
-        "eval_text_tokens": len(ids),
-        "settings": settings.to_dict(),
-        "train_length": train_length,
-        "torch": torch.__version__,
-    }
-    result = SweepResult(context)
+    result = SweepResult(_context(model, tokens, settings))
     lengths = [int(m * train_length) for m in settings.multiples]
     passkey_lengths = [int(m * train_length) for m in settings.passkey_multiples]
     filler = ids.numpy()
@@ -227,11 +242,7 @@ def run_sweep(
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 cost = forward_tokens(settings, train_length, len(ids), perplexity=perplexity, passkey=passkey)
-                for skipped_length in needed[index:]:  # keep a progress bar's total exact
-                    if on_tokens is not None:
-                        on_tokens(cost[skipped_length] // len(settings.methods))
-                    if on_step is not None:
-                        on_step(f"{method} skipped")
+                _report_skipped(method, [cost[n] // len(settings.methods) for n in needed[index:]], on_step, on_tokens)
                 break
             run = {
                 "method": method,
@@ -243,27 +254,13 @@ def run_sweep(
             }
             unit = 0
             if perplexity and length in lengths:
-                point = perplexity_at(
-                    model,
-                    ids,
-                    length,
-                    train_length,
-                    mode=settings.mode,
-                    stride=settings.stride,
-                    max_tokens=settings.max_tokens,
-                )
+                mode, stride, max_tokens = settings.mode, settings.stride, settings.max_tokens
+                point = perplexity_at(model, ids, length, train_length, mode=mode, stride=stride, max_tokens=max_tokens)
                 result.perplexity.append({**run, "mode": settings.mode, **point.to_dict()})
                 unit += perplexity_windows(length, len(ids), settings) * length
             if passkey and length in passkey_lengths:
-                cells = passkey_grid(
-                    model,
-                    filler,
-                    [length],
-                    list(settings.depths),
-                    trials=settings.trials,
-                    seed=settings.seed,
-                    encode=encode,
-                )
+                depths, trials = list(settings.depths), settings.trials
+                cells = passkey_grid(model, filler, [length], depths, trials=trials, seed=settings.seed, encode=encode)
                 result.passkey.extend({**run, **cell.to_dict()} for cell in cells)
                 unit += len(settings.depths) * settings.trials * (length - 1)
             if on_tokens is not None:
