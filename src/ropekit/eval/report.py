@@ -148,6 +148,39 @@ def model_line(describe: dict[str, Any]) -> str:
     return line
 
 
+def _write_figures(
+    model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, lengths: list[int]
+) -> None:
+    """``wavelengths.png`` (plain and each evaluated static method at the longest length's factor), and
+    ``perplexity.png`` and ``passkey.png`` when the sweep measured them."""
+    train = model.train_length
+    scaled = {"plain": frequencies(model.rope).wavelengths}
+    for method in ranked_scalings("plan_order"):  # the static methods a plan compares, when evaluated
+        if method in settings.methods:
+            factor = max(lengths) / train
+            spec = scaling_for(method, factor=factor, train_length=train)
+            scaled[f"{method} (s={factor:g})"] = frequencies(model.rope.replace(scaling=spec)).wavelengths
+    wavelength_figure(scaled, train, out / "wavelengths.png")
+    if result.perplexity:
+        perplexity_figure(result.perplexity, train, out / "perplexity.png")
+    if result.passkey:
+        passkey_figure(result.passkey, out / "passkey.png")
+
+
+def _theory_parts(theory: dict[str, Any]) -> list[str]:
+    """The report's theory section: periods, critical dimension, the base's bound and the bound table."""
+    return [
+        "<h2>Theory view</h2>",
+        f"<p>{theory['pairs_completing_a_period']} of {theory['rotary_dim'] // 2} pairs complete a full period within "
+        f"the training length; critical dimension d_extra = {theory['critical_dimension']} "
+        f"(Liu et al., arXiv 2310.05209), extrapolation limit T_extra ≈ {theory['extrapolation_limit']:.0f} tokens. "
+        f"The base {theory['base']:g} keeps B_m ≥ 0 up to m = {theory['max_context_length_for_base']:,} "
+        "(Men et al., arXiv 2405.14591).</p>",
+        "<img src='wavelengths.png' alt='wavelengths per pair'>",
+        _table(theory["bound_rows"], ["length", "smallest_base", "robust_base", "base_feasible", "base_clears_bound"]),
+    ]
+
+
 def write_report(
     model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float, tasks: Any = None
 ) -> Path:
@@ -160,17 +193,7 @@ def write_report(
     train = model.train_length
     lengths = sorted({r["length"] for r in result.perplexity} | {r["length"] for r in result.passkey})
     theory = theory_view(model, lengths)
-    scaled = {"plain": frequencies(model.rope).wavelengths}
-    for method in ranked_scalings("plan_order"):  # the static methods a plan compares, when evaluated
-        if method in settings.methods:
-            factor = max(lengths) / train
-            spec = scaling_for(method, factor=factor, train_length=train)
-            scaled[f"{method} (s={factor:g})"] = frequencies(model.rope.replace(scaling=spec)).wavelengths
-    wavelength_figure(scaled, train, out / "wavelengths.png")
-    if result.perplexity:
-        perplexity_figure(result.perplexity, train, out / "perplexity.png")
-    if result.passkey:
-        passkey_figure(result.passkey, out / "passkey.png")
+    _write_figures(model, settings, result, out, lengths)
     findings = summary_lines(result, train)
     if tasks is not None:
         from ropekit.eval.tasks.section import task_findings
@@ -203,16 +226,7 @@ def write_report(
         + "".join(f"<li>{html.escape(line)}</li>" for line in findings)
         + "</ul></details>",
     ]
-    parts += [
-        "<h2>Theory view</h2>",
-        f"<p>{theory['pairs_completing_a_period']} of {theory['rotary_dim'] // 2} pairs complete a full period within "
-        f"the training length; critical dimension d_extra = {theory['critical_dimension']} "
-        f"(Liu et al., arXiv 2310.05209), extrapolation limit T_extra ≈ {theory['extrapolation_limit']:.0f} tokens. "
-        f"The base {theory['base']:g} keeps B_m ≥ 0 up to m = {theory['max_context_length_for_base']:,} "
-        "(Men et al., arXiv 2405.14591).</p>",
-        "<img src='wavelengths.png' alt='wavelengths per pair'>",
-        _table(theory["bound_rows"], ["length", "smallest_base", "robust_base", "base_feasible", "base_clears_bound"]),
-    ]
+    parts += _theory_parts(theory)
     if result.perplexity:
         parts += [
             f"<h2>Perplexity against length ({html.escape(settings.mode)})</h2>",
