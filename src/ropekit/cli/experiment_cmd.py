@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,6 +15,11 @@ from ropekit.cli.common import (
     prepare_output_dir,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ropekit.experiments.base_bound import ExperimentSettings
 
 DEFAULT_OUT = Path("runs/base-bound")
 #: ExperimentSettings fields set from options (an error about one names its option)
@@ -52,12 +58,40 @@ def base_bound_command(
     json_output: bool = json_option("Print results.json's content as JSON (progress goes to stderr)."),
 ) -> None:
     """Train models that differ only in RoPE base (around the bound) plus NoPE; compare perplexity and retrieval."""
+    from rich.console import Console
+
+    from ropekit.experiments.base_bound import run_experiment
+
+    settings = _settings(quick, context, steps, trials, lr, seed, device, init, models, batch_size)
+    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
+    console = Console(stderr=json_output)
+    names = {name: "--" + name.replace("_", "-") for name in (*_FIELDS, "out", "force")}
+    with option_errors(**names):
+        payload = run_experiment(
+            settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"), force=force
+        )
+    if json_output:
+        print_json(payload)
+        return
+    _print_results(console, settings.context, payload, out)
+
+
+def _settings(
+    quick: bool,
+    context: str | None,
+    steps: int | None,
+    trials: int | None,
+    lr: float | None,
+    seed: int,
+    device: str,
+    init: str,
+    models: str | None,
+    batch_size: int | None,
+) -> ExperimentSettings:
+    """The experiment's settings from the options (errors name the option), before any work."""
     import dataclasses
 
-    from rich.console import Console
-    from rich.table import Table
-
-    from ropekit.experiments.base_bound import MODEL_KEYS, ExperimentSettings, run_experiment
+    from ropekit.experiments.base_bound import MODEL_KEYS, ExperimentSettings
 
     settings = ExperimentSettings.quick() if quick else ExperimentSettings()
     length = None if context is None else parse_length(context, "--context")
@@ -83,17 +117,15 @@ def base_bound_command(
 
         if not torch.cuda.is_available():
             raise fail(f"--device {device!r}: CUDA is not available here (use --device cpu)")
-    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
-    console = Console(stderr=json_output)
-    names = {name: "--" + name.replace("_", "-") for name in (*_FIELDS, "out", "force")}
-    with option_errors(**names):
-        payload = run_experiment(
-            settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"), force=force
-        )
-    if json_output:
-        print_json(payload)
-        return
-    table = Table(title=f"base-bound experiment (context {settings.context})")
+    return settings
+
+
+def _print_results(console: Console, context: int, payload: dict, out: Path) -> None:
+    """One table row per model (base, perplexity and retrieval with their 95% intervals), the conclusions and the
+    report's path."""
+    from rich.table import Table
+
+    table = Table(title=f"base-bound experiment (context {context})")
     for column in ("model", "base", "perplexity [95% CI]", "retrieval [95% CI]"):
         table.add_column(column, justify="right")
     for r in payload["models"]:
