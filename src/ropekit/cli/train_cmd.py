@@ -40,11 +40,31 @@ _TRAIN_FIELDS = (
     "task_weights",
 )
 
+#: the options whose declarations do not fit on one line
+OUT = typer.Option(DEFAULT_OUT, "--out", "-o", help="Checkpoint directory (resumed if it holds a train_state).")
+TASK_MIX = typer.Option(
+    "passkey",
+    help="What the task sequences are: passkey (episodes only) or suite (a quarter passkey, the rest "
+    "the RULER-style tasks of `ropekit eval tasks`).",
+)
+TASK_WEIGHTS = typer.Option(
+    None,
+    help="With --task-mix suite: relative task weights, e.g. vt=2,fwe=2 (a task not named weighs 1; default: uniform).",
+)
+INIT = typer.Option(
+    None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
+)
+FORCE = typer.Option(
+    False,
+    "--force",
+    metavar="",
+    help="Replace the checkpoint files (config.json, model.safetensors, train_state.*) in an --out that holds "
+    "no run to resume; other files there are left alone.",
+)
+
 
 def train_command(
-    out: Path = typer.Option(
-        DEFAULT_OUT, "--out", "-o", help="Checkpoint directory (resumed if it holds a train_state)."
-    ),
+    out: Path = OUT,
     minutes: float | None = typer.Option(None, help="Time budget; the LR schedule follows it and training stops."),
     steps: int = typer.Option(4000, help="Maximum optimizer steps."),
     batch_size: int = typer.Option(16, help="Sequences per step."),
@@ -62,36 +82,18 @@ def train_command(
     segment_length: int | None = typer.Option(None, help="Infini-attention segment length (position infini)."),
     memory_update: str = typer.Option("linear", help="Infini-attention memory rule: linear or delta."),
     task_fraction: float = typer.Option(0.2, help="Fraction of sequences that are task sequences."),
-    task_mix: str = typer.Option(
-        "passkey",
-        help="What the task sequences are: passkey (episodes only) or suite (a quarter passkey, the rest "
-        "the RULER-style tasks of `ropekit eval tasks`).",
-    ),
+    task_mix: str = TASK_MIX,
     answer_weight: float = typer.Option(1.0, help="Loss weight of answer tokens relative to the rest (1: plain LM)."),
-    task_weights: str | None = typer.Option(
-        None,
-        help="With --task-mix suite: relative task weights, e.g. vt=2,fwe=2 (a task not named weighs 1; "
-        "default: uniform).",
-    ),
-    init: str | None = typer.Option(
-        None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
-    ),
+    task_weights: str | None = TASK_WEIGHTS,
+    init: str | None = INIT,
     resume: bool = typer.Option(True, metavar="", help="Continue from a train_state in --out if present."),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        metavar="",
-        help="Replace the checkpoint files (config.json, model.safetensors, train_state.*) in an --out that holds "
-        "no run to resume; other files there are left alone.",
-    ),
+    force: bool = FORCE,
     json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
 ) -> None:
     """Train the tiny model (deterministic data order, periodic checkpoints, resumable).
 
     Every option is checked (by TinyConfig and TrainConfig, whose defaults these are) before any work.
     """
-    from rich.console import Console
-
     from ropekit.cli.method_options import parse_params
     from ropekit.model.tiny import TinyConfig
     from ropekit.model.train import TrainConfig, check_train_out, train
@@ -133,6 +135,13 @@ def train_command(
     if json_output:
         print_json({**summary, "out": str(out)})
         return
+    _print_done(summary, out)
+
+
+def _print_done(summary: dict, out: Path) -> None:
+    """One line: steps, tokens, time, parameters and held-out bits per byte of the finished run."""
+    from rich.console import Console
+
     Console().print(
         f"[bold]done[/]: {summary['steps']} steps, {summary['tokens']:,} tokens, {summary['wall_time_s']:.0f} s, "
         f"{summary['parameters']:,} parameters, held-out {summary['heldout_bpb']:.3f} bits/byte → {out}"
