@@ -173,8 +173,7 @@ def extend_command(
     model's tensors as they are and sets llama.cpp's RoPE metadata (docs/llamacpp.md); llama.cpp's load-time flags
     for the same RoPE are printed too.
     """
-    from ropekit.cli.gguf_out import choose_format, extend_to_gguf, flags_for, model_rope_of
-    from ropekit.finetune.export import extend
+    from ropekit.cli.gguf_out import choose_format, extend_to_gguf
 
     kind = choose_format(out, model, output_format)
     check_out(out, [("model", model)], force=force, kind=kind)
@@ -211,10 +210,40 @@ def extend_command(
             json_output=json_output,
         )
         return
+    _extend_folder(
+        model,
+        spec,
+        out,
+        target=target,
+        original=original,
+        layer_types=types,
+        force=force,
+        note=note,
+        json_output=json_output,
+    )
+
+
+def _extend_folder(
+    model: Path,
+    spec: Any,
+    out: Path,
+    *,
+    target: int | None,
+    original: int,
+    layer_types: tuple[str, ...] | None,
+    force: bool,
+    note: str | None,
+    json_output: bool,
+) -> None:
+    """Write the transformers folder ``out`` (config.json with the new RoPE, the weights as they are) and say what
+    was written: JSON, or lines with the rope notes and llama.cpp's load-time flags for the same RoPE."""
+    from ropekit.cli.gguf_out import flags_for, model_rope_of
+    from ropekit.finetune.export import extend
+
     try:
         with option_errors(**_NAMES):
             result = extend(
-                model, spec, out, target_length=target, original_length=original, layer_types=types, force=force
+                model, spec, out, target_length=target, original_length=original, layer_types=layer_types, force=force
             )
     except OSError as error:
         raise fail(name_option(str(error), _NAMES)) from None
@@ -225,7 +254,7 @@ def extend_command(
         "max_position_embeddings": result.config["max_position_embeddings"],
         "how": result.notes,
     }
-    flags, flag_text = flags_for(model_rope_of(model, spec, types))
+    flags, flag_text = flags_for(model_rope_of(model, spec, layer_types))
     summary["llamacpp_flags"] = flags
     if json_output:
         print_json(summary)
