@@ -96,9 +96,6 @@ def report_command(
     import json
     import time
 
-    from rich.console import Console
-    from rich.table import Table
-
     from ropekit.eval.report import write_report
 
     started = time.perf_counter()
@@ -131,11 +128,7 @@ def report_command(
         names={**names, "passkey_multiples": "--passkey-multiples"},
         text=tokens,
     )
-    task_samples_made, dropped = None, {}
-    if task_settings is not None:
-        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
-    if task_settings is not None:
-        task_samples_made = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
+    task_settings, task_samples_made, dropped = _prepare_tasks(eval_model, task_settings, tokens)
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
     result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens, force=force)
     task_result = None
@@ -150,6 +143,27 @@ def report_command(
         print_json({"index": str(index), "out": str(out), **summary})
         return
     print_tables(result)
+    _print_summary(summary, index, time.perf_counter() - started)
+
+
+def _prepare_tasks(eval_model, task_settings, tokens) -> tuple:
+    """``(task settings, samples, dropped)`` for the task section: the tasks that fit the model's lengths (the
+    dropped ones with why) and their samples, made before the sweep so that a problem shows before minutes of it;
+    ``(None, None, {})`` without tasks."""
+    if task_settings is None:
+        return None, None, {}
+    task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
+    if task_settings is None:
+        return None, None, dropped
+    samples = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
+    return task_settings, samples, dropped
+
+
+def _print_summary(summary: dict, index: Path, elapsed_s: float) -> None:
+    """The report's summary table (method x measure), its verdict line and where the report is."""
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(title="summary")
     for column in summary["table"]["columns"]:
@@ -158,4 +172,4 @@ def report_command(
         table.add_row(*(str(row.get(column, "")) for column in summary["table"]["columns"]))
     console.print(table)
     console.print(f"[bold]verdict[/]: {summary['verdict']}")
-    console.print(f"[bold]report[/]: {index} ({time.perf_counter() - started:.0f} s)")
+    console.print(f"[bold]report[/]: {index} ({elapsed_s:.0f} s)")
