@@ -3,9 +3,10 @@
 Nothing is imported here (torch, transformers and accelerate load with the modules):
 
 * :mod:`~ropekit.finetune.run` — ``ropekit finetune`` end to end: checks, training, export, before/after.
-* :mod:`~ropekit.finetune.request` — :class:`FinetuneRequest`, what a run is asked to do, and ``prepare``: every
-  check before training, in one place (the run and ``--dry-run`` both call it).
-* :mod:`~ropekit.finetune.settings` — :class:`FinetuneSettings`, how a run trains (validated once).
+* :mod:`~ropekit.finetune.request` — :class:`~ropekit.finetune.request.FinetuneRequest`, what a run is asked to
+  do, and ``prepare``: every check before training, in one place (the run and ``--dry-run`` both call it).
+* :mod:`~ropekit.finetune.settings` — :class:`~ropekit.finetune.settings.FinetuneSettings`, how a run trains
+  (validated once).
 * :mod:`~ropekit.finetune.train` — the training loop (full-length or PoSE windows); :mod:`~ropekit.finetune.loss` its loss
   (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).

@@ -17,9 +17,10 @@ the tolerance of :func:`ropekit.theory.decay.tolerance`, the walk's steps carry 
 and a missed candidate only costs a full scan. The results agree with the numpy path to rounding (a few ulp of u);
 ``tests/theory/test_bound_jit.py`` runs both, and the uncompiled loops, against each other.
 
-numba is optional (the ``fast`` extra): :func:`compiled` returns ``None`` without it, and :mod:`bound` keeps its
-numpy path. ``ROPEKIT_NO_JIT=1`` forces the numpy path. The first call after an install compiles the kernels (a
-few seconds) and caches them on disk (``cache=True``), so later processes load them at once.
+numba is optional (the ``fast`` extra): :func:`compiled` returns ``None`` without it, and
+:mod:`~ropekit.theory.bound` keeps its numpy path. ``ROPEKIT_NO_JIT=1`` forces the numpy path. The first call after
+an install compiles the kernels (a few seconds) and caches them on disk (``cache=True``), so later processes load
+them at once.
 """
 
 from __future__ import annotations
