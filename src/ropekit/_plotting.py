@@ -23,10 +23,15 @@ def pyplot() -> Any:
     return plt
 
 
-def save_figure(fig: Any, path: Path) -> Path:
-    """Lay out, write (PNG or SVG by suffix, 110 dpi) and close ``fig``; return ``path``."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def save_figure(fig: Any, path: Path, *, crop: bool = False) -> Path:
+    """Lay out, write (PNG or SVG by suffix, 110 dpi) and close ``fig``; return ``path``.
+
+    A figure made with its own layout engine (``layout="constrained"``, as a grid of panels with one colour bar)
+    keeps it; any other is laid out tight. ``crop`` trims the saved image to what is drawn (``bbox_inches="tight"``).
+    """
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
+    fig.savefig(path, dpi=110, **({"bbox_inches": "tight"} if crop else {}))
     pyplot().close(fig)
     return path
 

@@ -10,52 +10,28 @@ import html
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ropekit.eval.tasks.limits import LEARNED
 from ropekit.eval.tasks.run import TaskResult
 
 
 def task_figure(rows: list[dict[str, Any]], not_learned: list[str], path: Path) -> Path:
     """One heatmap per method: mean score per (task × length); tasks not learned are grey cells saying so."""
-    from ropekit._plotting import pyplot
+    from ropekit.eval.figures import method_heatmaps
 
-    plt = pyplot()
-    methods = list(dict.fromkeys(r["method"] for r in rows))
     tasks = list(dict.fromkeys(r["task"] for r in rows))
-    lengths = sorted({r["length"] for r in rows})
-    cols = min(3, len(methods))
-    nrows = int(np.ceil(len(methods) / cols))
-    fig, axes = plt.subplots(
-        nrows, cols, figsize=(3.6 * cols, 0.3 * len(tasks) * nrows + 1.2 * nrows), squeeze=False, layout="constrained"
+    return method_heatmaps(
+        # no score to read where the model cannot do the task even at its own length
+        [{**r, "score": float("nan")} if r["task"] in not_learned else r for r in rows],
+        path,
+        row_key="task",
+        row_values=tasks,
+        row_labels=tasks,
+        value_key="score",
+        colorbar="score (string_match_all)",
+        cols=3,
+        panel=(3.6, 0.3 * len(tasks) + 1.2),
+        missing="not learned",
     )
-    image = None
-    labels = tasks
-    for index, (ax, method) in enumerate(zip(axes.flat, methods, strict=False)):
-        grid = np.full((len(tasks), len(lengths)), np.nan)
-        for r in rows:
-            if r["method"] == method:
-                grid[tasks.index(r["task"]), lengths.index(r["length"])] = r["score"]
-        for i, task in enumerate(tasks):
-            if task in not_learned:  # no score to read: the model cannot do the task even at its own length
-                grid[i] = np.nan
-        ax.set_facecolor("#dddddd")
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        for (i, j), value in np.ndenumerate(grid):
-            label = f"{value:.0%}" if np.isfinite(value) else "not learned"
-            color = "dimgrey" if not np.isfinite(value) else ("white" if value < 0.6 else "black")
-            ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
-        ax.set_title(method)
-        ax.set_xticks(range(len(lengths)), [str(v) for v in lengths], fontsize=7)
-        ax.set_yticks(range(len(tasks)), labels if index % cols == 0 else [""] * len(tasks), fontsize=7)
-        ax.set_xlabel("length")
-    for ax in list(axes.flat)[len(methods) :]:
-        ax.axis("off")
-    if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="score (string_match_all)")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
 
 
 def _length(value: int | None) -> str:
