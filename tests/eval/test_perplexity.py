@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-from ropekit.eval.perplexity import perplexity_at, token_losses
+from ropekit.eval.perplexity import full_logits_losses, perplexity_at
 
 V = 7  # vocabulary of the synthetic "models" below
 RTOL = 1e-6
@@ -71,7 +71,7 @@ def test_hand_computed_losses_on_a_short_sequence() -> None:
         math.log(e**2 + 2) - 2,
         math.log(e**3 + 2),
     ]
-    assert token_losses(logits, data).tolist() == pytest.approx(nll, rel=1e-6)
+    assert full_logits_losses(logits, data).tolist() == pytest.approx(nll, rel=1e-6)
     point = perplexity_at(logits, data, 3, 2)
     assert point.tokens == 3
     assert (point.inside_tokens, point.beyond_tokens) == (2, 1)

@@ -26,9 +26,9 @@ from ropekit.integrations.head import (
     EVAL_CHUNK_BYTES,
     check_head,
     chunk_positions,
+    chunked_cross_entropy,
     decoder,
     head_logits,
-    token_losses,
 )
 from ropekit.scaling.registry import ScalingConfig
 
@@ -140,7 +140,7 @@ class HeadScoring:
         hidden = self._hidden(ids[None, :-1])[0]  # (seq - 1, d_model)
         targets = ids[1:].to(hidden.device)
         chunk = self.chunk or chunk_positions(self.vocab_size, EVAL_CHUNK_BYTES)
-        return token_losses(self.output_logits, hidden, targets, chunk=chunk).double().cpu()
+        return chunked_cross_entropy(self.output_logits, hidden, targets, chunk=chunk).double().cpu()
 
     @torch.no_grad()
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:

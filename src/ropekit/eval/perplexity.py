@@ -60,7 +60,7 @@ def _require_finite(losses: torch.Tensor, length: int, start: int) -> None:
         )
 
 
-def token_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
+def full_logits_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
     """Per-token negative log-likelihood of ``ids[1:]`` given the prefix from full logits: ``(len(ids) - 1,)`` float64.
 
     For a short input or a synthetic model; an :class:`ropekit.eval.models.EvalModel` scores in chunks of positions
@@ -75,7 +75,7 @@ def losses_function(model) -> Callable[[torch.Tensor], torch.Tensor]:
     from a plain ``(batch, seq) → (batch, seq, vocab)`` callable."""
     if hasattr(model, "token_losses"):
         return model.token_losses
-    return lambda ids: token_losses(model, ids)
+    return lambda ids: full_logits_losses(model, ids)
 
 
 def perplexity_at(

@@ -17,9 +17,9 @@ from ropekit.integrations.head import (
     TRAIN_CHUNK_BYTES,
     causal_lm,
     chunk_positions,
+    chunked_cross_entropy,
     decoder,
     head_logits,
-    token_losses,
 )
 
 
@@ -58,7 +58,7 @@ class ChunkedCausalLM(nn.Module):
         targets = input_ids[:, 1:]  # (batch, seq - 1)
         vocab = causal_lm(self.model).get_output_embeddings().weight.shape[0]
         chunk = chunk_positions(vocab, self.chunk_bytes, rows=targets.shape[0])
-        losses = token_losses(
+        losses = chunked_cross_entropy(
             lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
         )  # (batch, seq - 1)
         return losses.sum() / targets.numel()

@@ -72,7 +72,7 @@ def chunk_positions(vocab_size: int, budget_bytes: int, rows: int = 1) -> int:
     return max(1, budget_bytes // (4 * vocab_size * rows))
 
 
-def token_losses(
+def chunked_cross_entropy(
     logits_of: Callable[[torch.Tensor], torch.Tensor],
     hidden: torch.Tensor,
     targets: torch.Tensor,
