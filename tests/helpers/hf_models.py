@@ -62,7 +62,8 @@ def random_hf_config(
     positions: int | None = 128,
     **config,
 ):
-    """The transformers config of ``arch`` (a key of :data:`ARCHITECTURES`) with these sizes and ``config``."""
+    """The transformers config of ``arch`` (a key of :data:`ARCHITECTURES`) with these sizes and ``config``: by
+    default 2 layers, hidden size 64, MLP 128, 4 heads and 2 KV heads, a 300-token vocabulary, 128 positions."""
     import transformers
 
     if arch not in ARCHITECTURES:
@@ -87,8 +88,8 @@ def random_hf_model(
     arch: str = "llama", *, seed: int = 0, scale: float | None = None, dtype: torch.dtype = torch.float32, **sizes
 ):
     """A random ``arch`` model of :func:`random_hf_config` ``(arch, **sizes)``, built after ``torch.manual_seed(seed)``,
-    in ``dtype`` (in training mode, as torch builds modules); ``scale`` multiplies every matrix (random init gives near-uniform logits, larger
-    weights let positions and logit transforms move them)."""
+    in ``dtype`` and in training mode, as torch builds modules. ``scale`` multiplies every matrix: random init gives
+    near-uniform logits, larger weights let positions and logit transforms move them."""
     import transformers
 
     config = random_hf_config(arch, **sizes)
