@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import platform
 import statistics
@@ -200,6 +201,27 @@ def build_methods(case: Case, device: str, inductor: bool) -> tuple[dict[str, Ca
     return methods, 2 * (q.nbytes + k.nbytes)
 
 
+def gpu_peer_versions() -> str:
+    """What the GPU peers are, said in every GPU run: versions, and whether flash-attn has its CUDA extension
+    (its rotary kernel is Triton code that runs without it)."""
+    from importlib import metadata
+
+    parts = []
+    try:
+        parts.append(f"liger-kernel {metadata.version('liger-kernel')}")
+    except metadata.PackageNotFoundError:
+        parts.append("liger-kernel not installed")
+    try:
+        import flash_attn
+    except ImportError:
+        parts.append("flash-attn not importable")
+    else:
+        has_cuda_ext = importlib.util.find_spec("flash_attn_2_cuda") is not None
+        extension = "" if has_cuda_ext else ", Triton rotary only (no CUDA extension)"
+        parts.append(f"flash-attn {getattr(flash_attn, '__version__', '?')}{extension}")
+    return "GPU peers: " + "; ".join(parts)
+
+
 def add_gpu_peers(methods, case, q, k, cos, sin, positions) -> None:
     """liger-kernel and flash-attn rotary kernels, where importable (both rotate in place)."""
     rd = case.rotary_dim
@@ -328,10 +350,12 @@ def targets(all_results: dict[str, list[Result]], device: str) -> list[Target]:
         return next((r for r in all_results.get(label, []) if r.method == method), None)
 
     out = []
-    if device == "cuda":  # at least 80% of copy bandwidth at prefill, and faster than liger-kernel
+    # at least 80% of copy bandwidth at prefill, and faster than liger-kernel (which rotates q and k in one call, like
+    # apply_rope_qk; "in place" and "out=" are two apply_rope calls)
+    if device == "cuda":
         for label in ("prefill float32", "prefill bfloat16"):
             floor, liger = get(label, "copy_ floor"), get(label, "liger-kernel rope (in place)")
-            for method in ("ropekit in place", "ropekit out="):
+            for method in ("ropekit in place", "ropekit out=", "ropekit qk in place"):
                 mine = get(label, method)
                 if floor and mine:
                     share = floor.median / mine.median
@@ -393,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     backend = backend_for(probe)  # builds the CPU kernel now (cached), so no compile lands inside a timing
     header = f"{machine(args.device)}\nropekit backend on {args.device}: {backend} (ready in {time.perf_counter() - start:.1f} s)"
+    if args.device == "cuda":
+        header += "\n" + gpu_peer_versions()
     console.print(header)
 
     table = Table(title=f"apply RoPE to q and k: median of {rounds} interleaved rounds", show_lines=False)

@@ -23,10 +23,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def methods_for(case, device: str) -> dict:
-    from bench_apply import BASE, add_gpu_peers
-    from ropekit.functional import apply_rope_qk, cos_sin
-    from ropekit.kernels import _triton
+def qk_tensors(case, device: str):
+    """q, k, two output buffers for each, the tables and the positions of a benchmark case."""
+    from bench_apply import BASE
+    from ropekit.functional import cos_sin
 
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(case.batch, case.seq, case.q_heads, case.head_dim, generator=gen).to(device, case.dtype)
@@ -39,6 +39,16 @@ def methods_for(case, device: str) -> dict:
     else:
         positions = torch.arange(case.start, case.start + case.seq, device=device)
     cos, sin = cos_sin(positions, inv)
+    return q, k, qo, ko, qb, kb, cos, sin, positions
+
+
+def methods_for(case, device: str) -> dict:
+    from bench_apply import add_gpu_peers
+    from ropekit.functional import apply_rope_qk
+    from ropekit.kernels import _triton
+
+    q, k, qo, ko, qb, kb, cos, sin, positions = qk_tensors(case, device)
+    rd = case.rotary_dim
     methods = {
         "copy_ floor": lambda: (qb.copy_(q), kb.copy_(k)),
         "ropekit q+k one launch": lambda: _triton.rope_qk_into(q, k, cos, sin, qo, ko, rd, False, 1),
@@ -78,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         todo = cases(device)
     run = timer(device)
     print(f"device: {torch.cuda.get_device_name() if device == 'cuda' else 'cpu (Triton interpreter)'}")
+    if device == "cuda":
+        import triton
+
+        from bench_apply import gpu_peer_versions
+
+        print(f"torch {torch.__version__}, Triton {triton.__version__}; {gpu_peer_versions()}")
     for case in todo:
         methods = methods_for(case, device)
         reps = {}

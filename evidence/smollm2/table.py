@@ -4,12 +4,14 @@ niah_single_1 (RULER's passkey form) per length, and perplexity at 1x, 2x and 4x
 "not run".
 
 Task files of the same length from different seeds are pooled (their samples are different: a sample is a function
-of seed, length, task and index). Usage: python evidence/smollm2/table.py
+of seed, length, task and index). Usage: python evidence/smollm2/table.py [FOLDER] (default: this folder; e.g.
+evidence/smollm2/gpu_h100 for the GPU run)
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,9 +22,9 @@ HERE = Path(__file__).parent
 TRAIN_LENGTH = 8192
 
 
-def task_rows() -> list[dict]:
+def task_rows(folder: Path) -> list[dict]:
     pooled: dict[tuple, list[float]] = defaultdict(list)
-    for path in sorted(HERE.glob("tasks_*.json")):
+    for path in sorted(folder.glob("tasks_*.json")):
         if not path.stat().st_size:  # still being written
             continue
         for row in json.loads(path.read_text())["rows"]:
@@ -37,11 +39,12 @@ def pct(c: dict) -> str:
 
 
 def main() -> None:
-    rows = task_rows()
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    rows = task_rows(folder)
     summary = summarise(rows, TRAIN_LENGTH, RULER_THRESHOLD)
     lengths = sorted({r["length"] for r in rows})
     perplexity = {}
-    for path in sorted(HERE.glob("ppl_*.json")):
+    for path in sorted(folder.glob("ppl_*.json")):
         if not path.stat().st_size:  # still being written
             continue
         for row in json.loads(path.read_text())["perplexity"]:

@@ -80,14 +80,17 @@ def test_extend_bad_options(llama_dir, tmp_path, args, message):
 
 
 def test_extend_refuses_existing_out(llama_dir, tmp_path):
+    """Files the copy would write are refused without --force; --force replaces only those."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "notes.txt").write_text("mine")
+    (tmp_path / "out" / "config.json").write_text("{}")
     args = ["extend", "--model", str(llama_dir), "--scaling", "linear", "--factor", "2", "-o", str(tmp_path / "out")]
     result = runner.invoke(app, args)
-    assert result.exit_code == 2 and "--force" in result.output
-    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert result.exit_code == 2 and "--force" in result.output and "config.json" in result.output
+    assert (tmp_path / "out" / "config.json").read_text() == "{}"
     assert runner.invoke(app, [*args, "--force"]).exit_code == 0
-    assert not (tmp_path / "out" / "notes.txt").exists()
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["rope_parameters"]["rope_type"] == "linear"
 
 
 @pytest.mark.parametrize(
@@ -122,7 +125,7 @@ def test_finetune_missing_text_and_non_rope_model(llama_dir, tmp_path):
 
 def test_ctrl_c_stops_with_a_resumable_checkpoint_and_keeps_the_old_out(llama_dir, text_file, tmp_path):
     """Ctrl-C leaves a resumable checkpoint beside --out and the old --out as it was (issue 23 item 3)."""
-    from ropekit.finetune.output import partial_dir
+    from ropekit._output import partial_dir
 
     out = tmp_path / "out"
     out.mkdir()

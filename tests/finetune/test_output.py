@@ -122,6 +122,7 @@ def test_out_with_a_missing_parent_or_a_bad_symlink_names_out(model, text_file, 
     full = tmp_path / "full"
     full.mkdir()
     (full / "mine.txt").write_text("keep")
+    (full / "config.json").write_text("{}")  # a name both commands write
     to_full = tmp_path / "to_full"
     to_full.symlink_to(full)
     for command in (EXTEND, [*FINETUNE, "--text", str(text_file)]):
@@ -155,12 +156,12 @@ def test_extend_failure_while_writing_keeps_the_old_out(model, tmp_path, monkeyp
     assert leftovers(tmp_path) == []
     monkeypatch.undo()
     export.extend(model, LinearScaling(factor=2.0), out, force=True)
-    assert not (out / "mine.txt").exists()
+    assert (out / "mine.txt").read_text() == "keep"  # --force replaces only what the command writes
     assert json.loads((out / "config.json").read_text())["rope_parameters"]["rope_type"] == "linear"
     assert leftovers(tmp_path) == []
 
 
-def test_extend_through_a_symlinked_out_replaces_its_target(model, tmp_path):
+def test_extend_through_a_symlinked_out_writes_into_its_target(model, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
     (target / "old.txt").write_text("old")
@@ -168,5 +169,5 @@ def test_extend_through_a_symlinked_out_replaces_its_target(model, tmp_path):
     link.symlink_to(target)
     result = runner.invoke(app, [*EXTEND, "--model", str(model), "--out", str(link), "--force"])
     assert result.exit_code == 0, result.output
-    assert link.is_symlink() and (link / "config.json").is_file() and not (target / "old.txt").exists()
+    assert link.is_symlink() and (link / "config.json").is_file() and (target / "old.txt").read_text() == "old"
     assert os.path.realpath(link) == str(target.resolve())

@@ -161,9 +161,10 @@ def test_existing_out_and_non_rope_model_are_refused(llama_dir, text_file, tmp_p
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("keep")
+    (out / "config.json").write_text("{}")
     with pytest.raises(FileExistsError, match="force=True"):
         _run(llama_dir, text_file, out, _settings())
-    assert (out / "mine.txt").read_text() == "keep"
+    assert (out / "mine.txt").read_text() == "keep" and (out / "config.json").read_text() == "{}"
     gpt2 = tmp_path / "gpt2"
     gpt2.mkdir()
     (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_positions": 1024}))

@@ -179,7 +179,7 @@ def test_interpreted_qk_is_one_launch(seed, interpreted, monkeypatch):
 
     monkeypatch.setattr(interpreted, "_rope_qk_kernel", Spy())
     assert interpreted.rope_qk_into(q, k, cos, sin, torch.empty_like(q), torch.empty_like(k), 32, False, 1)
-    assert len(launches) == 1 and launches[0][1] == 2
+    assert launches == [(q.shape[0] * q.shape[1],)]  # one launch, one program per (batch, position) token
 
 
 def test_interpreted_qk_declines_what_eager_must_do(seed, interpreted):
@@ -224,7 +224,8 @@ def test_cuda_apply_rope_uses_triton_and_matches_eager(seed, dtype, interleaved,
 )
 def test_cuda_apply_rope_qk_one_launch_matches_float64(seed, dtype, interleaved, seq_dim, rotary_dim, in_place):
     q, k, positions, inv = qk_inputs(device="cuda", dtype=dtype, seq_dim=seq_dim, rotary_dim=rotary_dim)
-    cos, sin = cos_sin(positions, inv)
+    # fp64 input keeps fp64 only with fp64 tables (fp32 tables are 3e-7 off, on every backend, eager included)
+    cos, sin = cos_sin(positions, inv, dtype=torch.float64 if dtype == torch.float64 else torch.float32)
     cos64, sin64 = cos_sin(positions, inv, dtype=torch.float64)
     kw = {"interleaved": interleaved, "seq_dim": seq_dim}
     want_q, want_k = (rope_reference(t.double(), cos64, sin64, **kw) for t in (q, k))

@@ -7,6 +7,8 @@ importing each module lazily so ``ropekit --help`` stays fast (no torch import f
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 
 import typer
 
@@ -48,13 +50,38 @@ def _root(
     """Rotary position embeddings and context-window extension: apply, extend, reason, measure."""
 
 
+#: a line of a docstring that starts a list item (kept on its own line in the help)
+_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
+
+
+def prose(doc: str | None) -> str | None:
+    """A command's docstring as help text: each paragraph one line, which the terminal wraps at its width (the
+    docstring's own line breaks would otherwise reach the terminal and cut sentences mid-line); list items keep
+    their own lines."""
+    if doc is None:
+        return None
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if lines and not _ITEM.match(line):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.strip())
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
 def _register() -> None:
     for name, (module, function) in COMMANDS.items():
         command = getattr(importlib.import_module(f"ropekit.cli.{module}"), function)
-        app.command(name)(command)
+        app.command(name, help=prose(command.__doc__))(command)
     importlib.import_module("ropekit.cli.tasks_cmd")  # adds 'tasks' to the eval group
     for name, (module, attribute) in GROUPS.items():
-        app.add_typer(getattr(importlib.import_module(f"ropekit.cli.{module}"), attribute), name=name)
+        group = getattr(importlib.import_module(f"ropekit.cli.{module}"), attribute)
+        for info in group.registered_commands:
+            info.help = prose(info.help if info.help is not None else info.callback.__doc__)
+        app.add_typer(group, name=name)
 
 
 _register()

@@ -138,28 +138,46 @@ def check_output_file(
     path: Path, option: str = "--out", *, suffixes: tuple[str, ...] = (), force: bool = False
 ) -> Path:
     """Check that the output file ``path`` can be written (nothing is created): suffix, folder, no overwrite."""
+    from ropekit._output import check_output
+
     if suffixes and path.suffix.lower() not in suffixes:
         raise fail(f"{option} must end in {' or '.join(suffixes)}, got {path.name!r}")
-    if path.is_dir():
-        raise fail(f"{option} {str(path)!r} is a folder; give a file name")
-    if path.exists() and not force:
-        raise fail(f"{option} {str(path)!r} exists; pass --force to overwrite it")
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise fail(f"{option} {str(path)!r}: the folder {str(parent)!r} {what}")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    try:
+        check_output(path, kind="file", force=force, option="out")
+    except (OSError, ValueError) as error:
+        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+    if not os.access(path.absolute().parent, os.W_OK | os.X_OK):
         raise fail(f"{option} {str(path)!r} cannot be written: the folder is not writable")
     return path
 
 
 def refuse_overwrite(directory: Path, names: tuple[str, ...], option: str = "--out", *, force: bool = False) -> None:
-    """Fail if ``directory`` already holds any of ``names`` and ``--force`` was not given."""
-    if force or not directory.is_dir():
-        return
-    present = [name for name in names if (directory / name).exists()]
-    if present:
-        raise fail(f"{option} {str(directory)!r} already holds {', '.join(present)}; pass --force to overwrite")
+    """Fail if ``directory`` already holds any of ``names`` and ``--force`` was not given (the check before the
+    work; :func:`writing` checks again, with every name the command wrote, before anything is replaced)."""
+    from ropekit._output import OutputExists, refuse_existing
+
+    try:
+        refuse_existing(directory, names, force=force)
+    except OutputExists as error:
+        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+
+
+@contextmanager
+def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool = False) -> Iterator[Path]:
+    """Where the command writes its output for ``out``: a staging folder (or, with ``file``, a staging path) that is
+    published at ``out`` when the block ends (:mod:`ropekit._output`), replacing existing files only with
+    ``--force``; a collision or a write error is the one-line error naming ``option``."""
+    from ropekit._output import staged_file, staged_output
+
+    stage = staged_file if file else staged_output
+    try:
+        with stage(out, force=force) as staged:
+            yield staged
+    except OSError as error:
+        message = name_option(str(error), {"out": option, "force": "--force"})
+        if not message.startswith(option):
+            message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
+        raise fail(message) from None
 
 
 def print_json(data: Any) -> None:
@@ -167,13 +185,12 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False) + "\n")
 
 
-def write_and_print(result: Any, out: Path | None, json_output: bool, print_text: Any) -> None:
-    """Write ``result`` into ``out`` (if given; its ``write(out)``), then print it as JSON or with ``print_text``."""
+def write_and_print(result: Any, out: Path | None, json_output: bool, print_text: Any, *, force: bool = False) -> None:
+    """Write ``result`` into ``out`` (if given; its ``write(folder)``, through :func:`writing` with ``force``), then
+    print it as JSON or with ``print_text``."""
     if out is not None:
-        try:
-            result.write(out)
-        except OSError as error:
-            raise fail(f"--out {str(out)!r} cannot be written: {error}") from error
+        with writing(out, force=force) as staged:
+            result.write(staged)
     if json_output:
         print_json(result.to_dict())
     else:

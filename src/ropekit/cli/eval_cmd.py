@@ -182,10 +182,13 @@ def check_methods_run(model, methods, factor, longest: int) -> None:
         raise fail(f"--methods: none of the methods can run on this model ({reasons})")
 
 
-def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: Path | None = None, text=None):
+def run_with_progress(
+    model, settings, *, perplexity: bool, passkey: bool, out: Path | None = None, text=None, force: bool = False
+):
     """run_sweep per method under a rich progress bar (on stderr, so ``--json`` on stdout stays valid JSON).
 
-    A failure part-way writes the methods already measured to ``out`` (when given) before the error.
+    A failure part-way writes the methods already measured to ``out`` (when given; existing files replaced only with
+    ``force``) before the error.
     """
     from rich.console import Console
 
@@ -216,8 +219,7 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: 
                 kept = ""
                 if merged is not None and out is not None:
                     merged.context["partial"] = True
-                    merged.write(out)
-                    kept = f"; the methods measured before it are in {str(out / 'results.json')!r}"
+                    kept = _keep_partial(merged, out, force)
                 raise fail(
                     f"evaluation failed at --methods {method}: {name_option(str(error), EVAL_HINTS)}{kept}"
                 ) from error
@@ -230,6 +232,18 @@ def run_with_progress(model, settings, *, perplexity: bool, passkey: bool, out: 
     unused = PASSKEY_ONLY if not passkey else PERPLEXITY_ONLY if not perplexity else ()
     merged.context["settings"] = {k: v for k, v in settings.to_dict().items() if k not in unused}
     return merged
+
+
+def _keep_partial(result, out: Path, force: bool) -> str:
+    """Write the methods measured before a failure to ``out`` (the staged writer); what to add to the error."""
+    from ropekit._output import staged_output
+
+    try:
+        with staged_output(out, force=force) as staged:
+            result.write(staged)
+    except OSError as error:
+        return f"; the methods measured before it were not kept ({error})"
+    return f"; the methods measured before it are in {str(out / 'results.json')!r}"
 
 
 def print_tables(result) -> None:
@@ -298,7 +312,8 @@ def _evaluate(
     text: Path | None = None,
 ) -> None:
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
-        refuse_overwrite(out, RESULT_FILES, "--out", force=force)
+        written = ("results.json", *(("perplexity.csv",) if perplexity else ()), *(("passkey.csv",) if passkey else ()))
+        refuse_overwrite(out, written, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
     eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
@@ -306,8 +321,10 @@ def _evaluate(
     check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
     if out is not None:
         prepare_output_dir(out, "--out")
-    result = run_with_progress(eval_model, settings, perplexity=perplexity, passkey=passkey, out=out, text=tokens)
-    write_and_print(result, out, json_output, print_tables)
+    result = run_with_progress(
+        eval_model, settings, perplexity=perplexity, passkey=passkey, out=out, text=tokens, force=force
+    )
+    write_and_print(result, out, json_output, print_tables, force=force)
 
 
 @app.command("perplexity")

@@ -42,6 +42,13 @@ def base_bound_command(
         None, help="Comma-separated subset: 10, 100, quarter, half, init, smallest, robust, robust10, nope."
     ),
     batch_size: int | None = typer.Option(None, help="Sequences per step (default 16)."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        metavar="",
+        help="Replace results.json, index.html and the figure in --out, and checkpoint files of no run to resume "
+        "under models/; other files there are left alone (finished or interrupted runs under models/ are resumed).",
+    ),
     json_output: bool = json_option("Print results.json's content as JSON (progress goes to stderr)."),
 ) -> None:
     """Train models that differ only in RoPE base (around the bound) plus NoPE; compare perplexity and retrieval."""
@@ -78,8 +85,11 @@ def base_bound_command(
             raise fail(f"--device {device!r}: CUDA is not available here (use --device cpu)")
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
     console = Console(stderr=json_output)
-    with option_errors(**{name: "--" + name.replace("_", "-") for name in _FIELDS}):
-        payload = run_experiment(settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"))
+    names = {name: "--" + name.replace("_", "-") for name in (*_FIELDS, "out", "force")}
+    with option_errors(**names):
+        payload = run_experiment(
+            settings, out, on_model=lambda label: console.print(f"[green]✓[/] {label}"), force=force
+        )
     if json_output:
         print_json(payload)
         return

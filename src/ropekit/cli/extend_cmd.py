@@ -31,7 +31,7 @@ FACTORS = typer.Option(None, "--factors", help="JSON file with per-pair factors 
 LAYER_TYPES = typer.Option(None, "--layer-types", help="Per-layer-type models: comma-separated types to scale.")
 PARAM = typer.Option(None, "--param", help="Another field of the method, NAME=VALUE (repeatable), as `frequencies`.")
 OUT = typer.Option(..., "--out", "-o", help="The new model folder.")
-FORCE = typer.Option(False, "--force", help="Overwrite --out if it exists.")
+FORCE = typer.Option(False, "--force", help="Replace the files in --out that it writes (others stay as they are).")
 FORMAT = typer.Option(None, "--format", help="Output: folder or gguf (default: gguf when --out ends in .gguf).")
 
 _NAMES = {
@@ -50,12 +50,15 @@ _NAMES = {
 }
 
 
-def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, exists_ok: bool = False) -> None:
-    """The one-line error for an ``--out`` that overlaps an input, exists without ``--force`` or has no parent."""
-    from ropekit.finetune.output import check_output
+def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, kind: str = "folder") -> None:
+    """The one-line error for an ``--out`` that overlaps an input, holds what it would write without ``--force``
+    or has no parent."""
+    from ropekit._output import check_output
+    from ropekit.finetune.export import written_names
 
+    names = written_names(inputs[0][1]) if kind == "folder" else ()
     try:
-        check_output(out, inputs, force=force, exists_ok=exists_ok)
+        check_output(out, inputs, names=names, force=force, kind="file" if kind == "gguf" else "folder")
     except (OSError, ValueError) as error:
         raise fail(name_option(str(error), _NAMES)) from None
 
@@ -165,8 +168,8 @@ def extend_command(
     The new config.json makes transformers.AutoModelForCausalLM.from_pretrained(OUT) give, without ropekit, the
     logits of ropekit's patched model: methods transformers names are written as themselves, base changes as
     `default` with the new rope_theta, any other static per-pair scaling as `longrope` with explicit factors.
-    --factor is relative to the original (pre-training) length. OUT is written beside itself and swapped in at
-    the end; an OUT that is, holds or lies inside the model is refused. A .gguf OUT (or --format gguf) copies a GGUF
+    --factor is relative to the original (pre-training) length. OUT is written beside itself and its files renamed
+    in at the end (those already there only with --force); an OUT that is, holds or lies inside the model is refused. A .gguf OUT (or --format gguf) copies a GGUF
     model's tensors as they are and sets llama.cpp's RoPE metadata (docs/llamacpp.md); llama.cpp's load-time flags
     for the same RoPE are printed too.
     """
@@ -174,7 +177,7 @@ def extend_command(
     from ropekit.finetune.export import extend
 
     kind = choose_format(out, model, output_format)
-    check_out(out, [("model", model)], force=force)
+    check_out(out, [("model", model)], force=force, kind=kind)
     extra = {
         "ramp": ramp,
         "beta_fast": beta_fast,

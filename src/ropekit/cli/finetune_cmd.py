@@ -98,7 +98,9 @@ def finetune_command(
     passkey_trials: int = typer.Option(5, help="Passkey trials at the target length in the table."),
     out: Path = typer.Option(..., "--out", "-o", help="The new model folder (plus finetune/ with logs)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the interrupted run in --out."),
-    force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Start over, replacing the files in --out that it writes (others stay as they are)."
+    ),
     json_output: bool = json_option("Print the report as JSON."),
     dry_run: bool = typer.Option(
         False,
@@ -109,8 +111,9 @@ def finetune_command(
     """Fine-tune a model at a longer context with a RoPE method, then write it as `ropekit extend` does.
 
     Ctrl-C stops after the current step with a resumable checkpoint (--resume continues the same loss curve).
-    OUT is built beside itself and swapped in when the model is written; an OUT that is, holds or lies inside the
-    model or the text is refused. --factor is relative to the original (pre-training) length.
+    OUT is built beside itself and its files renamed in when the model is written (those already there only with
+    --force); an OUT that is, holds or lies inside the model or the text is refused. --factor is relative to the
+    original (pre-training) length.
     """
     _run(SimpleNamespace(**locals()))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -18,20 +16,13 @@ from ropekit.cli.common import (
     option_errors,
     parse_length,
     print_json,
+    writing,
 )
 
 KINDS = ("decay", "bound", "wavelengths", "scaling")
 SUFFIXES = (".png", ".svg")
 #: the bound figure starts at this context length (plots.bound_figure's min_context)
 BOUND_MIN_CONTEXT = 1024
-
-
-@contextmanager
-def _writing(path: Path, option: str) -> Iterator[None]:
-    try:
-        yield
-    except OSError as error:
-        raise fail(f"{option} {str(path)!r} cannot be written: {error.strerror or error}") from error
 
 
 def plot_command(
@@ -79,15 +70,15 @@ def plot_command(
     names = {"head_dim": "--rotary-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
     names |= {name: "--" + name.replace("_", "-") for name in lengths}
     names |= {"original_max_position_embeddings": "--original-length", "train_length": "--original-length"}
-    with option_errors(**names), _writing(path, "--out"):
+    with option_errors(**names), writing(path, force=force, file=True) as staged:
         if kind == "decay":
-            plots.decay_figure(path, dim, base, lengths["max_distance"])
+            plots.decay_figure(staged, dim, base, lengths["max_distance"])
         elif kind == "bound":
-            plots.bound_figure(path, dim, lengths["max_context"], lengths["robust_up_to"])
+            plots.bound_figure(staged, dim, lengths["max_context"], lengths["robust_up_to"])
         elif kind == "wavelengths":
-            plots.wavelengths_figure(path, dim, base, lengths["original_length"], factor)
+            plots.wavelengths_figure(staged, dim, base, lengths["original_length"], factor)
         else:
-            plots.scaling_figure(path, dim, base, lengths["original_length"], factor)
+            plots.scaling_figure(staged, dim, base, lengths["original_length"], factor)
     if json_output:
         print_json({"kind": kind, "path": str(path), "bytes": path.stat().st_size})
         return

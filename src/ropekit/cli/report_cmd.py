@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, json_option, prepare_output_dir, print_json, refuse_overwrite
+from ropekit.cli.common import json_option, prepare_output_dir, print_json, refuse_overwrite, writing
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
     DTYPE,
@@ -52,8 +52,18 @@ def report_task_settings(settings, samples: int, tasks: str, multiples: str, thr
     )
 
 
-#: files a report writes (refused without --force when --out already holds one)
-REPORT_FILES = ("index.html", "summary.json", "tasks.json", *RESULT_FILES)
+#: files a report writes (refused without --force when --out already holds one; checked before the sweep, and again
+#: with the files it did write before any is renamed into place)
+REPORT_FILES = (
+    "index.html",
+    "summary.json",
+    "tasks.json",
+    *RESULT_FILES,
+    "wavelengths.png",
+    "perplexity.png",
+    "passkey.png",
+    "tasks.png",
+)
 
 
 def report_command(
@@ -123,19 +133,18 @@ def report_command(
     )
     task_samples_made, dropped = None, {}
     if task_settings is not None:
-        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens)
+        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     if task_settings is not None:
         task_samples_made = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
-    result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens)
+    result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens, force=force)
     task_result = None
     if task_settings is not None:
         task_result = run_task_progress(eval_model, task_settings, tokens, task_samples_made)
         task_result.context["dropped"] = dropped
-    try:
-        index = write_report(eval_model, settings, result, out, time.perf_counter() - started, tasks=task_result)
-    except OSError as error:  # e.g. a folder we may not write to
-        raise fail(f"--out {str(out)!r}: cannot write the report: {error}") from error
+    with writing(out, force=force) as staged:
+        write_report(eval_model, settings, result, staged, time.perf_counter() - started, tasks=task_result)
+    index = out / "index.html"
     summary = json.loads((out / "summary.json").read_text())
     if json_output:
         print_json({"index": str(index), "out": str(out), **summary})

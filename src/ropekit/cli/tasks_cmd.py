@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import (
+    MAX_LENGTH,
     check_range,
     fail,
     json_option,
@@ -36,6 +37,7 @@ from ropekit.cli.eval_cmd import (
     parse_factor,
 )
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
+from ropekit.eval.tasks.limits import LEARNED, MAX_SAMPLES, MULTIPLES, RULER_THRESHOLD, SAMPLES
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -45,6 +47,8 @@ METHODS = typer.Option(
 
 #: files ``--out`` receives (refused without ``--force`` when present)
 TASK_FILES = ("tasks.json",)
+#: ``--multiples``' default, as typed
+DEFAULT_MULTIPLES = ",".join(f"{m:g}" for m in MULTIPLES)
 
 
 def build_task_settings(
@@ -79,7 +83,7 @@ def build_task_settings(
     factors = parse_list(multiples, names["multiples"])
     for value in factors:
         check_range(names["multiples"], value, above=0.0)
-    check_range(names["samples"], samples, minimum=1, maximum=100_000)
+    check_range(names["samples"], samples, minimum=1, maximum=MAX_SAMPLES)
     check_range("--seed", seed, minimum=0)
     if depth is not None:
         check_range("--depth", depth, minimum=0.0, maximum=1.0)
@@ -100,13 +104,35 @@ def build_task_settings(
         )
 
 
-def fit_tasks(model, task_settings, tokens):
+def check_lengths(model, settings, *, lengths_option: str) -> list[int]:
+    """The run's lengths, checked before any sample is built: at least 2 and at most ``MAX_LENGTH`` tokens (as
+    ``--lengths`` takes them), within the model's positions, and every sample within memory; else the one-line error
+    of ``lengths_option``."""
+    from ropekit.eval.tasks.run import check_plan
+
+    train = f"training length {model.train_length:,}"
+    try:
+        lengths = settings.token_lengths(model.train_length)
+    except ValueError as error:
+        raise fail(f"{lengths_option}: {error}") from None
+    if min(lengths) < 2 or max(lengths) > MAX_LENGTH:
+        wrong = min(lengths) if min(lengths) < 2 else max(lengths)
+        raise fail(f"{lengths_option} gives length {wrong:,} ({train}); lengths must be 2 to {MAX_LENGTH:,} tokens")
+    try:
+        return check_plan(model, settings)
+    except ValueError as error:
+        raise fail(f"{lengths_option}: {error} ({train})") from None
+
+
+def fit_tasks(model, task_settings, tokens, *, lengths_option: str = "--multiples"):
     """The task settings without the tasks that do not fit the shortest length (``None`` if none fits), and those
-    left out with the reason (the report's task section, and ``eval tasks --tasks all``)."""
+    left out with the reason (the report's task section, and ``eval tasks --tasks all``); the lengths are checked
+    first (:func:`check_lengths`)."""
     import dataclasses
 
     from ropekit.eval.tasks.run import fitting_tasks
 
+    check_lengths(model, task_settings, lengths_option=lengths_option)
     dropped = fitting_tasks(model, task_settings, tokens)
     kept = tuple(t for t in task_settings.tasks if t not in dropped)
     return (dataclasses.replace(task_settings, tasks=kept) if kept else None), dropped
@@ -116,9 +142,7 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
     from ropekit.eval.tasks.run import make_samples
 
-    lengths = settings.token_lengths(model.train_length)
-    if min(lengths) < 2:
-        raise fail(f"{lengths_option} gives length {min(lengths)} (training length {model.train_length})")
+    lengths = check_lengths(model, settings, lengths_option=lengths_option)
     check_methods_run(model, settings.methods, settings.factor, max(lengths))
     try:
         return make_samples(model, settings, tokens)
@@ -182,9 +206,11 @@ def print_summary(result) -> None:
             f"{e['effective_length'] or '—'} [{e['interval'][0] or '—'}, {e['interval'][1] or '—'}]",
         )
     console.print(table)
+    if "note" in summary:
+        console.print(f"not judged: {summary['note']}", highlight=False)
     if summary["not_learned"]:
         console.print(
-            f"below 50% at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
+            f"below {LEARNED:.0%} at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
             highlight=False,
         )
     for row in result.skipped:
@@ -196,13 +222,15 @@ def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
     tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
-    multiples: str = typer.Option("1,2,4", help="Lengths as multiples of the training length."),
+    multiples: str = typer.Option(DEFAULT_MULTIPLES, help="Lengths as multiples of the training length."),
     lengths: str | None = typer.Option(None, help="Lengths in tokens (e.g. 4k,8k); replaces --multiples."),
-    samples: int = typer.Option(20, help="Samples per (length, task)."),
+    samples: int = typer.Option(SAMPLES, help="Samples per (length, task)."),
     seed: int = typer.Option(0, help="Seed of the samples."),
     depth: float | None = typer.Option(None, help="Needle depth for every sample (0 = start); default: random."),
     factor: str = FACTOR,
-    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    threshold: float = typer.Option(
+        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD:g})."
+    ),
     param: str | None = PARAM,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out."),
@@ -216,7 +244,7 @@ def tasks_command(
 
     from ropekit.eval.text import read_text, shipped_text, tokenize
 
-    if lengths is not None and multiples != "1,2,4":
+    if lengths is not None and multiples != DEFAULT_MULTIPLES:
         raise fail("--lengths and --multiples are alternatives; give one of them")
     settings = build_task_settings(
         methods=methods,
@@ -242,7 +270,7 @@ def tasks_command(
     lengths_option = "--lengths" if lengths is not None else "--multiples"
     dropped = {}
     if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
-        fitted, left_out = fit_tasks(eval_model, settings, tokens)
+        fitted, left_out = fit_tasks(eval_model, settings, tokens, lengths_option=lengths_option)
         if fitted is not None:  # none fits: prepare_samples below gives the first task's error
             settings, dropped = fitted, left_out
             console = Console(stderr=True)
@@ -253,4 +281,4 @@ def tasks_command(
         prepare_output_dir(out, "--out")
     result = run_with_progress(eval_model, settings, tokens, prepared)
     result.context["dropped"] = dropped
-    write_and_print(result, out, json_output, print_summary)
+    write_and_print(result, out, json_output, print_summary, force=force)

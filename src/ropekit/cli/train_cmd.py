@@ -77,6 +77,13 @@ def train_command(
         None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
     ),
     resume: bool = typer.Option(True, metavar="", help="Continue from a train_state in --out if present."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        metavar="",
+        help="Replace the checkpoint files (config.json, model.safetensors, train_state.*) in an --out that holds "
+        "no run to resume; other files there are left alone.",
+    ),
     json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
 ) -> None:
     """Train the tiny model (deterministic data order, periodic checkpoints, resumable).
@@ -87,7 +94,7 @@ def train_command(
 
     from ropekit.cli.method_options import parse_params
     from ropekit.model.tiny import TinyConfig
-    from ropekit.model.train import TrainConfig, train
+    from ropekit.model.train import TrainConfig, check_train_out, train
 
     length = parse_length(train_length, "--train-length")
     weights = None if task_weights is None else parse_params(task_weights, "--task-weights")
@@ -120,8 +127,9 @@ def train_command(
         )
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])
-    with option_errors(device="--device", init="--init"):
-        summary = train(config, settings, out, resume=resume, command=command, init=init)
+    with option_errors(device="--device", init="--init", out="--out", force="--force"):
+        check_train_out(out, resume=resume, force=force)
+        summary = train(config, settings, out, resume=resume, command=command, init=init, force=force)
     if json_output:
         print_json({**summary, "out": str(out)})
         return

@@ -16,8 +16,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
-* :mod:`~ropekit.finetune.inputs` and :mod:`~ropekit.finetune.output` — what is read is checked before anything
-  is written, and what the user owns is never overwritten.
+* :mod:`~ropekit.finetune.inputs` — what is read is checked before anything is written (what is written goes
+  through :mod:`ropekit._output`, the writer every command shares: what the user owns is never overwritten).
 """
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "lora",
     "loss",
     "loss_log",
-    "output",
     "pose",
     "processes",
     "request",

@@ -29,6 +29,20 @@ from ropekit.scaling.registry import ScalingConfig
 _NOT_COPIED = {"config.json"}
 
 
+def written_names(model: str | Path) -> list[str]:
+    """The files ``extend`` writes into its output folder for ``model``, as paths relative to it: a folder's files
+    and ``config.json`` (a GGUF model's other files are known once transformers saved them)."""
+    source = Path(model)
+    names = {"config.json"}
+    if source.is_dir():
+        for item in source.iterdir():
+            if item.name in _NOT_COPIED:
+                continue
+            found = [item] if not item.is_dir() else [p for p in item.rglob("*") if not p.is_dir()]
+            names.update(str(p.relative_to(source)) for p in found)
+    return sorted(names)
+
+
 def write_config(out: Path, config: Mapping[str, Any]) -> None:
     """Write ``config.json`` (sorted keys, as transformers does)."""
     (out / "config.json").write_text(json.dumps(dict(config), indent=2, sort_keys=True) + "\n")
@@ -76,8 +90,9 @@ def extend(
 
     A folder is copied file by file (weights untouched) and its ``config.json`` rewritten; a ``.gguf`` file is
     dequantised through transformers and saved as safetensors with its tokenizer. Everything is checked first;
-    ``out`` is written beside itself and swapped in at the end (:mod:`ropekit.finetune.output`), so an error or
-    Ctrl-C leaves an existing ``out`` as it was, and an ``out`` that is, holds or lies inside ``model`` is refused.
+    the folder is written beside ``out`` and its files renamed into ``out`` at the end (:mod:`ropekit._output`), so an
+    error or Ctrl-C leaves an existing ``out`` as it was; files ``out`` holds that the copy does not write are left
+    alone, and an ``out`` that is, holds or lies inside ``model`` is refused.
 
     Args:
         model: a transformers model folder or a ``.gguf`` file.
@@ -87,19 +102,19 @@ def extend(
             ``factor`` (the original length for methods without one).
         original_length: the pre-training length the factor is relative to (default: from the config).
         layer_types: for per-layer-type models, which layer types to scale (see :func:`extended_config`).
-        force: overwrite an existing ``out``.
+        force: replace the files of ``out`` that the copy writes (refused otherwise).
 
     Raises:
-        FileExistsError: ``out`` exists and ``force`` is false.
+        FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
         FileNotFoundError: no model at ``model``, or no parent folder for ``out``.
         ValueError: ``out`` overlaps ``model``; not a RoPE model, a folder without weights, a target not above
             the original length or below the model's current one, or a method transformers cannot express.
     """
+    from ropekit._output import check_output, staged_output
     from ropekit.finetune.inputs import check_not_shorter, check_weights
-    from ropekit.finetune.output import check_output, staged_output
 
     source = Path(model)
-    check_output(out, [("model", source)], force=force)
+    check_output(out, [("model", source)], names=written_names(source), force=force)
     config = load_config(source)
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":
@@ -110,7 +125,7 @@ def extend(
         raise ValueError(f"target_length must be >= the original length {original}, got {target}")
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
-    with staged_output(out) as staged:
+    with staged_output(out, force=force) as staged:
         if source.suffix == ".gguf":
             loaded, tokenizer = load_model(source)
             save_extended(loaded, tokenizer, staged, new_config)

@@ -44,7 +44,7 @@ class FinetuneRequest:
         layer_types: the layer types the method applies to (default: every RoPE layer).
         original_length: the pre-training length (default: from the config), the table's shorter length.
         resume: continue the interrupted run of ``out``.
-        force: replace an existing ``out``.
+        force: start over, replacing the files of ``out`` the run writes (the user's other files stay).
         evaluate: the before/after table (perplexity, passkey) once the model is written.
         eval_tokens: tokens scored per perplexity length in the table.
         passkey_trials: passkey trials at the target length in the table.
@@ -115,7 +115,8 @@ def prepare(
             current one), a method transformers cannot express, a text shorter than one window plus the held-out
             tail, an ``out`` that is, holds or lies inside the model or the text, ``resume`` with other settings,
             another text or nothing to resume, or FSDP asked for on a machine without GPUs.
-        FileExistsError: ``out`` exists and neither ``force`` nor ``resume`` is given.
+        FileExistsError: ``out`` holds a run, or files the run writes, and neither ``force`` nor ``resume`` is
+            given (files the run does not write are left alone).
         FileNotFoundError: no model, no text, or no parent folder for ``out``.
     """
     from ropekit.finetune.data import pack, tokenize_text
@@ -160,21 +161,35 @@ def data_summary(data: PackedText, settings: FinetuneSettings, notes: Sequence[s
     )
 
 
+#: what ``finetune`` writes at the top of ``out`` whatever the model (beside the model's files, see :func:`run_names`)
+RUN_NAMES = ("config.json", WORK_DIR)
+
+
+def run_names(model: Path) -> list[str]:
+    """The names checked in ``out`` before the run: :data:`RUN_NAMES` and the files ``extend`` would copy from the
+    model (the saved model has the source's weights, tokenizer and generation files); what the save writes beyond
+    them is checked once it is written, before anything is renamed into ``out``."""
+    from ropekit.finetune.export import written_names
+
+    return sorted({*RUN_NAMES, *written_names(model), *(("model.safetensors",) if not model.is_dir() else ())})
+
+
 def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, force: bool) -> None:
     """The checks of the output folder, the first :func:`prepare` makes (cheap: they read no model or text).
 
     Raises:
         ValueError: ``out`` is, holds or lies inside the model or the text; ``resume`` with no checkpoint.
-        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run or other files,
-            and neither ``resume`` nor ``force`` is given.
+        FileExistsError: ``out`` (or the hidden folder an interrupted run of it left) holds a run, and neither
+            ``resume`` nor ``force`` is given; ``out`` holds files the run writes (:func:`run_names`) without
+            ``force`` (other files there are left alone); ``out`` is a file.
         FileNotFoundError: no parent folder for ``out``, or a dangling symlink.
     """
-    from ropekit.finetune.output import check_output, partial_dir
+    from ropekit._output import check_output, partial_dir, refuse_existing
 
     inputs = [("model", Path(model)), ("text", Path(text))]
-    check_output(out, inputs, exists_ok=True)  # overlaps and a missing parent first
+    check_output(out, inputs)  # overlaps, a missing parent, a file where the folder goes
     partial = partial_dir(out)
-    if resume:
+    if resume:  # the names were checked when the run started: what it writes is its own
         if not any((folder / WORK_DIR / "checkpoint" / "progress.json").is_file() for folder in (partial, out)):
             where = partial / WORK_DIR / "checkpoint"
             raise ValueError(f"resume=True: no checkpoint in {str(where)!r} (nor in out) to resume from")
@@ -185,7 +200,7 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
                 f"{where} holds a fine-tune run of out {str(out)!r}; pass resume=True to continue it if it was "
                 "interrupted, or force=True to start over"
             )
-    check_output(out, inputs, force=force)
+    refuse_existing(out, run_names(Path(model)), force=force)
 
 
 def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[str], Any]:
@@ -219,7 +234,7 @@ def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[s
 
 def _check_resume(request: FinetuneRequest, identity: dict[str, Any]) -> Path | None:
     """A resumed run's settings and text against the interrupted run's; the finished run to copy from, if any."""
-    from ropekit.finetune.output import partial_dir
+    from ropekit._output import partial_dir
 
     if not request.resume:
         return None

@@ -5,9 +5,10 @@ Every check that can fail runs first, before anything is written or any weights 
 Output layout (``NEW_DIR``): exactly what ``ropekit extend`` writes (weights, tokenizer, ``config.json``), plus
 ``finetune/`` with ``settings.json``, ``loss.csv``, ``loss.png``, ``checkpoint/`` (resumable) and ``report.json``.
 
-The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit.finetune.output.partial_dir`) and swapped
-in when the model is written, so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps
-the resumable checkpoint that ``--resume`` continues (as does a finished ``NEW_DIR``'s own ``finetune/checkpoint``);
+The run is built in a fixed hidden sibling of ``NEW_DIR`` (:func:`ropekit._output.partial_dir`) whose files are
+renamed into ``NEW_DIR`` when the model is written (:func:`ropekit._output.publish`: the user's other files there are
+left alone), so an existing ``NEW_DIR`` survives Ctrl-C and errors. After Ctrl-C the sibling keeps the resumable
+checkpoint that ``--resume`` continues (as does a finished ``NEW_DIR``'s own ``finetune/checkpoint``);
 after an error it is removed unless it holds a checkpoint.
 """
 
@@ -94,7 +95,7 @@ def run_prepared(
 
     ``on_step`` is called on the main process after each optimizer step; ``progress`` shows a bar there.
     """
-    from ropekit.finetune.output import partial_dir
+    from ropekit._output import partial_dir
 
     request, state = prepared.request, prepared.accelerator
     partial = partial_dir(request.out)
@@ -146,8 +147,8 @@ def _start_work(prepared: PreparedRun, partial: Path) -> None:
 
 
 def _finish(prepared: PreparedRun, report: FinetuneReport, partial: Path) -> None:
-    """On the main process: write the model beside ``out``, swap it in, evaluate, write ``report.json``."""
-    from ropekit.finetune.output import publish
+    """On the main process: write the model beside ``out``, rename its files in, evaluate, write ``report.json``."""
+    from ropekit._output import publish, staged_output
 
     request, result = prepared.request, report.train
     source = request.model
@@ -155,7 +156,12 @@ def _finish(prepared: PreparedRun, report: FinetuneReport, partial: Path) -> Non
         result.model, prepared.tokenizer, partial, prepared.config, source=source if source.is_dir() else None
     )
     result.model = None
-    publish(partial, request.out)
+    try:
+        publish(partial, request.out, force=request.force or request.resume)  # a resumed run was checked at its start
+    except OSError:  # a name known only now is already in out: out is unchanged
+        if not (partial / WORK_DIR / "checkpoint" / "progress.json").is_file():
+            shutil.rmtree(partial, ignore_errors=True)
+        raise
     finished = request.out / WORK_DIR
     report.checkpoint = finished / "checkpoint"
     if request.evaluate:
@@ -171,7 +177,8 @@ def _finish(prepared: PreparedRun, report: FinetuneReport, partial: Path) -> Non
             trials=request.passkey_trials,
             log=prepared.log,
         )
-    (finished / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    with staged_output(finished, force=True) as staged:  # the run's own folder, published above
+        (staged / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
 
 
 def before_after(

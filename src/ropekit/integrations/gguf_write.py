@@ -75,26 +75,31 @@ def write_gguf(
 ) -> Path:
     """Copy ``source`` to ``out`` with ``form`` as its RoPE and ``context_length``; tensors byte for byte.
 
-    The file is written beside ``out`` and renamed into place when complete, so an interrupted write leaves any old
-    ``out`` as it was.
+    The file is written beside ``out`` and renamed into place when complete (:func:`ropekit._output.staged_file`), so
+    an interrupted write leaves any old ``out`` as it was.
 
     Raises:
         FileExistsError: ``out`` exists and ``force`` is false, or it is not a regular file.
         ValueError: ``out`` is ``source``, or ``source`` is not a readable GGUF file.
     """
+    from ropekit._output import check_output, staged_file
+
     gguf = import_gguf()
     source, out = Path(source), Path(out)
-    if out.exists() and not out.is_file():
-        raise FileExistsError(f"out {str(out)!r} exists and is not a file")
     if out.exists() and source.exists() and os.path.samefile(out, source):
         raise ValueError(f"out {str(out)!r} is the source model; choose a new file")
-    if out.exists() and not force:
-        raise FileExistsError(f"out {str(out)!r} exists; pass force=True to overwrite it")
+    check_output(out, kind="file", force=force)
     reader = gguf.GGUFReader(str(source))
     arch = str(reader.fields["general.architecture"].contents())
+    with staged_file(out, force=force) as partial:
+        _write(gguf, reader, partial, arch, form, context_length)
+    return out
+
+
+def _write(gguf: Any, reader: Any, partial: Path, arch: str, form: LlamaCppRope, context_length: int) -> None:
+    """The GGUF file at ``partial``: ``reader``'s keys and tensors with ``form`` as its RoPE."""
     prefix = f"{arch}.rope."
     rewritten = {f"{arch}.context_length"}
-    partial = out.with_name(f".{out.name}.partial")
     writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
     try:
         for field in reader.fields.values():
@@ -131,12 +136,8 @@ def write_gguf(
             writer.write_tensor_data(factors)
         for tensor in kept:
             writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
-        writer.close()
-        os.replace(partial, out)
     finally:
         writer.close()
-        partial.unlink(missing_ok=True)
-    return out
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 from ropekit.model.tokenizer import byte_ids
 
 TASK_MIXES = ("passkey", "suite")
+#: what a training run writes into its output folder (a checkpoint and the optimizer state that resumes it)
+CHECKPOINT_FILES = ("model.safetensors", "config.json", "train_state.safetensors", "train_state.json")
 #: with ``task_mix="suite"``, the share of task sequences that stay passkey episodes
 SUITE_PASSKEY_SHARE = 0.25
 
@@ -192,6 +194,37 @@ def _save_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer
     (directory / "train_state.json").write_text(json.dumps({"step": step, "history": history}) + "\n")
 
 
+def _checkpoint(
+    out: Path, model: TinyLM, optimizer: torch.optim.Optimizer, step: int, history: list, metadata: dict
+) -> None:
+    """Weights and optimizer state, written together beside ``out`` and renamed into it (:mod:`ropekit._output`;
+    the names were checked when the run started, so they are the run's own)."""
+    from ropekit._output import staged_output
+
+    with staged_output(out, force=True) as staged:
+        save(model, staged, metadata=metadata)
+        _save_state(staged, model, optimizer, step, history)
+
+
+def check_train_out(out: str | Path, *, resume: bool = True, force: bool = False) -> bool:
+    """Whether a run into ``out`` resumes (``resume`` and a ``train_state`` there); otherwise ``out`` must not hold
+    any of :data:`CHECKPOINT_FILES` unless ``force`` (they would be replaced; other files are left alone).
+
+    Raises:
+        ropekit._output.OutputExists: ``out`` holds checkpoint files of no run to resume, and ``force`` is false.
+        FileExistsError: ``out`` is a file.
+    """
+    from ropekit._output import refuse_existing
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"out {str(out)!r} exists and is not a folder")
+    if resume and (out / "train_state.json").is_file():
+        return True
+    refuse_existing(out, CHECKPOINT_FILES, force=force)
+    return False
+
+
 def _load_state(directory: Path, model: TinyLM, optimizer: torch.optim.Optimizer) -> tuple[int, list]:
     from safetensors.torch import load_file
 
@@ -240,6 +273,7 @@ def train(
     progress: bool = True,
     command: str = "",
     init: str | Path | None = None,
+    force: bool = False,
 ) -> dict:
     """Train a model and save it to ``out``; returns the summary (also stored in the checkpoint's metadata).
 
@@ -252,6 +286,9 @@ def train(
             random ones: continued training, e.g. at a longer context or another RoPE base, as Men et al. do when
             they fine-tune with a changed base. Its shape must match ``config``; position encoding, base and
             training length may differ (RoPE has no weights). Ignored when resuming.
+        force: replace the checkpoint files of :data:`CHECKPOINT_FILES` that ``out`` holds without a run to resume
+            (refused otherwise, before any work); the other files in ``out`` are never touched. Checkpoints are
+            written beside ``out`` and renamed into it, so an interrupted write leaves the previous one whole.
     """
     from ropekit._progress import progress_bar
 
@@ -263,6 +300,7 @@ def train(
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+    resuming = check_train_out(out, resume=resume, force=force)
     model = TinyLM(config)
     if init is not None:
         _copy_weights(init, model)
@@ -279,7 +317,7 @@ def train(
         betas=(0.9, 0.95),
     )
     step, history = 0, []
-    if resume and (out / "train_state.json").is_file():
+    if resuming:
         step, history = _load_state(out, model, optimizer)
     started = time.perf_counter()
     elapsed_before = history[-1]["elapsed_s"] if history else 0.0
@@ -312,9 +350,7 @@ def train(
             if step % 10 == 0:
                 history.append({"step": step, "loss": round(smoothed, 4), "elapsed_s": round(elapsed, 1)})
             if step % train.checkpoint_every == 0:
-                save(model, out, metadata={"partial": True, "step": step})
-                _save_state(out, model, optimizer, step, history)
-        _save_state(out, model, optimizer, step, history)
+                _checkpoint(out, model, optimizer, step, history, {"partial": True, "step": step})
     elapsed = elapsed_before + time.perf_counter() - started
     summary = {
         "command": command,
@@ -328,5 +364,5 @@ def train(
         "init": None if init is None else str(init),
         "history": history,
     }
-    save(model, out, metadata=summary)
+    _checkpoint(out, model, optimizer, step, history, summary)
     return summary
