@@ -85,11 +85,18 @@ def random_hf_config(
 
 
 def random_hf_model(
-    arch: str = "llama", *, seed: int = 0, scale: float | None = None, dtype: torch.dtype = torch.float32, **sizes
+    arch: str = "llama",
+    *,
+    seed: int = 0,
+    scale: float | None = None,
+    scale_stacked: bool = False,
+    dtype: torch.dtype = torch.float32,
+    **sizes,
 ):
     """A random ``arch`` model of :func:`random_hf_config` ``(arch, **sizes)``, built after ``torch.manual_seed(seed)``,
-    in ``dtype`` and in training mode, as torch builds modules. ``scale`` multiplies every matrix: random init gives
-    near-uniform logits, larger weights let positions and logit transforms move them."""
+    in ``dtype`` and in training mode, as torch builds modules. ``scale`` multiplies every matrix (with
+    ``scale_stacked``, the stacked expert matrices of mixture-of-experts layers too): random init gives near-uniform
+    logits, larger weights let positions and logit transforms move them."""
     import transformers
 
     config = random_hf_config(arch, **sizes)
@@ -98,7 +105,7 @@ def random_hf_model(
     if scale is not None:
         with torch.no_grad():
             for parameter in model.parameters():
-                if parameter.dim() == 2:
+                if parameter.dim() == 2 or (scale_stacked and parameter.dim() > 2):
                     parameter.mul_(scale)
     return model
 
