@@ -28,6 +28,8 @@ ARCHITECTURES = {
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM"),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel"),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM"),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM"),
 }
 
 #: the config key of each size; GPT-2 names its own, and has no key for the MLP width (4 × hidden) or grouped KV heads
