@@ -8,13 +8,14 @@ Dual Chunk Attention (:mod:`~ropekit.attention.dual_chunk`) and StreamingLLM att
 :meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 
-from ropekit.attention import dual_chunk, rerope, self_extend, sinks  # noqa: F401  (registers the methods)
 from ropekit.attention.core import attend, shift
 from ropekit.attention.dual_chunk import DualChunk
 from ropekit.attention.registry import ATTENTIONS, AttentionConfig, Region, get_attention, list_attentions
 from ropekit.attention.rerope import LeakyReRoPE, ReRoPE
 from ropekit.attention.self_extend import SelfExtend
 from ropekit.attention.sinks import Sinks
+
+ATTENTIONS.load()  # imports every method file, each registering itself
 
 __all__ = [
     "ATTENTIONS",

@@ -45,17 +45,7 @@ from ropekit.scaling.registry import (
 from ropekit.scaling.yarn import YarnScaling
 
 
-def _import_every_method() -> None:
-    """Import the modules not imported above, so that a new method file registers itself."""
-    import importlib
-    import pkgutil
-
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
-
-
-_import_every_method()
+SCALINGS.load()  # a method file that no line above imports registers itself now
 
 __all__ = [
     "SCALINGS",
