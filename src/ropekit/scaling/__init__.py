@@ -44,7 +44,6 @@ from ropekit.scaling.registry import (
 )
 from ropekit.scaling.yarn import YarnScaling
 
-
 SCALINGS.load()  # a method file that no line above imports registers itself now
 
 __all__ = [
