@@ -1,9 +1,10 @@
-"""Tests of ropekit.functional: apply_rope (the tables are tests/test_tables.py, the weight-layout conversion
-tests/test_permute.py).
+"""Tests of ropekit.functional: apply_rope and apply_rope_qk (the tables are tests/test_tables.py, the weight-layout
+conversion tests/test_permute.py).
 
 Every check compares against an oracle built here in float64 from the closed form θ_i = b^(−2i/d): an explicit
 block-diagonal rotation matrix, complex multiplication (Meta's ``freqs_cis``), the ``rotate_half`` /
-``rotate_every_two`` formulas, or a property (relative positions, norms, gradients).
+``rotate_every_two`` formulas, or a property (relative positions, norms, gradients); the tables' gradients against
+float64 gradcheck and autograd through the eager formula; apply_rope_qk against two apply_rope calls.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropekit.functional import apply_rope, cos_sin
+from ropekit.functional import apply_rope, apply_rope_qk, cos_sin
+from ropekit.kernels.reference import rope_reference
 from ropekit.scaling.registry import inv_freq
 
 BASE = 10000.0
+D = 16
 
 
 # ---------------------------------------------------------------- float64 oracles (independent of ropekit)
@@ -562,3 +565,117 @@ def test_any_argument_gives_a_result_or_a_value_or_type_error(rotary_dim, seq_di
         return
     assert not torch.isnan(y).any()
     assert torch.equal(y, apply_rope(X + 1.0, COS, SIN, seq_dim=1))
+
+
+# ---------------------------------------------------------------- gradients of cos and sin
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("seq_dim", [1, 2])
+@pytest.mark.parametrize("batched", [False, True])
+def test_table_gradients_match_gradcheck(interleaved, seq_dim, batched):
+    g = torch.Generator().manual_seed(1)
+    shape = (2, 3, 4, 10) if seq_dim == 1 else (2, 4, 3, 10)
+    x = torch.randn(shape, dtype=torch.float64, generator=g, requires_grad=True)
+    table_shape = (2, 3, 3) if batched else (3, 3)  # rotary_dim 6 of head_dim 10
+    cos = torch.randn(table_shape, dtype=torch.float64, generator=g, requires_grad=True)
+    sin = torch.randn(table_shape, dtype=torch.float64, generator=g, requires_grad=True)
+
+    def f(x, c, s):
+        return apply_rope(x, c, s, interleaved=interleaved, seq_dim=seq_dim)
+
+    assert torch.autograd.gradcheck(f, (x, cos, sin))
+    assert torch.autograd.gradgradcheck(f, (x, cos, sin))
+
+
+def test_table_gradients_equal_the_eager_graph():
+    """The oracle: autograd through the eager formula (ordinary torch ops)."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 5, 3, 8, generator=g)
+    cos = torch.randn(5, 4, generator=g, requires_grad=True)
+    sin = torch.randn(5, 4, generator=g, requires_grad=True)
+    grad = torch.randn(2, 5, 3, 8, generator=g)
+    apply_rope(x, cos, sin).backward(grad)
+    ours = cos.grad.clone(), sin.grad.clone()
+    cos.grad = sin.grad = None
+    rope_reference(x, cos, sin).backward(grad)
+    torch.testing.assert_close(ours[0], cos.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ours[1], sin.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_inplace_with_tables_requiring_grad_is_refused():
+    cos, sin = tables(torch.arange(4), D)
+    cos.requires_grad_(True)
+    with pytest.raises(ValueError, match="do not support autograd; cos/sin require grad"):
+        apply_rope(torch.randn(1, 4, 2, D), cos, sin, inplace=True)
+
+
+# ---------------------------------------------------------------- flags and overlapping memory
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"inplace": "no"}, TypeError, r"inplace must be True or False, got 'no' \(str\)"),
+        ({"inplace": 1}, TypeError, r"inplace must be True or False, got 1 \(int\)"),
+        ({"interleaved": "yes"}, TypeError, r"interleaved must be True or False, got 'yes'"),
+        ({"interleaved": None}, TypeError, r"interleaved must be True or False, got None"),
+        ({"seq_dim": True}, ValueError, r"seq_dim must be 1 .* or 2 .*got True"),
+        ({"seq_dim": 1.0}, ValueError, r"seq_dim must be 1 .* or 2 .*got 1.0"),
+        ({"out": torch.empty(1, 4, 2, D, device="meta")}, ValueError, r"out must be on x's device cpu, got meta"),
+    ],
+)
+def test_bad_flags_are_refused_and_x_is_untouched(kwargs, error, match):
+    cos, sin = tables(torch.arange(4), D)
+    x = torch.randn(1, 4, 2, D)
+    saved = x.clone()
+    with pytest.raises(error, match=match):
+        apply_rope(x, cos, sin, **kwargs)
+    assert torch.equal(x, saved)
+
+
+def test_in_place_on_an_expanded_tensor_is_refused():
+    cos, sin = tables(torch.arange(4), D)
+    x = torch.randn(1, 1, 1, D).expand(1, 4, 2, D)
+    with pytest.raises(ValueError, match=r"inplace=True has elements that share memory"):
+        apply_rope(x, cos, sin, inplace=True)
+    # out of place it is fine and equals the reference on a contiguous copy
+    assert torch.equal(apply_rope(x, cos, sin), rope_reference(x.contiguous(), cos, sin))
+
+
+# ---------------------------------------------------------------- apply_rope_qk
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("seq_dim", [1, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_apply_rope_qk_equals_two_calls(interleaved, seq_dim, dtype):
+    g = torch.Generator().manual_seed(3)
+    cos, sin = tables(torch.arange(5), 12)
+    q_shape, k_shape = ((2, 5, 6, 16), (2, 5, 2, 16)) if seq_dim == 1 else ((2, 6, 5, 16), (2, 2, 5, 16))
+    q = torch.randn(q_shape, generator=g).to(dtype)
+    k = torch.randn(k_shape, generator=g).to(dtype)
+    kw = {"interleaved": interleaved, "seq_dim": seq_dim}
+    q_rot, k_rot = apply_rope_qk(q, k, cos, sin, **kw)
+    assert torch.equal(q_rot, rope_reference(q, cos, sin, **kw))
+    assert torch.equal(k_rot, rope_reference(k, cos, sin, **kw))
+    q2, k2 = q.clone(), k.clone()
+    out = apply_rope_qk(q2, k2, cos, sin, inplace=True, **kw)
+    assert out[0] is q2 and out[1] is k2 and torch.equal(q2, q_rot) and torch.equal(k2, k_rot)
+
+
+def test_apply_rope_qk_autograd_matches_apply_rope():
+    g = torch.Generator().manual_seed(4)
+    cos, sin = tables(torch.arange(3), 8, dtype=torch.float64)
+    q = torch.randn(1, 3, 4, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(1, 3, 2, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda q, k: apply_rope_qk(q, k, cos, sin), (q, k))
+
+
+def test_apply_rope_qk_names_the_tensor_in_errors():
+    cos, sin = tables(torch.arange(4), D)
+    q = torch.randn(1, 4, 2, D)
+    with pytest.raises(ValueError, match=r"cos/sin cover 4 positions but x has 3 .*\(x is k here\)"):
+        apply_rope_qk(q, torch.randn(1, 3, 2, D), cos, sin)
+    with pytest.raises(ValueError, match=r"q and k must have the same batch size, got 1 and 2"):
+        apply_rope_qk(q, torch.randn(2, 4, 2, D), cos, sin)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers.hf_models import random_hf_config
 from ropekit.cli.app import app
 
 pytest.importorskip("transformers")
@@ -19,17 +20,13 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="module")
 def smollm3_dir(tmp_path_factory) -> Path:
-    from transformers import SmolLM3Config
-
     path = tmp_path_factory.mktemp("smollm3")
-    SmolLM3Config(
-        vocab_size=101,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=8,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
+    random_hf_config(
+        "smollm3",
+        vocab=101,
+        intermediate=96,
+        layers=8,
+        positions=4096,
         rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
         pad_token_id=0,
         bos_token_id=1,
@@ -49,9 +46,10 @@ def test_inspect_reads_the_model_and_lists_its_nope_layers(smollm3_dir: Path) ->
     assert data["model"]["rope_layout"]["nope_layers"] == [3, 7]
     assert data["model"]["rope_layout"]["rope_layers"] == [0, 1, 2, 4, 5, 6]
     by_hand = json.loads(run("inspect", "--head-dim", "16", "--base", "50000", "--train-length", "4k", "--json").output)
-    assert {k: v for k, v in data.items() if k != "model"} == by_hand
+    assert data["layout"]["nope"]["nope_layers"] == [3, 7]  # the layout table's NoPE row
+    assert {k: v for k, v in data.items() if k not in ("model", "layout")} == by_hand
     text = run("inspect", "--model", str(smollm3_dir))
-    assert text.exit_code == 0 and "NoPE: layers 3, 7" in text.output
+    assert text.exit_code == 0 and "NoPE layers" in text.output and "layout of" in text.output
 
 
 def test_plan_reads_the_model_and_says_what_nope_layers_mean(smollm3_dir: Path) -> None:

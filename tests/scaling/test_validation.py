@@ -173,18 +173,20 @@ def test_length_keys_missing_everywhere() -> None:
 
 
 def test_unknown_rope_type_lists_the_known_ones() -> None:
-    message = raises_value_error(lambda: get_scaling("mrope"), "unknown rope_type 'mrope'")
+    message = raises_value_error(lambda: get_scaling("xpos"), "unknown rope_type 'xpos'")
     for name in list_scalings():
         assert name in message
     for alias in ("pi", "su", "abf"):
         assert alias in message
-    raises_value_error(lambda: from_hf_config(model({"rope_type": "mrope"})), "unknown rope_type 'mrope'", "yarn")
-    raises_value_error(lambda: make_scaling("mrope", factor=2.0), "available:")
+    raises_value_error(lambda: from_hf_config(model({"rope_type": "xpos"})), "unknown rope_type 'xpos'", "yarn")
+    raises_value_error(lambda: make_scaling("xpos", factor=2.0), "available:")
 
 
 def test_unknown_parameter_lists_the_allowed_ones() -> None:
-    params = {"rope_type": "linear", "factor": 2.0, "mrope_section": [16, 24, 24]}
-    raises_value_error(lambda: from_hf_config(model(params)), "mrope_section", "allowed", "factor")
+    params = {"rope_type": "linear", "factor": 2.0, "window_size": 64}
+    raises_value_error(lambda: from_hf_config(model(params)), "window_size", "allowed", "factor")
+    wrong = {"rope_type": "linear", "factor": 2.0, "mrope_section": [16, 24, 24]}  # M-RoPE is known: its sections
+    raises_value_error(lambda: from_hf_config(model(wrong)), "mrope sections (16, 24, 24) cover 64 pairs")
 
 
 @pytest.mark.parametrize(("head_dim", "partial"), [(110, 56 / 110), (100, 0.25), (80, 0.0125)])
@@ -298,3 +300,26 @@ def test_adding_a_method_is_one_dataclass_and_one_decorator(toy_method: None) ->
     cos, _ = module.cos_sin(torch.arange(3))
     torch.testing.assert_close(cos[2, 1].double(), torch.cos(torch.tensor(2 * 100.0 ** (-2 / 64), dtype=torch.float64)))
     assert to_hf_dict(ropekit.RopeConfig(64, scaling=PowerBase()))["rope_type"] == "toy-power"
+
+
+# ---------------------------------------------------------------- wrong types and huge factors
+
+
+def test_frequencies_and_get_scaling_refuse_wrong_types():
+    import ropekit
+
+    with pytest.raises(TypeError, match="rope must be a RopeConfig, got NoneType"):
+        ropekit.frequencies(None)
+    with pytest.raises(TypeError, match=r"name must be a rope_type string such as 'yarn', got \['yarn'\] \(list\)"):
+        ropekit.get_scaling(["yarn"])
+
+
+@pytest.mark.parametrize("name", ["linear", "ntk", "yarn", "dynamic"])
+def test_huge_factors_are_refused_in_the_library(name):
+    from ropekit.scaling import make_scaling
+
+    params = {"factor": 1e308}
+    if name in ("yarn", "dynamic"):
+        params["original_max_position_embeddings"] = 4096
+    with pytest.raises(ValueError, match=r"factor must be <= 1e\+06"):
+        make_scaling(name, **params)
