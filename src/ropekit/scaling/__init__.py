@@ -1,8 +1,9 @@
 """Context-extension methods, one file each, registered by their Hugging Face ``rope_type`` name.
 
 Importing this package imports every module in it that registers a method (``SCALINGS.load()``). Adding a method is
-one new file here and nothing else (the minimal one is in :mod:`ropekit.scaling.registry`'s docstring): a frozen :class:`~ropekit.scaling.registry.ScalingConfig` subclass and its
-frequency function decorated with :func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
+one new file here and nothing else (the minimal one is in :mod:`ropekit.scaling.registry`'s docstring): a frozen
+:class:`~ropekit.scaling.registry.ScalingConfig` subclass and its frequency function decorated with
+:func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
 package reaches a method only through the registry and its config class's hooks, so the new method is at once in
 the CLI (``--scaling NAME``, with ``--factor``, ``--original-length``, ``--base`` and ``--param``), in
 transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans:
