@@ -70,18 +70,21 @@ def test_lazy_entries_resolve_on_first_get():
 
 @pytest.fixture
 def home_package(tmp_path, monkeypatch) -> Iterator[str]:
-    """A package ``toyhome`` with a module that registers itself, one that only declares a name, and one that fails
-    on import (it must never be imported)."""
+    """A package ``toyhome`` with a module that registers itself, one that only declares a name, one behind a lazy
+    entry that registers itself when imported, and one that fails on import (it must never be imported)."""
     package = tmp_path / "toyhome"
     package.mkdir()
     (package / "__init__.py").write_text(
-        "from ropekit._registry import Registry\nTHINGS = Registry('thing', "
-        "home='toyhome', marker='@THINGS.register')\n"
+        "from ropekit._registry import Registry\n"
+        "THINGS = Registry('thing', home='toyhome', marker='@THINGS.register')\n"
+        "LAZY = Registry('lazy thing')\n"
+        "LAZY.register_lazy('gamma', 'toyhome.gamma:Gamma')\n"
     )
     (package / "alpha.py").write_text(
         "from toyhome import THINGS\n\n@THINGS.register('alpha')\nclass Alpha:\n    label = 'alpha'\n"
     )
     (package / "beta.py").write_text("class Beta:\n    label = 'beta'\n")
+    (package / "gamma.py").write_text("from toyhome import LAZY\n\n@LAZY.register('gamma')\nclass Gamma:\n    pass\n")
     (package / "heavy.py").write_text("raise ImportError('heavy modules stay unimported')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "toyhome"
@@ -98,6 +101,17 @@ def test_a_home_package_registers_its_files_on_first_need(home_package):
     assert things.get("alpha").__module__ == "toyhome.alpha"
     assert declared_names(home_package, "label") == ("alpha", "beta")  # read from source, nothing imported
     assert "toyhome.beta" not in sys.modules and "toyhome.heavy" not in sys.modules
+
+
+def test_a_lazy_entrys_module_may_register_it_itself(home_package):
+    import importlib
+
+    lazy = importlib.import_module(home_package).LAZY
+    assert lazy.names() == ("gamma",) and "toyhome.gamma" not in sys.modules
+    assert lazy.get("gamma").__name__ == "Gamma"  # its decorator replaced the placeholder, not a second entry
+    assert "toyhome.gamma" in sys.modules and lazy.get("gamma") is sys.modules["toyhome.gamma"].Gamma
+    with pytest.raises(ValueError, match="'gamma' is already registered"):
+        lazy.register("gamma", 1)
 
 
 def test_help_names_are_the_registered_ones():

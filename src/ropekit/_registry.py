@@ -74,6 +74,7 @@ class Registry(Generic[T]):
         #: alias → name; ``get`` accepts an alias, ``names`` leaves aliases out
         self.aliases: dict[str, str] = {}
         self._loaded = home is None
+        self._importing: str | None = None  # the module of the lazy entry being resolved
 
     @overload
     def register(self, name: str, entry: None = None, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]: ...
@@ -89,9 +90,13 @@ class Registry(Generic[T]):
         """
         if entry is None:
             return lambda decorated: self.register(name, decorated, aliases=aliases)
-        taken = [n for n in (name, *aliases) if n in self._entries or n in self.aliases]
-        if not name or not isinstance(name, str) or taken:
-            raise ValueError(f"{self.kind} name {name!r} is empty or already registered ({', '.join(taken)})")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
+        current = self._entries.get(name)
+        fulfils = isinstance(current, _Lazy) and current.module == self._importing  # its lazy module registers it
+        taken = [n for n in (name, *aliases) if (n in self._entries and not fulfils) or n in self.aliases]
+        if taken:
+            raise ValueError(f"{self.kind} {', '.join(map(repr, taken))} is already registered")
         self._entries[name] = entry
         self.aliases.update(dict.fromkeys(aliases, name))
         return entry
@@ -110,6 +115,7 @@ class Registry(Generic[T]):
             del self.aliases[alias]
 
     def __delitem__(self, name: str) -> None:
+        """Remove ``name`` only (its aliases stay; :meth:`unregister` removes both)."""
         del self._entries[name]
 
     def load(self) -> None:
@@ -138,7 +144,11 @@ class Registry(Generic[T]):
             raise UnknownName(self.kind, name, self.names())
         entry = self._entries[key]
         if isinstance(entry, _Lazy):
-            module = importlib.import_module(entry.module)
+            self._importing = entry.module
+            try:
+                module = importlib.import_module(entry.module)
+            finally:
+                self._importing = None
             current = self._entries.get(key)
             if current is entry:  # the module did not register the name itself
                 self._entries[key] = getattr(module, entry.attr)
