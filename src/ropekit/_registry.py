@@ -37,12 +37,13 @@ class UnknownName(ValueError, LookupError):
     Attributes:
         kind: what the registry holds (``rope_type``, ``attention method``, ``task``).
         name: the name asked for.
-        available: the registered names, in registration order.
+        available: the registered names, in registration order (the message adds the aliases).
     """
 
-    def __init__(self, kind: str, name: object, available: tuple[str, ...]) -> None:
+    def __init__(self, kind: str, name: object, available: tuple[str, ...], aliases: dict[str, str] | None = None):
         self.kind, self.name, self.available = kind, name, available
-        super().__init__(f"unknown {kind} {name!r}; available: {', '.join(available)}")
+        listed = (*available, *(f"{alias} (= {target})" for alias, target in (aliases or {}).items()))
+        super().__init__(f"unknown {kind} {name!r}; available: {', '.join(listed)}")
 
 
 class _Lazy:
@@ -136,12 +137,12 @@ class Registry(Generic[T]):
             UnknownName: no such name (a ``ValueError`` whose message lists the registered names).
         """
         if not isinstance(name, str):
-            raise UnknownName(self.kind, name, self.names())
+            raise UnknownName(self.kind, name, self.names(), self.aliases)
         key = self.aliases.get(name, name)
         if key not in self._entries:
             self.load()
         if key not in self._entries:
-            raise UnknownName(self.kind, name, self.names())
+            raise UnknownName(self.kind, name, self.names(), self.aliases)
         entry = self._entries[key]
         if isinstance(entry, _Lazy):
             self._importing = entry.module

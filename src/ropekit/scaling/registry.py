@@ -1,13 +1,11 @@
 """The registry of context-extension methods, keyed by the Hugging Face ``rope_type`` name.
 
 A method is one frozen config dataclass (a :class:`ScalingConfig`) and one pure function
-``(spec, rope, *, seq_len=None) -> Frequencies``. Dispatch is only ever ``SCALINGS[name]``
-(a :class:`~ropekit._registry.Registry`). This module is numpy-only: the theory tools and the torch module share it.
+``(spec, rope, *, seq_len=None) -> Frequencies``. Dispatch is only ever ``SCALINGS[name]`` (a
+:class:`~ropekit._registry.Registry`). This module is numpy-only: the theory tools and the torch module share it.
 
-How to add a method: one new file in this package (``src/ropekit/scaling/power.py``), nothing else. Importing the
-package imports every module that uses the decorator, so the method is at once in :func:`get_scaling`, the CLI's
-``--scaling``/``--methods`` and their ``--help`` (read from the ``rope_type`` line), transformers dicts and
-evaluation sweeps; the hooks of :class:`ScalingConfig` say what else it may declare::
+How to add a method: one new file in this package, nothing else (the package imports every module that uses the
+decorator; ``--help`` reads the ``rope_type`` line); the hooks of :class:`ScalingConfig` say what else it declares::
 
     @dataclass(frozen=True, kw_only=True)
     class PowerBase(ScalingConfig):
@@ -30,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ropekit._costs import MAX_FACTOR
-from ropekit._registry import Registry, UnknownName
+from ropekit._registry import Registry
 from ropekit._validate import require_float, require_int, require_rotary_dim
 
 if TYPE_CHECKING:
@@ -334,19 +332,11 @@ def list_scalings() -> list[str]:
 
 
 def get_scaling(name: str) -> ScalingMethod:
-    """Look up a method by ``rope_type`` name or alias.
-
-    Raises:
-        TypeError: ``name`` is not a string.
-        UnknownName: an unknown name (a ``ValueError``; the message lists the known names and aliases).
-    """
+    """Look up a method by ``rope_type`` name or alias: a ``TypeError`` for a non-string, an
+    :class:`~ropekit._registry.UnknownName` (a ``ValueError`` listing the names and aliases) for an unknown name."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a rope_type string such as 'yarn', got {name!r} ({type(name).__name__})")
-    try:
-        return SCALINGS.get(name)
-    except UnknownName:
-        known = (*SCALINGS.names(), *(f"{a} (= {t})" for a, t in ALIASES.items()))
-        raise UnknownName("rope_type", name, known) from None
+    return SCALINGS.get(name)
 
 
 def make_scaling(name: str, **params: Any) -> ScalingConfig | None:
