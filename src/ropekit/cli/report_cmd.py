@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -25,6 +26,12 @@ from ropekit.cli.eval_cmd import (
 from ropekit.cli.method_options import PARAM
 from ropekit.cli.tasks_cmd import build_task_settings, fit_tasks, prepare_samples
 from ropekit.cli.tasks_cmd import run_with_progress as run_task_progress
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import EvalModel
+    from ropekit.eval.tasks.base import Sample
+    from ropekit.eval.tasks.run import TaskSettings
+    from ropekit.eval.text import TokenizedText
 
 DEFAULT_OUT = Path("report")
 
@@ -146,7 +153,9 @@ def report_command(
     _print_summary(summary, index, time.perf_counter() - started)
 
 
-def _prepare_tasks(eval_model, task_settings, tokens) -> tuple:
+def _prepare_tasks(
+    eval_model: EvalModel, task_settings: TaskSettings | None, tokens: TokenizedText
+) -> tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict]:
     """``(task settings, samples, dropped)`` for the task section: the tasks that fit the model's lengths (the
     dropped ones with why) and their samples, made before the sweep so that a problem shows before minutes of it;
     ``(None, None, {})`` without tasks."""
