@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, parse_params, print_json
+from ropekit.cli.extend_attention import ATTENTION, attention_entry
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -158,6 +159,7 @@ def extend_command(
     factors: Path | None = FACTORS,
     param: list[str] | None = PARAM,
     layer_types: str | None = LAYER_TYPES,
+    attention: str | None = ATTENTION,
     out: Path = OUT,
     force: bool = FORCE,
     output_format: str | None = FORMAT,
@@ -198,6 +200,9 @@ def extend_command(
         factors=factors,
         params=param,
     )
+    extra_config = attention_entry(attention, original=original, target=target)
+    if kind == "gguf" and extra_config:
+        raise fail("--attention writes config.json for vLLM/SGLang; llama.cpp has no dual-chunk attention (GGUF --out)")
     if kind == "gguf":
         extend_to_gguf(
             model,
@@ -214,7 +219,14 @@ def extend_command(
     try:
         with option_errors(**_NAMES):
             result = extend(
-                model, spec, out, target_length=target, original_length=original, layer_types=types, force=force
+                model,
+                spec,
+                out,
+                target_length=target,
+                original_length=original,
+                layer_types=types,
+                force=force,
+                extra_config=extra_config,
             )
     except OSError as error:
         raise fail(name_option(str(error), _NAMES)) from None
@@ -224,6 +236,7 @@ def extend_command(
         "rope_parameters": result.config["rope_parameters"],
         "max_position_embeddings": result.config["max_position_embeddings"],
         "how": result.notes,
+        **{key: result.config[key] for key in extra_config},
     }
     flags, flag_text = flags_for(model_rope_of(model, spec, types))
     summary["llamacpp_flags"] = flags
@@ -235,4 +248,6 @@ def extend_command(
     typer.echo(f"wrote {result.out} (max_position_embeddings {result.config['max_position_embeddings']:,})")
     for line in result.notes:
         typer.echo(f"  rope: {line}")
+    for key in extra_config:
+        typer.echo(f"  {key}: {json.dumps(result.config[key])}")
     typer.echo(f"  llama.cpp flags: {flag_text}")

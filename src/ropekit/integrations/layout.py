@@ -89,7 +89,7 @@ def _dual_chunk_row(layout: Layout, config: Any) -> None:
     ours = {"name": method.name, "chunk_size": method.chunk_size, "local_window": method.local_window}
     value = {**dict(config), "ropekit": ours, "notes": notes}
     shown = f"chunk_size {config['chunk_size']}, local_size {config['local_size']}"
-    does = f"= --methods dual_chunk --param chunk_size={method.chunk_size},local_window={method.local_window}"
+    does = f"ropekit dual_chunk, chunk_size {method.chunk_size}, local_window {method.local_window}"
     layout.add(CONFIG_KEY, "dual-chunk attention (vLLM, SGLang)", value, shown, "; ".join([does, *notes]))
 
 
