@@ -137,3 +137,38 @@ def test_random_qwen2_attends_as_vllm_dual_chunk():
     error, gap = float((ours - expected).abs().max()), float((wrong - expected).abs().max())
     assert error < 1e-5, error
     assert gap > 1e3 * error, (gap, error)
+
+
+# ---- extend writes it, inspect reads it ----------------------------------------------------------------------------
+
+
+@pytest.mark.hf
+def test_extend_writes_and_inspect_reads(tmp_path):
+    pytest.importorskip("transformers")
+    import json
+
+    from typer.testing import CliRunner
+
+    from helpers.hf_models import random_hf_folder
+    from ropekit.cli.app import app
+
+    source = random_hf_folder(tmp_path / "src", "qwen2", positions=64)
+    out = tmp_path / "out"
+    args = ["extend", "--model", str(source), "--scaling", "none", "--target-length", "256", "--out", str(out)]
+    written = CliRunner().invoke(app, [*args, "--attention", "dual_chunk:chunk_size=40,local_window=8", "--json"])
+    assert written.exit_code == 0, written.output
+    expected = {"chunk_size": 47, "local_size": 7, "original_max_position_embeddings": 0}
+    assert json.loads(written.stdout)["dual_chunk_attention_config"] == expected
+    assert json.loads((out / "config.json").read_text())["dual_chunk_attention_config"] == expected
+    shown = CliRunner().invoke(app, ["inspect", "--model", str(out), "--json"])
+    assert json.loads(shown.stdout)["layout"]["dual_chunk_attention_config"]["ropekit"] == {
+        "name": "dual_chunk",
+        "chunk_size": 40,
+        "local_window": 8,
+    }
+    for bad, message in [
+        ("dual_chunk:chunk_size=4,local_window=8", "local_window must be <= chunk_size (4)"),
+        ("rerope", "--attention must be dual_chunk"),
+    ]:
+        refused = CliRunner().invoke(app, [*args, "--force", "--attention", bad])
+        assert refused.exit_code == 2 and message in refused.stderr, refused.output
