@@ -12,6 +12,10 @@ The sequence is cut into chunks of ``chunk_size`` tokens ``s``; every key sits a
 ``w`` is the local window; the largest relative position is ``s + w − 1``, which must stay below the training
 length (the paper's ``c − 1`` with ``c = s + w``; ChunkLlama's code clamps at ``c`` instead, one more). Defaults
 follow ChunkLlama's code for a model trained at ``L``: ``s + w = 3L/4`` and ``w = L/16``.
+
+Qwen's ``dual_chunk_attention_config`` (vLLM, SGLang) clamps at its ``chunk_size``, so its ``(chunk_size,
+local_size)`` is this method's ``(s + w − 1, w − 1)``; it may add a length temperature this method does not apply.
+The mapping and its limits: :mod:`ropekit.integrations.dual_chunk_config`.
 """
 
 from __future__ import annotations

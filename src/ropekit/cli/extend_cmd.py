@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, parse_params, print_json
+from ropekit.cli.extend_attention import ATTENTION, attention_entry
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -158,6 +159,7 @@ def extend_command(
     factors: Path | None = FACTORS,
     param: list[str] | None = PARAM,
     layer_types: str | None = LAYER_TYPES,
+    attention: str | None = ATTENTION,
     out: Path = OUT,
     force: bool = FORCE,
     output_format: str | None = FORMAT,
@@ -197,30 +199,14 @@ def extend_command(
         factors=factors,
         params=param,
     )
+    extra_config = attention_entry(attention, original=original, target=target)
+    if kind == "gguf" and extra_config:
+        raise fail("--attention writes config.json for vLLM/SGLang; llama.cpp has no dual-chunk attention (GGUF --out)")
+    common = {"target": target, "original": original, "layer_types": types, "force": force, "note": note}
     if kind == "gguf":
-        extend_to_gguf(
-            model,
-            spec,
-            out,
-            target=target,
-            original=original,
-            layer_types=types,
-            force=force,
-            note=note,
-            json_output=json_output,
-        )
+        extend_to_gguf(model, spec, out, json_output=json_output, **common)
         return
-    _extend_folder(
-        model,
-        spec,
-        out,
-        target=target,
-        original=original,
-        layer_types=types,
-        force=force,
-        note=note,
-        json_output=json_output,
-    )
+    _extend_folder(model, spec, out, json_output=json_output, extra_config=extra_config, **common)
 
 
 def _extend_folder(
@@ -234,6 +220,7 @@ def _extend_folder(
     force: bool,
     note: str | None,
     json_output: bool,
+    extra_config: dict[str, Any],
 ) -> None:
     """Write the transformers folder ``out`` (config.json with the new RoPE, the weights as they are) and say what
     was written: JSON, or lines with the rope notes and llama.cpp's load-time flags for the same RoPE."""
@@ -243,7 +230,14 @@ def _extend_folder(
     try:
         with option_errors(**_NAMES):
             result = extend(
-                model, spec, out, target_length=target, original_length=original, layer_types=layer_types, force=force
+                model,
+                spec,
+                out,
+                target_length=target,
+                original_length=original,
+                layer_types=layer_types,
+                force=force,
+                extra_config=extra_config,
             )
     except OSError as error:
         raise fail(name_option(str(error), _NAMES)) from None
@@ -253,6 +247,7 @@ def _extend_folder(
         "rope_parameters": result.config["rope_parameters"],
         "max_position_embeddings": result.config["max_position_embeddings"],
         "how": result.notes,
+        **{key: result.config[key] for key in extra_config},
     }
     flags, flag_text = flags_for(model_rope_of(model, spec, layer_types))
     summary["llamacpp_flags"] = flags
@@ -264,4 +259,6 @@ def _extend_folder(
     typer.echo(f"wrote {result.out} (max_position_embeddings {result.config['max_position_embeddings']:,})")
     for line in result.notes:
         typer.echo(f"  rope: {line}")
+    for key in extra_config:
+        typer.echo(f"  {key}: {json.dumps(result.config[key])}")
     typer.echo(f"  llama.cpp flags: {flag_text}")

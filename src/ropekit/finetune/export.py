@@ -85,6 +85,7 @@ def extend(
     original_length: int | None = None,
     layer_types: Sequence[str] | None = None,
     force: bool = False,
+    extra_config: Mapping[str, Any] | None = None,
 ) -> ExtendResult:
     """Copy ``model`` to ``out`` with a ``config.json`` giving it ``scaling`` natively.
 
@@ -103,6 +104,8 @@ def extend(
         original_length: the pre-training length the factor is relative to (default: from the config).
         layer_types: for per-layer-type models, which layer types to scale (see :func:`extended_config`).
         force: replace the files of ``out`` that the copy writes (refused otherwise).
+        extra_config: keys added to the written ``config.json`` that transformers ignores and engines read (Qwen's
+            ``dual_chunk_attention_config``: :mod:`ropekit.integrations.dual_chunk_config`).
 
     Raises:
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
@@ -125,6 +128,7 @@ def extend(
         raise ValueError(f"target_length must be >= the original length {original}, got {target}")
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
+    new_config.update(extra_config or {})
     with staged_output(out, force=force) as staged:
         if source.suffix == ".gguf":
             loaded, tokenizer = load_model(source)

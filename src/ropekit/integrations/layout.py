@@ -2,7 +2,7 @@
 
 One row per fact a layout can carry (each read by the function that owns it elsewhere: the RoPE by
 :func:`ropekit.from_hf_config`, the NoPE layers by :mod:`ropekit.integrations.rope_layers`, the attention layouts by
-:mod:`ropekit.integrations.hf_mscale`), each with what ropekit does with it. Reads a ``config.json`` dict; no weights.
+:mod:`ropekit.integrations.hf_mscale`, Qwen's dual-chunk config by :mod:`ropekit.integrations.dual_chunk_config`), each with what ropekit does with it. Reads a ``config.json`` dict; no weights.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config, text_part
+from ropekit.integrations.dual_chunk_config import CONFIG_KEY, dual_chunk_from_config
 from ropekit.integrations.rope_layers import rope_layout
 from ropekit.scaling.registry import frequencies
 
@@ -74,13 +75,28 @@ def _attention_rows(layout: Layout, text: dict[str, Any], rope: RopeConfig) -> N
     for key, label, ropekit in _MECHANISMS:
         if text.get(key):
             layout.add(key, label, text[key], str(text[key]), ropekit)
+    if text.get(CONFIG_KEY):
+        _dual_chunk_row(layout, text[CONFIG_KEY])
+
+
+def _dual_chunk_row(layout: Layout, config: Any) -> None:
+    """Qwen's dual-chunk config (vLLM, SGLang) as ropekit's ``dual_chunk`` method, with what ropekit does not run."""
+    try:
+        method, notes = dual_chunk_from_config(config)
+    except ValueError as error:
+        layout.add(CONFIG_KEY, "dual-chunk attention (vLLM, SGLang)", config, str(config), f"not read: {error}")
+        return
+    ours = {"name": method.name, "chunk_size": method.chunk_size, "local_window": method.local_window}
+    value = {**dict(config), "ropekit": ours, "notes": notes}
+    shown = f"chunk_size {config['chunk_size']}, local_size {config['local_size']}"
+    does = f"ropekit dual_chunk, chunk_size {method.chunk_size}, local_window {method.local_window}"
+    layout.add(CONFIG_KEY, "dual-chunk attention (vLLM, SGLang)", value, shown, "; ".join([does, *notes]))
 
 
 #: long-context mechanisms a config can declare beside its RoPE: (key, label, what ropekit does)
 _MECHANISMS = (
     ("attention_chunk_size", "chunked local attention", "eval runs transformers' attention; scalings leave it"),
     ("attn_temperature_tuning", "attention temperature (NoPE layers)", "as transformers; plan --model gives it"),
-    ("dual_chunk_attention_config", "dual-chunk attention (vLLM, SGLang)", "read only; ropekit's dual_chunk method"),
 )
 
 
