@@ -59,7 +59,7 @@ def gguf_form(
                 "rope.freq_base_swa); only full_attention can be scaled in a GGUF file"
             )
     form = to_llamacpp(rope, rope_freqs=file.architecture in ROPE_FREQS_ARCHITECTURES and not file.sliding, betas=False)
-    original = getattr(scaling, "original_max_position_embeddings", None)
+    original = None if scaling is None else scaling.stated_original_length()
     if form.original_context_length is None and original:
         form = dataclasses.replace(form, original_context_length=int(original))  # informative: YaRN is off
     if file.sliding and (form.freq_factors is not None or form.attn_factor != 1.0):
@@ -176,7 +176,7 @@ def extend_gguf(
 
     file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)
-    original = int(getattr(scaling, "original_max_position_embeddings", None) or file.context_length)
+    original = int((scaling and scaling.stated_original_length()) or file.context_length)
     target = default_target(scaling, original) if target_length is None else int(target_length)
     path = write_gguf(model, out, form, context_length=target, force=force)
     return GGUFResult(path, form, target, file.architecture)

@@ -157,9 +157,7 @@ def original_length_of(model_or_config: Any, rope: RopeConfig | None = None) -> 
     """
     config = _config_of(model_or_config)
     rope = rope_of(config) if rope is None else rope
-    original = getattr(rope.scaling, "original_max_position_embeddings", None) or _get(
-        config, "max_position_embeddings"
-    )
+    original = (rope.scaling and rope.scaling.stated_original_length()) or _get(config, "max_position_embeddings")
     if not original:
         raise ValueError("original_length is needed: the config has no max_position_embeddings")
     return int(original)

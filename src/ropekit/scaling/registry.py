@@ -213,6 +213,34 @@ class ScalingConfig:
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
         return self.hf_native and all(getattr(self, name) == defaults[name] for name in self.ropekit_only)
 
+    # -- export (what :func:`~ropekit.scaling.static_form.static_form` reads) -----------------------------------
+
+    def stated_factor(self) -> float | None:
+        """The scaling factor s this config carries (its ``factor`` field), or ``None`` for methods without one."""
+        return self._field("factor")
+
+    def stated_original_length(self) -> int | None:
+        """L0 this config carries (its ``original_max_position_embeddings`` field), or ``None``."""
+        return self._field("original_max_position_embeddings")
+
+    def frozen_length(self) -> int | None:
+        """The length a length-following method is frozen at (its ``fixed_seq_len`` field), or ``None``."""
+        return self._field("fixed_seq_len")
+
+    def declared_base(self, rope: RopeConfig) -> float | None:
+        """The base b' when this config is plain RoPE at another base by definition (exactly, not recovered from
+        the frequencies), else ``None``. The default: the ``rope_theta`` of :meth:`to_hf` for ``base_change``
+        methods."""
+        return float(self.to_hf(rope)[1]) if self.base_change else None
+
+    def length_switch(self) -> tuple[tuple[int, ...], str] | None:
+        """``(lengths, why)`` when the frequencies change with the served length (the last length before each
+        change, and one phrase saying how), ``None`` when they are the same at every length."""
+        return None
+
+    def _field(self, name: str) -> Any:
+        return getattr(self, name) if name in {f.name for f in dataclasses.fields(self)} else None
+
     # -- following the sequence length ---------------------------------------------------------------------
 
     def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
