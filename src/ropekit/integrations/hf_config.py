@@ -24,6 +24,7 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config
+from ropekit.integrations.legacy_keys import with_legacy_keys
 from ropekit.integrations.native import native_rope
 from ropekit.scaling.registry import ScalingConfig
 
@@ -265,7 +266,9 @@ def extended_config(
             else all); refused for a model with one RoPE.
 
     Returns:
-        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written.
+        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, and, where the
+        older keys ``rope_theta``/``rope_scaling`` cannot say the same (:mod:`~ropekit.integrations.legacy_keys`),
+        why they were left out.
 
     Raises:
         ValueError: no RoPE, an unknown layer type, or a scaling transformers cannot express.
@@ -311,7 +314,8 @@ def extended_config(
     if original is not None and "original_max_position_embeddings" in new:
         new["original_max_position_embeddings"] = original  # Phi-3 style: the top-level key wins in transformers
     new["max_position_embeddings"] = lengths.pop() if lengths else int(target_length)
-    return new, notes
+    new, legacy = with_legacy_keys(new)  # rope_theta/rope_scaling for readers of the older keys, where they agree
+    return new, notes + ([legacy] if legacy else [])
 
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:
