@@ -59,7 +59,7 @@ def _gemma3_config(sliding_theta: float = 1e4) -> dict:
 
 
 def test_gemma3_gets_its_older_form_when_only_full_attention_is_scaled() -> None:
-    new, notes = extended_config(_gemma3_config(), LinearScaling(factor=2.0), target_length=2 * ORIGINAL)
+    new, _ = extended_config(_gemma3_config(), LinearScaling(factor=2.0), target_length=2 * ORIGINAL)
     full = new["rope_parameters"]["full_attention"]
     assert (new["rope_theta"], new["rope_local_base_freq"], new["rope_scaling"]) == (1e6, 1e4, full)
     assert _read_without(new) == _read_without(new, "rope_theta", "rope_scaling", "rope_local_base_freq")
