@@ -65,7 +65,11 @@ def _row(
     name: str, folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, gguf: Path | None
 ) -> EngineRow:
     module = {"MLX-LM": mlx_lm, "llama.cpp": llama_cpp, "vLLM": vllm, "SGLang": sglang, "Ollama": ollama}[name]
-    return module.row(folder, config, probe, reference, gguf=gguf)
+    try:
+        return module.row(folder, config, probe, reference, gguf=gguf)
+    except Exception as error:  # an engine's own code failing on this model is its row, not the end of the table
+        why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        return EngineRow(module.NAME, module.version(), "cannot run here", f"the engine failed: {why}", "")
 
 
 def _describe(reference: Answer) -> str:

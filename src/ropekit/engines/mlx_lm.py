@@ -71,7 +71,10 @@ def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *
     try:
         theirs = answer(folder, probe, rotary_half(reference))
     except (ValueError, KeyError, NotImplementedError) as error:
-        return EngineRow(NAME, found, "cannot express", f"MLX-LM refuses the config: {error}", launch(folder))
+        if "RoPE type" in str(error):  # initialize_rope: "Unsupported RoPE type ..."
+            return EngineRow(NAME, found, "cannot express", f"MLX-LM: {error}", launch(folder))
+        first = str(error).strip().splitlines()[0]
+        return EngineRow(NAME, found, "cannot run here", f"MLX-LM cannot load this checkpoint: {first}", launch(folder))
     verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(config))
     return EngineRow(NAME, found, verdict, detail, launch(folder), numbers)
 

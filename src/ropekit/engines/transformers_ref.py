@@ -32,7 +32,8 @@ def compared_layer(folder: Path) -> tuple[int, str | None]:
 
 def reference_answer(folder: Path, probe: Probe) -> Answer:
     """transformers' tables (a fresh copy of its rotary module per served length, so a length-following method
-    starts from its original state), softmax scale and logits for ``probe``."""
+    starts from its original state), softmax scale and logits for ``probe``. The pairs are the module's
+    ``inv_freq``: most models return cos/sin repeated over both halves, gpt-oss one half."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -47,7 +48,7 @@ def reference_answer(folder: Path, probe: Probe) -> Answer:
             x = torch.zeros(1, served, 1, dtype=torch.float32)
             extra = {} if layer_type is None else {"layer_type": layer_type}
             cos, sin = module(x, position_ids, **extra)
-            half = cos.shape[-1] // 2
+            half = getattr(module, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq").shape[-1]
             picked = torch.as_tensor(positions_below(probe, served))
             table = torch.stack([cos[0, picked, :half], sin[0, picked, :half]], dim=-1)
             answer.tables[served] = table.double().numpy()
