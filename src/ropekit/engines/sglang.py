@@ -1,5 +1,8 @@
-"""SGLang: its rotary classes import its CUDA kernels package (``sgl_kernel``) at module level, which has no CPU
-wheel here, so the row gives the launch line and says why it was not run."""
+"""SGLang: not installed here, so the row gives the launch line and says why it was not run.
+
+SGLang 0.5.23's rotary classes (``sglang.srt.layers.rotary_embedding``) import its runtime and platform layers
+(``sglang.srt.platforms``, ``sglang.kernels``) and use ``sgl_kernel`` lazily; whether they build on CPU beside
+vLLM's environment was not tried."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
 def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
     found = version()
     why = (
-        "sglang is not installed here: its rotary module (sglang.srt.layers.rotary_embedding) imports sgl_kernel, "
-        "a CUDA-only package with no CPU wheel"
+        "sglang is not installed here (its rotary module imports SGLang's runtime and platform layers; building it "
+        "on CPU was not tried)"
     )
     return EngineRow(NAME, found, "cannot run here", why, launch(config, probe, folder))
