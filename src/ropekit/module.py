@@ -140,7 +140,7 @@ class RotaryEmbedding(nn.Module):
         """Tables while a graph is captured (``torch.compile``, ``torch.jit.trace``): no position value is read
         and no cache is touched; the exact tables are computed in the graph (inductor fuses them), and the
         checks eager mode makes on values (>= 0, < ``max_positions``) are assertions inside the graph."""
-        if self._dynamic and getattr(self.config.scaling, "fixed_seq_len", None) is None:
+        if self._dynamic and self.config.scaling.frozen_length() is None:
             raise NotImplementedError(
                 f"{self.config.scaling.rope_type} recomputes its frequencies from the largest position, a value a "
                 "captured graph cannot read; compile or trace with fixed_seq_len set on the scaling config"

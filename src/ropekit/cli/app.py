@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect_cmd", "inspect_command"),
     "plan": ("plan_cmd", "plan_command"),
     "extend": ("extend_cmd", "extend_command"),
+    "engines": ("engines_cmd", "engines_command"),
     "finetune": ("finetune_cmd", "finetune_command"),
     "plot": ("plot_cmd", "plot_command"),
 }

@@ -48,7 +48,7 @@ def check_not_shorter(
     """
     current = int(config.get("max_position_embeddings") or 0)
     if native.scaling is not None and scaling is not None and target < current:
-        factor = getattr(scaling, "factor", None)
+        factor = scaling.stated_factor()
         how = f" (the original length {original:,} × factor {factor:g})" if factor else ""
         raise ValueError(
             f"model: already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "

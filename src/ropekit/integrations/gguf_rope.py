@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ropekit.scaling.registry import Frequencies, frequencies, inv_freq
+from ropekit.scaling.static_form import static_form
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -105,7 +106,8 @@ def llamacpp_frequencies(rope: LlamaCppRope) -> Frequencies:
 def to_llamacpp(rope: RopeConfig, *, rope_freqs: bool, betas: bool) -> LlamaCppRope:
     """The llama.cpp form of ``rope`` (its base, rotary dim and scaling), or a ``ValueError`` saying why there is none.
 
-    Named forms first (``none`` with a new base, ``linear``, ``yarn``), then per-pair factors through ``rope_freqs``
+    Translates :func:`~ropekit.scaling.static_form.static_form`: the names llama.cpp shares with transformers first
+    (``linear``, ``yarn``), then the static form (``none`` with a new base, or per-pair factors through ``rope_freqs``
     (Llama 3, LongRoPE with one factor list or frozen, YaRN with the paper's ramp or its own betas, user factors). The
     result is checked: llama.cpp's frequencies (:func:`llamacpp_frequencies`) must equal ropekit's to 1e-6.
 
@@ -118,70 +120,45 @@ def to_llamacpp(rope: RopeConfig, *, rope_freqs: bool, betas: bool) -> LlamaCppR
     Raises:
         ValueError: the method cannot be expressed exactly (the message says why and what to do instead).
     """
-    spec = rope.scaling
+    form = static_form(rope)
     d, base = rope.dim, float(rope.base)
-    if spec is None:
-        return _checked(rope, LlamaCppRope(d, base))
-    name = spec.rope_type
-    frozen = getattr(spec, "fixed_seq_len", None) is not None
-    if name == "dynamic" and not frozen:
+    if form.follows_length is not None:
         raise ValueError(
-            "dynamic NTK cannot be expressed in llama.cpp: its frequencies follow the current sequence length and "
-            "llama.cpp's are fixed; freeze it with fixed_seq_len=N (a base change llama.cpp can run)"
+            f"{form.rope_type} cannot be expressed in llama.cpp: {form.follows_length}, while llama.cpp fixes its "
+            "RoPE when it starts (a file with two LongRoPE lists would switch by the context size it was started "
+            "with, n_ctx); freeze it with fixed_seq_len=N"
         )
-    if name == "longrope" and not frozen and tuple(spec.short_factor) != tuple(spec.long_factor):
-        raise ValueError(
-            "longrope with different short and long factors cannot be expressed in llama.cpp: it switches lists by "
-            "the context size it was started with (n_ctx), ropekit and transformers by the current length; freeze "
-            "the choice with fixed_seq_len=N"
-        )
-    if name == "linear":
-        return _checked(rope, LlamaCppRope(d, base, "linear", float(spec.factor)))
-    if name == "yarn" and spec.ramp == "transformers" and spec.truncate:
-        given = (spec.beta_fast, spec.beta_slow)
-        if betas or given == DEFAULT_BETAS:
-            s, attention = float(spec.factor), spec.resolved_attention_factor()
+    spec = rope.scaling
+    if form.named and form.rope_type == "linear":
+        return _checked(rope, LlamaCppRope(d, base, "linear", float(form.factor)))
+    if form.named and form.rope_type == "yarn":
+        hf = spec.hf_params()
+        given = (float(hf["beta_fast"]), float(hf["beta_slow"]))
+        if hf["truncate"] and (betas or given == DEFAULT_BETAS):
+            s, attention = float(form.factor), form.attention_factor
             plain = 1 + 0.1 * math.log(s) if s > 1 else 1.0
-            form = LlamaCppRope(
-                d, base, "yarn", s, spec.original_max_position_embeddings, attention / plain, None, *given
-            )
-            return _checked(rope, form)
-    return _per_pair(rope, rope_freqs=rope_freqs)
-
-
-def _per_pair(rope: RopeConfig, *, rope_freqs: bool) -> LlamaCppRope:
-    """A base change as ``none`` with the new base, anything else as ``rope_freqs`` factors θ_i/θ'_i and ``A``."""
-    spec, d = rope.scaling, rope.dim
-    ours = frequencies(rope, seq_len=getattr(spec, "fixed_seq_len", None))
-    values = np.asarray(ours.inv_freq, dtype=np.float64)
-    if values.shape != (d // 2,) or not np.all(np.isfinite(values)) or np.any(values <= 0):
+            yarn = LlamaCppRope(d, base, "yarn", s, form.original_length, attention / plain, None, *given)
+            return _checked(rope, yarn)
+    if form.new_base is not None:
+        return _checked(rope, LlamaCppRope(d, form.new_base))
+    if form.factors is None:
         raise ValueError(
-            f"{spec.rope_type} leaves some pairs with frequency <= 0 (or more pairs than the rotary dims), which no "
-            "llama.cpp divisor can express (it would be infinite)"
+            f"{form.unexpressible} (or more pairs than the rotary dims): no llama.cpp divisor can express it (it "
+            "would be infinite)"
         )
-    attention = float(ours.attention_factor)
-    if spec.base_change:  # a base change by definition: its exact base, not one recovered from θ'_1
-        from ropekit.hf_format import to_hf_dict
-
-        return _checked(rope, LlamaCppRope(d, float(to_hf_dict(rope)["rope_theta"])))
-    if attention == 1.0 and d > 2:
-        new_base = float(values[1] ** (-d / 2))  # θ'_1 = b'^(−2/d)
-        if new_base > 1 and np.allclose(values, inv_freq(d, new_base), rtol=1e-12, atol=0):
-            return _checked(rope, LlamaCppRope(d, new_base))
     if not rope_freqs:
         raise ValueError(
-            f"{spec.rope_type} needs per-pair frequency factors (llama.cpp's rope_freqs tensor), which no load-time "
+            f"{form.rope_type} needs per-pair frequency factors (llama.cpp's rope_freqs tensor), which no load-time "
             f"flag sets and only GGUF files of these architectures carry: {', '.join(ROPE_FREQS_ARCHITECTURES)} "
             "(write one with `ropekit extend --out NAME.gguf`)"
         )
-    factors = tuple(float(x) for x in inv_freq(d, rope.base) / values)
-    return _checked(rope, LlamaCppRope(d, float(rope.base), attn_factor=attention, freq_factors=factors))
+    return _checked(rope, LlamaCppRope(d, base, attn_factor=form.attention_factor, freq_factors=form.factors))
 
 
 def _checked(rope: RopeConfig, form: LlamaCppRope) -> LlamaCppRope:
     """``form`` if llama.cpp's frequencies for it equal ropekit's for ``rope``; else the ``ValueError`` saying so."""
     spec = rope.scaling
-    ours = frequencies(rope, seq_len=getattr(spec, "fixed_seq_len", None))
+    ours = frequencies(rope, seq_len=None if spec is None else spec.frozen_length())
     theirs = llamacpp_frequencies(form)
     expected = np.asarray(ours.inv_freq, dtype=np.float64)
     error = float(np.max(np.abs(theirs.inv_freq - expected) / expected))

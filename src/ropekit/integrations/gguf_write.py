@@ -59,7 +59,7 @@ def gguf_form(
                 "rope.freq_base_swa); only full_attention can be scaled in a GGUF file"
             )
     form = to_llamacpp(rope, rope_freqs=file.architecture in ROPE_FREQS_ARCHITECTURES and not file.sliding, betas=False)
-    original = getattr(scaling, "original_max_position_embeddings", None)
+    original = None if scaling is None else scaling.stated_original_length()
     if form.original_context_length is None and original:
         form = dataclasses.replace(form, original_context_length=int(original))  # informative: YaRN is off
     if file.sliding and (form.freq_factors is not None or form.attn_factor != 1.0):
@@ -186,7 +186,7 @@ def extend_gguf(
     form = gguf_form(file, scaling, layer_types=layer_types)
     original = int(
         original_length
-        or getattr(scaling, "original_max_position_embeddings", None)
+        or (scaling and scaling.stated_original_length())
         or file.rope.original_context_length
         or file.context_length
     )

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -41,6 +43,7 @@ from ropekit.integrations.hf_config import (
     scaled_layer_types,
 )
 from ropekit.integrations.hf_mscale import refuse_rotary_swap, sync_softmax_scale
+from ropekit.integrations.legacy_keys import LEGACY_KEYS
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
@@ -199,3 +202,22 @@ def _write_native_config(
     for key in _ROPE_CONFIG_KEYS:
         if key in written:
             setattr(model.config, key, written[key])
+    legacy = {key: written[key] for key in LEGACY_KEYS if key in written}
+    if legacy:
+        _save_with_keys(model, legacy)
+
+
+def _save_with_keys(model: nn.Module, keys: dict[str, Any]) -> None:
+    """``model.save_pretrained`` that adds ``keys`` to the config.json it writes: in transformers 5.18 the config
+    object cannot hold them (``rope_scaling`` is an alias of ``rope_parameters`` there)."""
+    save = type(model).save_pretrained
+
+    def save_pretrained(save_directory: Any, *args: Any, **kwargs: Any) -> Any:
+        result = save(model, save_directory, *args, **kwargs)
+        path = Path(save_directory) / "config.json"
+        if path.is_file():
+            config = json.loads(path.read_text())
+            path.write_text(json.dumps({**config, **keys}, indent=2, sort_keys=True) + "\n")
+        return result
+
+    model.save_pretrained = save_pretrained

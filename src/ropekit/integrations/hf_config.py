@@ -27,6 +27,7 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config
+from ropekit.integrations.legacy_keys import with_legacy_keys
 from ropekit.integrations.native import native_rope
 from ropekit.integrations.rope_layers import rope_layout
 from ropekit.scaling.registry import ScalingConfig
@@ -161,9 +162,7 @@ def original_length_of(model_or_config: Any, rope: RopeConfig | None = None) -> 
     """
     config = _config_of(model_or_config)
     rope = rope_of(config) if rope is None else rope
-    original = getattr(rope.scaling, "original_max_position_embeddings", None) or _get(
-        config, "max_position_embeddings"
-    )
+    original = (rope.scaling and rope.scaling.stated_original_length()) or _get(config, "max_position_embeddings")
     if not original:
         raise ValueError("original_length is needed: the config has no max_position_embeddings")
     return int(original)
@@ -271,8 +270,10 @@ def extended_config(
             else all); refused for a model with one RoPE.
 
     Returns:
-        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, and which layers
-        take no RoPE (they are unchanged; ``no_rope_layers`` is copied as it is).
+        ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, which layers take no
+        RoPE (they are unchanged; ``no_rope_layers`` is copied as it is), and, where the older keys
+        ``rope_theta``/``rope_scaling`` cannot say the same (:mod:`~ropekit.integrations.legacy_keys`), why they
+        were left out.
 
     Raises:
         ValueError: no RoPE, an unknown layer type, or a scaling transformers cannot express.
@@ -321,7 +322,8 @@ def extended_config(
     if original is not None and "original_max_position_embeddings" in new:
         new["original_max_position_embeddings"] = original  # Phi-3 style: the top-level key wins in transformers
     new["max_position_embeddings"] = lengths.pop() if lengths else int(target_length)
-    return new, notes
+    new, legacy = with_legacy_keys(new)  # rope_theta/rope_scaling for readers of the older keys, where they agree
+    return new, notes + ([legacy] if legacy else [])
 
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:

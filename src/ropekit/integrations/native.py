@@ -1,6 +1,7 @@
 """The native transformers form of any RoPE: what ``extend``, ``finetune`` and a patched model's config write.
 
-The rule, one for every method (checked against transformers 5.18's ``modeling_rope_utils``):
+This module only translates the export decision of :func:`ropekit.scaling.static_form.static_form` into
+transformers' keys. The rule, one for every method (checked against transformers 5.18's ``modeling_rope_utils``):
 
 * Methods transformers names itself (``linear``, ``yarn`` with its own ramp, ``llama3``, ``proportional``, and the
   length-following ``dynamic`` and ``longrope``) are written as themselves. ``dynamic`` reads its original length
@@ -35,19 +36,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ropekit.config import RopeConfig
 from ropekit.hf_format import to_hf_dict
-from ropekit.scaling.registry import ScalingConfig, frequencies, inv_freq
-
-#: relative tolerance for recognising a pure base change in float64 frequencies.
-_BASE_CHANGE_RTOL = 1e-12
-
-
-def is_native(scaling: ScalingConfig | None) -> bool:
-    """True when transformers computes ``scaling`` itself (same name, same frequencies at every length)."""
-    return scaling is None or scaling.is_hf_native()
+from ropekit.scaling.registry import ScalingConfig
+from ropekit.scaling.static_form import plain_at, static_form
 
 
 @dataclass(frozen=True)
@@ -85,55 +77,44 @@ def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
             "interleaved=True cannot be written as a transformers config: transformers' models rotate half-split "
             "pairs (i, i + d/2); permute the q/k projection weights to the half-split layout first"
         )
-    scaling = rope.scaling
-    if is_native(scaling):
+    form = static_form(rope)
+    if form.named:
         params = to_hf_dict(rope)
         name = params["rope_type"]
-        length = None if scaling is None else scaling.hf_model_keys(None).get("max_position_embeddings")
+        length = None if rope.scaling is None else rope.scaling.hf_model_keys(None).get("max_position_embeddings")
         if length is not None:  # dynamic: transformers reads its original length from max_position_embeddings
             return NativeRope(params, length, f"{name} (native; max_position_embeddings = {length}, its L)")
         return NativeRope(params, None, f"{name} (native)")
-    if scaling.base_change:  # the new base is known exactly; no need to recover it from θ'_1
-        params = to_hf_dict(rope)
-        return NativeRope(params, None, f"default with rope_theta = {params['rope_theta']:.9g} ({scaling.rope_type})")
-    freqs = frequencies(rope)
-    ours = np.asarray(freqs.inv_freq, dtype=np.float64)
-    if not np.all(np.isfinite(ours)) or np.any(ours <= 0):
+    if form.new_base is not None:
+        params = to_hf_dict(plain_at(rope, form))
+        plain = form.base_declared and form.frozen_at is None  # a base change by name, not by freezing
+        why = form.rope_type if plain else f"{form.rope_type} is a base change"
+        return NativeRope(params, None, f"default with rope_theta = {params['rope_theta']:.9g} ({why})")
+    if form.follows_length is not None:
+        raise ValueError(f"{form.rope_type} has no static transformers form: {form.follows_length}")
+    if form.factors is None:
         raise ValueError(
-            f"{scaling.rope_type} leaves some pairs with frequency <= 0, which no per-pair factor can express "
-            "(it would be infinite); use rope_type 'proportional' for pairs that do not rotate"
+            f"{form.unexpressible} (it would be infinite); use rope_type 'proportional' for pairs that do not rotate"
         )
-    dim = rope.dim
-    attention = float(freqs.attention_factor)
-    if attention == 1.0 and len(ours) > 1:
-        new_base = float(ours[1] ** (-dim / 2))  # θ'_1 = b'^(−2/d)
-        if new_base > 1 and np.allclose(ours, inv_freq(dim, new_base), rtol=_BASE_CHANGE_RTOL, atol=0):
-            params = to_hf_dict(dataclasses.replace(rope, base=new_base, scaling=None))
-            return NativeRope(
-                params, None, f"default with rope_theta = {new_base:.9g} ({scaling.rope_type} is a base change)"
-            )
     from ropekit.scaling.longrope import LongRopeScaling
 
-    factors = tuple(float(x) for x in inv_freq(dim, rope.base) / ours)  # θ_i / θ'_i, so θ'_i = 1 / (f_i·b^(2i/d))
-    original = int(getattr(scaling, "original_max_position_embeddings", None) or original_length)
-    factor = max(float(getattr(scaling, "factor", 1.0) or 1.0), 1.0)
     as_longrope = LongRopeScaling(
-        short_factor=factors,
-        long_factor=factors,
-        original_max_position_embeddings=original,
-        factor=factor,
-        attention_factor=attention,
+        short_factor=form.factors,
+        long_factor=form.factors,
+        original_max_position_embeddings=form.original_length or original_length,
+        factor=max(form.factor or 1.0, 1.0),
+        attention_factor=form.attention_factor,
     )
     params = to_hf_dict(dataclasses.replace(rope, scaling=as_longrope))
     return NativeRope(
         params,
         None,
-        f"longrope with per-pair factors and attention_factor {attention:.9g} ({scaling.rope_type} is static; "
-        "short_factor = long_factor, so transformers' choice between them cannot matter)",
+        f"longrope with per-pair factors and attention_factor {form.attention_factor:.9g} ({form.rope_type} is "
+        "static; short_factor = long_factor, so transformers' choice between them cannot matter)",
     )
 
 
 def default_target(scaling: ScalingConfig | None, original: int) -> int:
     """``original × factor`` for methods with a factor (rounded), else ``original``."""
-    factor = getattr(scaling, "factor", None)
+    factor = None if scaling is None else scaling.stated_factor()
     return math.floor(original * factor + 0.5) if factor else original

@@ -14,8 +14,9 @@ transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans
   transformers quirk documented once, in the method's own docstring;
 * ``depends_on_seq_len`` and ``recompute_length``: how its frequencies follow the sequence length;
 * ``plan_order``, ``plan_why`` and ``plan_summary``: whether and how it appears in :func:`ropekit.theory.plan`;
-* ``hf_native``/``is_hf_native`` and ``base_change``: how ``extend`` and ``finetune`` write it natively
-  (:mod:`ropekit.integrations.native`);
+* ``hf_native``/``is_hf_native``, ``base_change``, ``declared_base``, ``length_switch`` and the ``stated_*`` /
+  ``frozen_length`` readers: the one export decision (:func:`~ropekit.scaling.static_form.static_form`) that the
+  transformers, GGUF and engine writers translate;
 * ``extend_preference`` and ``eval_order``: whether ``extend --plan`` may pick it and whether an evaluation runs
   it by default (:func:`~ropekit.scaling.registry.ranked_scalings`);
 * ``describe``: its JSON description in evaluation results.

@@ -91,6 +91,18 @@ class DynamicScaling(ScalingConfig):
         """``max_position_embeddings`` is L (transformers reads the original length from it), whatever is asked."""
         return {"max_position_embeddings": self.original_max_position_embeddings}
 
+    def declared_base(self, rope: RopeConfig) -> float | None:
+        """Frozen (``fixed_seq_len``), it is plain RoPE at the base of n = max(N, L); else ``None``."""
+        if self.fixed_seq_len is None:
+            return None
+        return dynamic_base(self, rope, self.fixed_seq_len)
+
+    def length_switch(self) -> tuple[tuple[int, ...], str] | None:
+        if self.fixed_seq_len is not None:
+            return None
+        length = self.original_max_position_embeddings
+        return (length,), f"its frequencies follow the current sequence length past L = {length:,}"
+
     def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
         """Grow when ``seq_len`` exceeds the largest length seen; reset to L only strictly below L."""
         original = self.original_max_position_embeddings
@@ -105,11 +117,15 @@ class DynamicScaling(ScalingConfig):
 @register_scaling(DynamicScaling)
 def dynamic_frequencies(spec: DynamicScaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
     """b' = b·(s·n/L − (s−1))^(d/(d−2)) with n = max(seq_len, L); identity for n <= L."""
-    length = spec.original_max_position_embeddings
     current = spec.fixed_seq_len if spec.fixed_seq_len is not None else seq_len
-    n = max(current or length, length)
-    dim = rope.dim
+    return Frequencies(inv_freq(rope.dim, dynamic_base(spec, rope, current)), 1.0)
+
+
+def dynamic_base(spec: DynamicScaling, rope: RopeConfig, seq_len: int | None) -> float:
+    """b' = b·(s·n/L − (s−1))^(d/(d−2)) with n = max(seq_len, L), in float64; exactly b for n <= L."""
+    length = spec.original_max_position_embeddings
+    n = max(seq_len or length, length)
     if n == length:  # exactly the plain base (the formula would give 1 ± one rounding inside the power)
-        return Frequencies(inv_freq(dim, rope.base), 1.0)
-    base = rope.base * (spec.factor * n / length - (spec.factor - 1)) ** (dim / (dim - 2))
-    return Frequencies(inv_freq(dim, base), 1.0)
+        return float(rope.base)
+    dim = rope.dim
+    return float(rope.base * (spec.factor * n / length - (spec.factor - 1)) ** (dim / (dim - 2)))

@@ -145,6 +145,12 @@ class LongRopeScaling(ScalingConfig):
             values["factor"] = max(length / original, 1.0)
         return cls.from_params(values)
 
+    def length_switch(self) -> tuple[tuple[int, ...], str] | None:
+        if self.fixed_seq_len is not None or self.short_factor == self.long_factor:
+            return None
+        length = self.original_max_position_embeddings
+        return (length,), f"it switches from short to long factors past L0 = {length:,} (by the current length)"
+
     def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
         """Recompute when the length crosses L0 (short ↔ long factors), and on the first call."""
         if computed_for is not None and self.uses_long_factor(seq_len) == self.uses_long_factor(computed_for):

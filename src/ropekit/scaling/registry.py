@@ -20,7 +20,6 @@ decorator; ``--help`` reads the ``rope_type`` line); the hooks of :class:`Scalin
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,6 +29,7 @@ import numpy as np
 from ropekit._costs import MAX_FACTOR
 from ropekit._registry import Registry
 from ropekit._validate import require_float, require_int, require_rotary_dim
+from ropekit.scaling._pairs import PairGroups, pair_ranges, require_hf_keys
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
@@ -230,6 +230,34 @@ class ScalingConfig:
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
         return self.hf_native and all(getattr(self, name) == defaults[name] for name in self.ropekit_only)
 
+    # -- export (what :func:`~ropekit.scaling.static_form.static_form` reads) -----------------------------------
+
+    def stated_factor(self) -> float | None:
+        """The scaling factor s this config carries (its ``factor`` field), or ``None`` for methods without one."""
+        return self._field("factor")
+
+    def stated_original_length(self) -> int | None:
+        """L0 this config carries (its ``original_max_position_embeddings`` field), or ``None``."""
+        return self._field("original_max_position_embeddings")
+
+    def frozen_length(self) -> int | None:
+        """The length a length-following method is frozen at (its ``fixed_seq_len`` field), or ``None``."""
+        return self._field("fixed_seq_len")
+
+    def declared_base(self, rope: RopeConfig) -> float | None:
+        """The base b' when this config is plain RoPE at another base by definition (exactly, not recovered from
+        the frequencies), else ``None``. The default: the ``rope_theta`` of :meth:`to_hf` for ``base_change``
+        methods."""
+        return float(self.to_hf(rope)[1]) if self.base_change else None
+
+    def length_switch(self) -> tuple[tuple[int, ...], str] | None:
+        """``(lengths, why)`` when the frequencies change with the served length (the last length before each
+        change, and one phrase saying how), ``None`` when they are the same at every length."""
+        return None
+
+    def _field(self, name: str) -> Any:
+        return getattr(self, name) if name in {f.name for f in dataclasses.fields(self)} else None
+
     # -- following the sequence length ---------------------------------------------------------------------
 
     def recompute_length(self, computed_for: int | None, seq_len: int) -> int | None:
@@ -258,37 +286,6 @@ class ScalingConfig:
             f"{pair_ranges(groups.blended)} changed otherwise; attention factor {freqs.attention_factor:.4g}"
         )
         return {}, summary
-
-
-@dataclass(frozen=True)
-class PairGroups:
-    """Which pairs a method keeps, interpolates (divides by exactly s) and blends; boolean masks of shape ``(d/2,)``."""
-
-    kept: np.ndarray
-    interpolated: np.ndarray
-    blended: np.ndarray
-
-
-def pair_ranges(mask: np.ndarray) -> str:
-    """'0–17, 40' for the true positions of ``mask``; 'none' when there are none."""
-    index = np.flatnonzero(mask)
-    if not index.size:
-        return "none"
-    parts, start = [], int(index[0])
-    for previous, current in itertools.pairwise(index.tolist()):
-        if current != previous + 1:
-            parts.append(f"{start}" if start == previous else f"{start}–{previous}")
-            start = int(current)
-    last = int(index[-1])
-    parts.append(f"{start}" if start == last else f"{start}–{last}")
-    return ", ".join(parts)
-
-
-def require_hf_keys(params: dict[str, Any], keys: tuple[str, ...], name: str) -> None:
-    """Raise naming the keys of ``keys`` that ``params`` lacks or has as null (transformers requires them)."""
-    missing = [key for key in keys if params.get(key) is None]
-    if missing:
-        raise ValueError(f"rope_parameters for rope_type {name!r} is missing required key(s) {missing}")
 
 
 MethodFunction = Callable[..., Frequencies]

@@ -1,0 +1,81 @@
+"""Compare each engine with transformers on one model folder (see :mod:`ropekit.engines`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ropekit.engines import llama_cpp, mlx_lm, ollama, sglang, vllm
+from ropekit.engines.probe import Answer, EngineRow, Probe, make_probe
+from ropekit.engines.transformers_ref import reference_answer
+from ropekit.engines.transformers_ref import version as transformers_version
+
+#: the engines compared, in the order of the table
+ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
+
+
+def probe_for(folder: Path, *, original_length: int | None = None, logit_tokens: int = 0, seed: int = 0) -> Probe:
+    """The probe for an extended folder: L0, the target (its ``max_position_embeddings``) and the switch lengths of
+    its RoPE (:func:`~ropekit.scaling.static_form.static_form`); ``logit_tokens`` random ids (0: no logits)."""
+    from ropekit.integrations.hf_config import first_scaled_type, original_length_of, rope_of
+    from ropekit.scaling.static_form import static_form
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    rope = rope_of(config, first_scaled_type(config, None))
+    form = static_form(rope)
+    original = original_length or original_length_of(config, rope)
+    target = int(config.get("max_position_embeddings") or original)
+    if form.rope_type == "dynamic":  # its max_position_embeddings is L; it is served beyond
+        target = max(target, int(original * (form.factor or 1)))
+    ids: tuple[int, ...] = ()
+    if logit_tokens:
+        vocab = int(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size"))
+        ids = tuple(int(i) for i in np.random.default_rng(seed).integers(0, vocab, size=logit_tokens))
+    return make_probe(int(original), target, form.switch_lengths, ids)
+
+
+def compare_folder(
+    folder: Path,
+    probe: Probe,
+    *,
+    engines: Sequence[str] = ENGINES,
+    gguf: Path | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> tuple[EngineRow, list[EngineRow]]:
+    """``(reference row, one row per engine)`` for ``folder`` (an extended model) under ``probe``.
+
+    ``gguf``: the GGUF file llama.cpp and Ollama run (``None``: their rows give the file to write).
+    """
+    progress("transformers (reference)")
+    reference = reference_answer(folder, probe)
+    ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), _hf_launch(folder))
+    config = json.loads((Path(folder) / "config.json").read_text())
+    rows = []
+    for name in engines:
+        progress(name)
+        rows.append(_row(name, folder, config, probe, reference, gguf))
+    return ref_row, rows
+
+
+def _row(
+    name: str, folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, gguf: Path | None
+) -> EngineRow:
+    module = {"MLX-LM": mlx_lm, "llama.cpp": llama_cpp, "vLLM": vllm, "SGLang": sglang, "Ollama": ollama}[name]
+    try:
+        return module.row(folder, config, probe, reference, gguf=gguf)
+    except Exception as error:  # an engine's own code failing on this model is its row, not the end of the table
+        why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        return EngineRow(module.NAME, module.version(), "cannot run here", f"the engine failed: {why}", "")
+
+
+def _describe(reference: Answer) -> str:
+    served = ", ".join(f"{n:,}" for n in reference.tables)
+    return f"served lengths {served}; softmax scale {reference.softmax_scale:.6g}"
+
+
+def _hf_launch(folder: Path) -> str:
+    return f"AutoModelForCausalLM.from_pretrained({str(folder)!r})"

@@ -1,0 +1,41 @@
+"""SGLang: not installed here, so the row gives the launch line and says why it was not run.
+
+SGLang 0.5.23's rotary classes (``sglang.srt.layers.rotary_embedding``) import its runtime and platform layers
+(``sglang.srt.platforms``, ``sglang.kernels``) and use ``sgl_kernel`` lazily; whether they build on CPU beside
+vLLM's environment was not tried."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+from ropekit.engines.probe import Answer, EngineRow, Probe
+
+NAME = "SGLang"
+
+
+def version() -> str | None:
+    if importlib.util.find_spec("sglang") is None:
+        return None
+    from importlib.metadata import version as installed
+
+    return installed("sglang")
+
+
+def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
+    override = json.dumps({"rope_parameters": config.get("rope_parameters")}, separators=(",", ":"))
+    return (
+        f"python -m sglang.launch_server --model-path {folder} --json-model-override-args '{override}' "
+        f"--context-length {probe.target_length}"
+    )
+
+
+def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
+    found = version()
+    why = (
+        "sglang is not installed here (its rotary module imports SGLang's runtime and platform layers; building it "
+        "on CPU was not tried)"
+    )
+    return EngineRow(NAME, found, "cannot run here", why, launch(config, probe, folder))

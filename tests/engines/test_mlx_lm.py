@@ -1,0 +1,88 @@
+"""MLX-LM runs every ``extend`` output as transformers does (its own loader and model; logits to float32 noise),
+except where its own code ignores a key (then the harness says ``differs`` and why)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from ropekit.engines.compare import compare_folder, probe_for
+from ropekit.finetune.export import extend
+from ropekit.scaling import (
+    BaseChange,
+    DynamicScaling,
+    LinearScaling,
+    Llama3Scaling,
+    LongRopeScaling,
+    NTKScaling,
+    YarnScaling,
+)
+
+pytest.importorskip("mlx_lm")
+pytest.importorskip("transformers")
+
+L0 = 64
+FACTORS = tuple(1.0 + 0.1 * i for i in range(8))
+#: every method extend writes, as MLX-LM runs it
+SAME = {
+    "none": None,
+    "linear": LinearScaling(factor=4.0),
+    "ntk": NTKScaling(factor=4.0),
+    "dynamic": DynamicScaling(factor=4.0, original_max_position_embeddings=L0),
+    "dynamic-frozen": DynamicScaling(factor=4.0, original_max_position_embeddings=L0, fixed_seq_len=256),
+    "yarn": YarnScaling(factor=4.0, original_max_position_embeddings=L0),
+    "yarn-betas": YarnScaling(factor=4.0, original_max_position_embeddings=L0, beta_fast=16.0, beta_slow=2.0),
+    "llama3": Llama3Scaling(factor=4.0, original_max_position_embeddings=L0),
+    "longrope": LongRopeScaling(
+        short_factor=FACTORS, long_factor=FACTORS, original_max_position_embeddings=L0, factor=4.0
+    ),
+    "base": BaseChange(base=500000.0),
+}
+#: methods whose written keys MLX-LM 0.32 does not read, with the reason the row must give
+DIFFERS = {
+    "yarn-paper": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, ramp="paper"), "attention_factor"),
+    "yarn-attention": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=1.3), "attention_factor"),
+    "yarn-no-truncate": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, truncate=False), "truncate"),
+}  # fmt: skip
+
+
+def _mlx_row(folder):
+    probe = probe_for(folder, logit_tokens=160)
+    _, rows = compare_folder(folder, probe, engines=("MLX-LM",))
+    return rows[0]
+
+
+@pytest.mark.parametrize("name", list(SAME))
+def test_mlx_runs_the_extend_output_as_transformers(name, llama_dir, tmp_path) -> None:
+    folder = extend(llama_dir, SAME[name], tmp_path / "out", target_length=4 * L0).out
+    row = _mlx_row(folder)
+    assert row.verdict == "same", row.detail
+    assert row.numbers["logits_max_diff"] < 1e-4 and row.numbers["argmax_agreement"] == 1.0
+
+
+@pytest.mark.parametrize("name", list(DIFFERS))
+def test_what_mlx_ignores_is_reported_with_the_reason(name, llama_dir, tmp_path) -> None:
+    scaling, reason = DIFFERS[name]
+    row = _mlx_row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
+    assert row.verdict == "differs" and reason in row.detail
+
+
+def test_without_the_older_keys_mlx_runs_another_rope(llama_dir, tmp_path) -> None:
+    """The verdict can fail: the same folder with only rope_parameters (what transformers 5 alone writes)."""
+    folder = extend(llama_dir, YarnScaling(factor=4.0, original_max_position_embeddings=L0), tmp_path / "out").out
+    config = json.loads((folder / "config.json").read_text())
+    del config["rope_theta"], config["rope_scaling"]
+    (folder / "config.json").write_text(json.dumps(config))
+    row = _mlx_row(folder)
+    assert row.verdict == "differs" and "reads rope_scaling" in row.detail and row.numbers["logits_max_diff"] > 0.1
+
+
+def test_a_wrong_older_key_is_reported_as_an_unexplained_difference(llama_dir, tmp_path) -> None:
+    shutil.copytree(llama_dir, tmp_path / "wrong")
+    config = json.loads((tmp_path / "wrong" / "config.json").read_text())
+    config["rope_theta"] = 20000.0  # transformers reads rope_parameters' 10,000; MLX-LM reads this
+    (tmp_path / "wrong" / "config.json").write_text(json.dumps(config))
+    row = _mlx_row(tmp_path / "wrong")
+    assert row.verdict == "differs" and "not explained" in row.detail and "from position 1 " in row.detail

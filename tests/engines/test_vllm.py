@@ -1,0 +1,51 @@
+"""vLLM's own rotary module (its environment, a subprocess) against transformers, and its by-design differences."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ropekit.engines import vllm
+from ropekit.engines.compare import compare_folder, probe_for
+from ropekit.finetune.export import extend
+from ropekit.scaling import DynamicScaling, LinearScaling, YarnScaling
+
+pytest.importorskip("transformers")
+if vllm.python() is None:
+    pytest.skip("needs the vLLM environment (.venv-vllm or ROPEKIT_VLLM_PYTHON)", allow_module_level=True)
+
+L0 = 64
+
+
+def _row(folder):
+    _, rows = compare_folder(folder, probe_for(folder), engines=("vLLM",))
+    return rows[0]
+
+
+@pytest.mark.parametrize(
+    "scaling",
+    [LinearScaling(factor=4.0), YarnScaling(factor=4.0, original_max_position_embeddings=L0)],
+    ids=["linear", "yarn"],
+)
+def test_vllm_computes_what_transformers_computes(scaling, llama_dir, tmp_path) -> None:
+    row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
+    assert row.verdict == "same", row.detail
+    assert f"--max-model-len {4 * L0}" in row.launch and "--hf-overrides" in row.launch
+
+
+def test_vllms_dynamic_is_static_ntk_at_the_maximum_length(llama_dir, tmp_path) -> None:
+    scaling = DynamicScaling(factor=4.0, original_max_position_embeddings=L0)
+    row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
+    assert row.verdict == "differs" and "static NTK" in row.detail and f"from position {L0 - 1} " in row.detail
+
+
+def test_a_wrong_rope_parameters_is_an_unexplained_difference(llama_dir, tmp_path) -> None:
+    """The verdict can fail: a folder whose rope_parameters vLLM reads with another factor than transformers'
+    (transformers takes rope_scaling when both are given)."""
+    folder = extend(llama_dir, LinearScaling(factor=4.0), tmp_path / "out").out
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_scaling"] = {**config["rope_scaling"], "factor": 2.0}
+    (folder / "config.json").write_text(json.dumps(config))
+    row = _row(folder)
+    assert row.verdict == "differs" and "not explained" in row.detail
