@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from ropekit._costs import MAX_FACTOR
+from ropekit._defaults import PASSKEY_DEPTHS, PASSKEY_MULTIPLES, PERPLEXITY_MULTIPLES, as_text
 from ropekit.cli.common import (
     check_range,
     fail,
@@ -27,8 +28,8 @@ from ropekit.cli.common import (
 from ropekit.cli.method_options import (
     METHODS,
     PARAM,
+    attention_params,
     parse_methods,
-    parse_params,
 )
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
@@ -109,7 +110,7 @@ def build_settings(
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
-            params=parse_params(params),
+            params=attention_params(params),
         )
 
 
@@ -331,7 +332,7 @@ def _evaluate(
 def perplexity_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option("1,2,4,8,16", help="Lengths as multiples of the training length."),
+    multiples: str = typer.Option(as_text(PERPLEXITY_MULTIPLES), help="Lengths as multiples of the training length."),
     factor: str = FACTOR,
     mode: str = typer.Option("nonoverlap", help="nonoverlap (PI paper) or sliding (YaRN paper)."),
     stride: int | None = typer.Option(None, help="Sliding-window stride (--mode sliding only) [default: 256]."),
@@ -373,8 +374,8 @@ def perplexity_command(
 def passkey_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option("1,2,4,8", help="Lengths as multiples of the training length."),
-    depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Needle depths (0 = start)."),
+    multiples: str = typer.Option(as_text(PASSKEY_MULTIPLES), help="Lengths as multiples of the training length."),
+    depths: str = typer.Option(as_text(PASSKEY_DEPTHS), help="Needle depths (0 = start)."),
     trials: int = typer.Option(10, help="Trials per (length, depth) cell."),
     seed: int = typer.Option(0, help="Seed of the episodes."),
     factor: str = FACTOR,

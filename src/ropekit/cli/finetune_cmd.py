@@ -25,6 +25,7 @@ from ropekit.cli.extend_cmd import (
     PLAN,
     RAMP,
     SCALING,
+    alias_texts,
     resolve_scaling,
 )
 
@@ -170,12 +171,7 @@ def _request(o: SimpleNamespace, target: int, console):
         target_length=o.target_length,
         training=True,
         layer_types=o.layer_types,
-        extra={
-            "ramp": o.ramp,
-            "beta_fast": o.beta_fast,
-            "beta_slow": o.beta_slow,
-            "fixed_seq_len": parse_length(o.fixed_seq_len, "--fixed-seq-len") if o.fixed_seq_len else None,
-        },
+        aliases=alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len),
         factors=o.factors,
         params=o.param,
     )

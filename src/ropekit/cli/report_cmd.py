@@ -6,6 +6,14 @@ from pathlib import Path
 
 import typer
 
+from ropekit._defaults import (
+    PASSKEY_DEPTHS,
+    PASSKEY_MULTIPLES,
+    PERPLEXITY_MULTIPLES,
+    RULER_THRESHOLD,
+    TASK_MULTIPLES,
+    as_text,
+)
 from ropekit.cli.common import json_option, prepare_output_dir, print_json, refuse_overwrite, writing
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
@@ -71,10 +79,14 @@ def report_command(
     out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Output folder (index.html, PNGs, JSON, CSV)."),
     methods: str = METHODS,
     perplexity_multiples: str = typer.Option(
-        "1,2,4,8,16", "--perplexity-multiples", help="Perplexity lengths as multiples of the training length."
+        as_text(PERPLEXITY_MULTIPLES),
+        "--perplexity-multiples",
+        help="Perplexity lengths as multiples of the training length.",
     ),
-    passkey_multiples: str = typer.Option("1,2,4,8", help="Passkey lengths as multiples of the training length."),
-    depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Passkey needle depths."),
+    passkey_multiples: str = typer.Option(
+        as_text(PASSKEY_MULTIPLES), help="Passkey lengths as multiples of the training length."
+    ),
+    depths: str = typer.Option(as_text(PASSKEY_DEPTHS), help="Passkey needle depths."),
     trials: int = typer.Option(10, help="Passkey trials per cell."),
     factor: str = FACTOR,
     mode: str = typer.Option("nonoverlap", help="Perplexity mode: nonoverlap or sliding."),
@@ -87,8 +99,12 @@ def report_command(
     param: str | None = PARAM,
     task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
     tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
-    task_multiples: str = typer.Option("1,2,4", help="Task lengths as multiples of the training length."),
-    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    task_multiples: str = typer.Option(
+        as_text(TASK_MULTIPLES), help="Task lengths as multiples of the training length."
+    ),
+    threshold: float = typer.Option(
+        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD})."
+    ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from ropekit._defaults import RULER_THRESHOLD, TASK_MULTIPLES, as_text
 from ropekit.cli.common import (
     check_range,
     fail,
@@ -35,7 +36,7 @@ from ropekit.cli.eval_cmd import (
     load_model,
     parse_factor,
 )
-from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
+from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params, parse_methods
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -114,6 +115,7 @@ def fit_tasks(model, task_settings, tokens):
 
 def prepare_samples(model, settings, tokens, *, lengths_option: str):
     """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
+    from ropekit.cli.flags import flag_of
     from ropekit.eval.tasks.run import make_samples
 
     lengths = settings.token_lengths(model.train_length)
@@ -123,7 +125,7 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     try:
         return make_samples(model, settings, tokens)
     except ValueError as error:
-        option = "--text" if "haystack text" in str(error) else lengths_option
+        option = flag_of(error, {"text": "--text"}) or lengths_option
         raise fail(f"{option}: {error} (training length {model.train_length})") from error
 
 
@@ -196,13 +198,17 @@ def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
     tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
-    multiples: str = typer.Option("1,2,4", help="Lengths as multiples of the training length."),
+    multiples: str | None = typer.Option(
+        None, help=f"Lengths as multiples of the training length [default: {as_text(TASK_MULTIPLES)}]."
+    ),
     lengths: str | None = typer.Option(None, help="Lengths in tokens (e.g. 4k,8k); replaces --multiples."),
     samples: int = typer.Option(20, help="Samples per (length, task)."),
     seed: int = typer.Option(0, help="Seed of the samples."),
     depth: float | None = typer.Option(None, help="Needle depth for every sample (0 = start); default: random."),
     factor: str = FACTOR,
-    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    threshold: float = typer.Option(
+        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD})."
+    ),
     param: str | None = PARAM,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out."),
@@ -216,19 +222,19 @@ def tasks_command(
 
     from ropekit.eval.text import read_text, shipped_text, tokenize
 
-    if lengths is not None and multiples != "1,2,4":
+    if lengths is not None and multiples is not None:
         raise fail("--lengths and --multiples are alternatives; give one of them")
     settings = build_task_settings(
         methods=methods,
         tasks=tasks,
-        multiples=multiples,
+        multiples=as_text(TASK_MULTIPLES) if multiples is None else multiples,
         lengths=lengths,
         samples=samples,
         seed=seed,
         depth=depth,
         factor=factor,
         threshold=threshold,
-        params=parse_params(param),
+        params=attention_params(param),
     )
     if out is not None:
         refuse_overwrite(out, TASK_FILES, "--out", force=force)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ropekit._defaults import PASSKEY_DEPTHS, PASSKEY_MULTIPLES, PERPLEXITY_MULTIPLES
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import (
     applied_factor,
@@ -43,9 +44,9 @@ class SweepSettings:
     """
 
     methods: tuple[str, ...]
-    multiples: tuple[float, ...] = (1, 2, 4, 8, 16)
-    passkey_multiples: tuple[float, ...] = (1, 2, 4, 8)
-    depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    multiples: tuple[float, ...] = PERPLEXITY_MULTIPLES
+    passkey_multiples: tuple[float, ...] = PASSKEY_MULTIPLES
+    depths: tuple[float, ...] = PASSKEY_DEPTHS
     factor: float | str = "auto"
     mode: str = "nonoverlap"
     stride: int = 256

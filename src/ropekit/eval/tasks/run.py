@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ropekit._defaults import TASK_MULTIPLES
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import (
     applied_factor,
@@ -58,7 +59,7 @@ class TaskSettings:
 
     methods: tuple[str, ...]
     tasks: tuple[str, ...] = tuple(TASKS)
-    multiples: tuple[float, ...] = (1, 2, 4)
+    multiples: tuple[float, ...] = TASK_MULTIPLES
     lengths: tuple[int, ...] | None = None
     samples: int = 20
     seed: int = 0

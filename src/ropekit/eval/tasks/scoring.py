@@ -16,11 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ropekit._defaults import RULER_THRESHOLD as RULER_THRESHOLD  # Llama-2-7B's mean score at 4K, in percent
 from ropekit.eval.passkey import wilson_interval
 
 METRICS = ("all", "part")
-#: RULER's threshold: Llama-2-7B's mean score at 4K, in percent
-RULER_THRESHOLD = 85.6
 
 
 def string_match_all(pred: str, refs: Sequence[str]) -> float:
