@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import typer
 
@@ -44,43 +45,16 @@ def bound_command(
 
     A base b is feasible for L when B_m(b) = Σ_i cos(m·b^(−2i/d)) >= 0 for every integer m < L. Every m is checked.
     """
-    from rich.console import Console
-    from rich.table import Table
-
-    from ropekit.theory.bound import base_bound, robust_base_only, smallest_feasible_base
-    from ropekit.theory.published import PAPER_BOUND, PUBLISHED_ROTARY_DIM, SU_BOUND, face_value_check
-
     length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
     dim = rotary_dim
     check_range("--rotary-dim", dim, minimum=2, maximum=MAX_ROTARY_DIM)
     check_bound_work(length, dim, "--context", "--rotary-dim")
     if with_islands and robust is False:
         raise fail("--islands walks the islands below the robust bound (B); it cannot go with --no-robust")
-    by_default = _costs.robust_by_default(length, dim)
-    with_robust = robust if robust is not None else with_islands or by_default
     start = time.perf_counter()
-    with option_errors(rotary_dim="--rotary-dim", context_length="--context"):
-        if with_robust and (by_default or with_islands):
-            bound = base_bound(length, dim)
-            smallest, robust_base, islands = bound.smallest_base, bound.robust_base, bound.islands
-            certified = bound.certified
-        elif with_robust:  # (B) alone: the islands between (A) and (B) cost minutes here
-            smallest = smallest_feasible_base(length, dim)
-            robust_base, islands, certified = robust_base_only(length, dim), None, True
-        else:
-            smallest = smallest_feasible_base(length, dim)
-            robust_base = islands = certified = None
+    smallest, robust_base, islands, certified = _bounds(length, dim, robust, with_islands)
     seconds = time.perf_counter() - start
-    published = None
-    if dim == PUBLISHED_ROTARY_DIM and length in PAPER_BOUND:
-        published = {}
-        for source, table in (("paper", PAPER_BOUND), ("su", SU_BOUND)):
-            check = face_value_check(length, table[length])
-            published[source] = {
-                "base": check.base,
-                "first_negative": check.first_negative,
-                "satisfied": check.satisfied,
-            }
+    published = _published(length, dim)
     if json_output:
         print_json(
             {
@@ -96,6 +70,65 @@ def bound_command(
             }
         )
         return
+    _print_bounds(length, dim, robust, smallest, robust_base, islands, published)
+    from rich.console import Console
+
+    console = Console()
+    if islands:
+        from rich.table import Table
+
+        shown = Table(title=f"first {min(SHOWN_ISLANDS, len(islands))} of {len(islands)} feasible islands")
+        for column in ("low", "high", "width"):
+            shown.add_column(column, justify="right")
+        for low, high in islands[:SHOWN_ISLANDS]:
+            shown.add_row(f"{low:.8g}", f"{high:.8g}", f"{(high - low) / low:.2%}")
+        console.print(shown)
+    console.print(f"computed in {seconds:.1f} s")
+
+
+def _bounds(length: int, dim: int, robust: bool | None, with_islands: bool) -> tuple[float, Any, Any, Any]:
+    """``(smallest, robust_base, islands, certified)``: (A) always; (B) and the islands as asked or by default
+    (``None`` where not computed)."""
+    from ropekit.theory.bound import base_bound, robust_base_only, smallest_feasible_base
+
+    by_default = _costs.robust_by_default(length, dim)
+    with_robust = robust if robust is not None else with_islands or by_default
+    with option_errors(rotary_dim="--rotary-dim", context_length="--context"):
+        if with_robust and (by_default or with_islands):
+            bound = base_bound(length, dim)
+            return bound.smallest_base, bound.robust_base, bound.islands, bound.certified
+        smallest = smallest_feasible_base(length, dim)
+        if with_robust:  # (B) alone: the islands between (A) and (B) cost minutes here
+            return smallest, robust_base_only(length, dim), None, True
+        return smallest, None, None, None
+
+
+def _published(length: int, dim: int) -> dict[str, dict[str, Any]] | None:
+    """The published bases for ``length`` (Men et al.'s Table 1, Su's) checked at face value, where there are any."""
+    from ropekit.theory.published import PAPER_BOUND, PUBLISHED_ROTARY_DIM, SU_BOUND, face_value_check
+
+    if dim != PUBLISHED_ROTARY_DIM or length not in PAPER_BOUND:
+        return None
+    published = {}
+    for source, table in (("paper", PAPER_BOUND), ("su", SU_BOUND)):
+        check = face_value_check(length, table[length])
+        published[source] = {"base": check.base, "first_negative": check.first_negative, "satisfied": check.satisfied}
+    return published
+
+
+def _print_bounds(
+    length: int,
+    dim: int,
+    robust: bool | None,
+    smallest: float,
+    robust_base: float | None,
+    islands: Any,
+    published: dict[str, dict[str, Any]] | None,
+) -> None:
+    """The table of (A), (B), the islands' count and the published bases."""
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"Base bound for L = {length:,}, d = {dim} (Men et al., arXiv 2405.14591)")
     table.add_column("")
     table.add_column("base", justify="right")
@@ -124,16 +157,7 @@ def bound_command(
                 else f"fails at face value: B_m < 0 at m = {entry['first_negative']:,}"
             )
             table.add_row(names[source], f"{entry['base']:.2g}", verdict)
-    console = Console()
-    console.print(table)
-    if islands:
-        shown = Table(title=f"first {min(SHOWN_ISLANDS, len(islands))} of {len(islands)} feasible islands")
-        for column in ("low", "high", "width"):
-            shown.add_column(column, justify="right")
-        for low, high in islands[:SHOWN_ISLANDS]:
-            shown.add_row(f"{low:.8g}", f"{high:.8g}", f"{(high - low) / low:.2%}")
-        console.print(shown)
-    console.print(f"computed in {seconds:.1f} s")
+    Console().print(table)
 
 
 def _beyond_default(length: int, dim: int) -> str:

@@ -27,6 +27,8 @@ class ModelRope:
         original_length: its pre-training length.
         layout: which layers rotate q and k (``None``: every layer).
         path: ``--model`` as given.
+        llama4: Llama 4's temperature and chunked attention
+            (:class:`~ropekit.integrations.llama4_context.Llama4LongContext`; ``None`` for other models).
     """
 
     head_dim: int
@@ -35,6 +37,7 @@ class ModelRope:
     original_length: int
     layout: Any
     path: str
+    llama4: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``model`` entry of a command's JSON: the path and the layout (``None``: every layer rotates)."""
@@ -50,13 +53,15 @@ def read_model(model: Path | None) -> ModelRope | None:
     if model is None:
         return None
     from ropekit.integrations.hf_config import load_config, original_length_of, rope_of
+    from ropekit.integrations.llama4_context import llama4_long_context
     from ropekit.integrations.rope_layers import rope_layout
 
     try:
         config = load_config(model)
         rope = rope_of(config)
         original = original_length_of(config, rope)
-        return ModelRope(rope.head_dim, rope.base, rope.dim, original, rope_layout(config), str(model))
+        layout, llama4 = rope_layout(config), llama4_long_context(config)
+        return ModelRope(rope.head_dim, rope.base, rope.dim, original, layout, str(model), llama4)
     except (FileNotFoundError, ValueError) as error:
         message = name_option(str(error), {"model": "--model"})
         raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None

@@ -39,7 +39,6 @@ def plan_command(
     """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why);
     with --model, its RoPE and training length, and which of its layers take no RoPE (NoPE)."""
     from rich.console import Console
-    from rich.table import Table
 
     from ropekit.theory import plan
 
@@ -77,12 +76,25 @@ def plan_command(
     if json_output:
         llamacpp = {name: value[0] for name, value in flags.items()}
         described = {"model": given.to_dict()} if given else {}
+        if given is not None and given.llama4 is not None:
+            described["llama4_long_context"] = given.llama4.to_dict(train, target)
         print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
         return
     console = Console()
-    _print_model(console, given)
+    _print_model(console, given, train, target)
     for line in result.lines():
         console.print(line, highlight=False)
+    print_methods(console, result)
+    console.print("llama.cpp flags for these methods (on a GGUF file without RoPE scaling):", highlight=False)
+    for name, (_, text) in flags.items():
+        console.print(f"  {name}: {text}", highlight=False)
+    print_attention_plan(console, attention, target)
+
+
+def print_methods(console, result) -> None:
+    """The training-free scaling methods at the plan's factor: pairs per group, attention factor, first B_m < 0."""
+    from rich.table import Table
+
     table = Table(title=f"training-free methods at s = {result.factor:g} (pairs per group)")
     for column in ("method", "kept", "blended", "interpolated", "attention factor", "first m with B_m < 0"):
         table.add_column(column, justify="right")
@@ -96,10 +108,6 @@ def plan_command(
             f"none below {result.target_length:,}" if method.first_negative is None else f"{method.first_negative:,}",
         )
     console.print(table)
-    console.print("llama.cpp flags for these methods (on a GGUF file without RoPE scaling):", highlight=False)
-    for name, (_, text) in flags.items():
-        console.print(f"  {name}: {text}", highlight=False)
-    print_attention_plan(console, attention, target)
 
 
 def print_attention_plan(console, rows: list[dict], target: int) -> None:
@@ -119,8 +127,9 @@ def print_attention_plan(console, rows: list[dict], target: int) -> None:
             console.print(f"evaluate it: ropekit eval passkey {row['eval']}", highlight=False)
 
 
-def _print_model(console, given) -> None:
-    """The ``--model`` line: its layout and, with NoPE layers, what they mean for this plan (docs/theory.md)."""
+def _print_model(console, given, train: int, target: int) -> None:
+    """The ``--model`` line: its layout and, with NoPE layers, what they mean for this plan (docs/theory.md); on
+    Llama 4, what its temperature and chunked attention do at ``train`` and ``target`` tokens."""
     if given is None:
         return
     note = ""
@@ -130,3 +139,5 @@ def _print_model(console, given) -> None:
             "position, so no base or scaling changes them (docs/theory.md)"
         )
     console.print(f"--model: {given.layout_line()}{note}", highlight=False, soft_wrap=True)
+    for line in given.llama4.lines(train, target) if given.llama4 is not None else []:
+        console.print(line, highlight=False, soft_wrap=True)

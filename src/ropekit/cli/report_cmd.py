@@ -149,7 +149,7 @@ def report_command(
     )
     task_samples_made, dropped = None, {}
     if task_settings is not None:
-        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens)
+        task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     if task_settings is not None:
         task_samples_made = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)

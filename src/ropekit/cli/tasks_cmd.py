@@ -11,8 +11,9 @@ from typing import Any
 
 import typer
 
-from ropekit._defaults import RULER_THRESHOLD, TASK_MULTIPLES, as_text
+from ropekit._defaults import as_text
 from ropekit.cli.common import (
+    MAX_LENGTH,
     check_range,
     fail,
     json_option,
@@ -37,6 +38,7 @@ from ropekit.cli.eval_cmd import (
     parse_factor,
 )
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params, parse_methods
+from ropekit.eval.tasks.limits import LEARNED, MAX_SAMPLES, MULTIPLES, RULER_THRESHOLD, SAMPLES
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -46,6 +48,8 @@ METHODS = typer.Option(
 
 #: files ``--out`` receives (refused without ``--force`` when present)
 TASK_FILES = ("tasks.json",)
+#: ``--multiples``' default, as typed
+DEFAULT_MULTIPLES = as_text(MULTIPLES)
 
 
 def build_task_settings(
@@ -80,7 +84,7 @@ def build_task_settings(
     factors = parse_list(multiples, names["multiples"])
     for value in factors:
         check_range(names["multiples"], value, above=0.0)
-    check_range(names["samples"], samples, minimum=1, maximum=100_000)
+    check_range(names["samples"], samples, minimum=1, maximum=MAX_SAMPLES)
     check_range("--seed", seed, minimum=0)
     if depth is not None:
         check_range("--depth", depth, minimum=0.0, maximum=1.0)
@@ -101,13 +105,35 @@ def build_task_settings(
         )
 
 
-def fit_tasks(model, task_settings, tokens):
+def check_lengths(model, settings, *, lengths_option: str) -> list[int]:
+    """The run's lengths, checked before any sample is built: at least 2 and at most ``MAX_LENGTH`` tokens (as
+    ``--lengths`` takes them), within the model's positions, and every sample within memory; else the one-line error
+    of ``lengths_option``."""
+    from ropekit.eval.tasks.run import check_plan
+
+    train = f"training length {model.train_length:,}"
+    try:
+        lengths = settings.token_lengths(model.train_length)
+    except ValueError as error:
+        raise fail(f"{lengths_option}: {error}") from None
+    if min(lengths) < 2 or max(lengths) > MAX_LENGTH:
+        wrong = min(lengths) if min(lengths) < 2 else max(lengths)
+        raise fail(f"{lengths_option} gives length {wrong:,} ({train}); lengths must be 2 to {MAX_LENGTH:,} tokens")
+    try:
+        return check_plan(model, settings)
+    except ValueError as error:
+        raise fail(f"{lengths_option}: {error} ({train})") from None
+
+
+def fit_tasks(model, task_settings, tokens, *, lengths_option: str = "--multiples"):
     """The task settings without the tasks that do not fit the shortest length (``None`` if none fits), and those
-    left out with the reason (the report's task section, and ``eval tasks --tasks all``)."""
+    left out with the reason (the report's task section, and ``eval tasks --tasks all``); the lengths are checked
+    first (:func:`check_lengths`)."""
     import dataclasses
 
     from ropekit.eval.tasks.run import fitting_tasks
 
+    check_lengths(model, task_settings, lengths_option=lengths_option)
     dropped = fitting_tasks(model, task_settings, tokens)
     kept = tuple(t for t in task_settings.tasks if t not in dropped)
     return (dataclasses.replace(task_settings, tasks=kept) if kept else None), dropped
@@ -118,9 +144,7 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     from ropekit.cli.flags import flag_of
     from ropekit.eval.tasks.run import make_samples
 
-    lengths = settings.token_lengths(model.train_length)
-    if min(lengths) < 2:
-        raise fail(f"{lengths_option} gives length {min(lengths)} (training length {model.train_length})")
+    lengths = check_lengths(model, settings, lengths_option=lengths_option)
     check_methods_run(model, settings.methods, settings.factor, max(lengths))
     try:
         return make_samples(model, settings, tokens)
@@ -184,9 +208,11 @@ def print_summary(result) -> None:
             f"{e['effective_length'] or '—'} [{e['interval'][0] or '—'}, {e['interval'][1] or '—'}]",
         )
     console.print(table)
+    if "note" in summary:
+        console.print(f"not judged: {summary['note']}", highlight=False)
     if summary["not_learned"]:
         console.print(
-            f"below 50% at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
+            f"below {LEARNED:.0%} at the training length (not learned by this model): {', '.join(summary['not_learned'])}",
             highlight=False,
         )
     for row in result.skipped:
@@ -199,15 +225,15 @@ def tasks_command(
     methods: str = METHODS,
     tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
     multiples: str | None = typer.Option(
-        None, help=f"Lengths as multiples of the training length [default: {as_text(TASK_MULTIPLES)}]."
+        None, help=f"Lengths as multiples of the training length [default: {DEFAULT_MULTIPLES}]."
     ),
     lengths: str | None = typer.Option(None, help="Lengths in tokens (e.g. 4k,8k); replaces --multiples."),
-    samples: int = typer.Option(20, help="Samples per (length, task)."),
+    samples: int = typer.Option(SAMPLES, help="Samples per (length, task)."),
     seed: int = typer.Option(0, help="Seed of the samples."),
     depth: float | None = typer.Option(None, help="Needle depth for every sample (0 = start); default: random."),
     factor: str = FACTOR,
     threshold: float = typer.Option(
-        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD})."
+        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD:g})."
     ),
     param: str | None = PARAM,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
@@ -227,7 +253,7 @@ def tasks_command(
     settings = build_task_settings(
         methods=methods,
         tasks=tasks,
-        multiples=as_text(TASK_MULTIPLES) if multiples is None else multiples,
+        multiples=DEFAULT_MULTIPLES if multiples is None else multiples,
         lengths=lengths,
         samples=samples,
         seed=seed,
@@ -248,7 +274,7 @@ def tasks_command(
     lengths_option = "--lengths" if lengths is not None else "--multiples"
     dropped = {}
     if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
-        fitted, left_out = fit_tasks(eval_model, settings, tokens)
+        fitted, left_out = fit_tasks(eval_model, settings, tokens, lengths_option=lengths_option)
         if fitted is not None:  # none fits: prepare_samples below gives the first task's error
             settings, dropped = fitted, left_out
             console = Console(stderr=True)

@@ -169,6 +169,8 @@ class TinyEvalModel(HeadScoring):
         self._meta = metadata(name_or_path)
         config = self.model.config
         self.train_length = config.train_length
+        #: positions at or beyond this raise (the model's cos/sin tables); evaluations check lengths against it first
+        self.max_positions = config.max_positions
         self.rope = RopeConfig(config.head_dim, base=config.rope_base)
         self.native_scaling = config.scaling
         self.vocab_size = config.vocab_size

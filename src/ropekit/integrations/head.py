@@ -35,7 +35,13 @@ def causal_lm(model: nn.Module) -> nn.Module:
 
 def decoder(model: nn.Module) -> nn.Module:
     """The decoder body (Llama: ``model.model``): ids → final hidden states, after the final norm."""
-    return causal_lm(model).get_decoder()
+    lm = causal_lm(model)
+    body = lm.get_decoder()
+    if body is lm and isinstance(getattr(lm, "model", None), nn.Module):
+        # Llama4ForCausalLM: its base_model_prefix ("language_model") names no attribute, so transformers 5.18's
+        # get_decoder gives the LM itself; its body is .model
+        body = lm.model
+    return body
 
 
 def head_logits(model: nn.Module, hidden: torch.Tensor) -> torch.Tensor:

@@ -227,20 +227,10 @@ def plan(
     """
     if robust is not None and not isinstance(robust, bool):
         raise TypeError(f"robust must be True, False or None (the default rule), got {robust!r}")
-    head_dim = require_int("head_dim", head_dim, minimum=4)
-    base = require_float("base", base, above=1.0)
-    train_length = require_int("train_length", train_length, minimum=1)
-    # Below 3 tokens the base bound is degenerate (every base > 1 keeps B_1 >= 0): no plan to make.
-    target_length = require_int("target_length", target_length, minimum=3)
-    if target_length < train_length:
-        raise ValueError(
-            f"target_length must be >= train_length ({train_length}), got {target_length}; a plan extends the context"
-        )
-    if rotary_dim is None:
-        dim = require_rotary_dim("head_dim", head_dim, minimum=4)
-    else:
-        dim = rotary_dim = require_rotary_dim("rotary_dim", rotary_dim, head_dim=head_dim, minimum=4)
-
+    head_dim, base, train_length, target_length, rotary_dim = _checked(
+        head_dim, base, train_length, target_length, rotary_dim
+    )
+    dim = head_dim if rotary_dim is None else rotary_dim
     factor = target_length / train_length
     rope = RopeConfig(head_dim, base=base, rotary_dim=rotary_dim)
     first_negative = max_context_length(base, dim, limit=target_length)
@@ -257,30 +247,7 @@ def plan(
     limit = extrapolation_limit(dim, base, train_length)
     specs = _specs(factor, train_length)
     methods = tuple(_method(rope, spec, factor, target_length) for spec in specs)
-
-    why = [
-        f"{periodic} of {dim} rotary dims complete a full period within the {train_length:,} training tokens; the "
-        f"critical dimension is d_extra = {critical} and the extrapolation limit T_extra = 2π·b^(d_extra/d) ≈ "
-        f"{limit:,.0f} tokens (Liu et al., arXiv 2310.05209): "
-        + (
-            f"the target {target_length:,} lies beyond it, so the slow pairs would meet angles never seen in "
-            "training without rescaling."
-            if target_length > limit
-            else f"the target {target_length:,} lies within it."
-        ),
-        "B_m(b) = Σ_i cos(m·θ_i) is the expected advantage of a similar key over a random one at distance m "
-        "(Men et al., arXiv 2405.14591, Theorem 1); where it is negative, attention cannot on average favour "
-        "the similar token, so a base is feasible for L when B_m >= 0 for every m < L.",
-        (
-            f"Base {base:.15g} was already feasible for the training length {train_length:,}."
-            if first_negative is None or first_negative >= train_length
-            else f"Base {base:.15g} is not feasible even for the training length {train_length:,} "
-            f"(B_m < 0 from m = {first_negative:,}): the model was trained below the bound."
-        ),
-        "B is not monotone in b: the feasible bases form islands, so 'smallest feasible' is not 'every larger base'; "
-        "check a chosen base with max_context_length(base, rotary_dim).",
-        *[spec.plan_why for spec in specs if spec.plan_why],
-    ]
+    why = _why(rope, train_length, target_length, first_negative, (periodic, critical, limit), specs)
     return Plan(
         head_dim=head_dim,
         rotary_dim=dim,
@@ -301,6 +268,67 @@ def plan(
         methods=methods,
         why=tuple(why),
     )
+
+
+def _checked(
+    head_dim: int, base: float, train_length: int, target_length: int, rotary_dim: int | None
+) -> tuple[int, float, int, int, int | None]:
+    """``plan``'s arguments checked: ``(head_dim, base, train_length, target_length, rotary_dim)``.
+
+    Raises:
+        ValueError: naming the argument (see :func:`plan`).
+    """
+    head_dim = require_int("head_dim", head_dim, minimum=4)
+    base = require_float("base", base, above=1.0)
+    train_length = require_int("train_length", train_length, minimum=1)
+    # Below 3 tokens the base bound is degenerate (every base > 1 keeps B_1 >= 0): no plan to make.
+    target_length = require_int("target_length", target_length, minimum=3)
+    if target_length < train_length:
+        raise ValueError(
+            f"target_length must be >= train_length ({train_length}), got {target_length}; a plan extends the context"
+        )
+    if rotary_dim is None:
+        require_rotary_dim("head_dim", head_dim, minimum=4)
+    else:
+        rotary_dim = require_rotary_dim("rotary_dim", rotary_dim, head_dim=head_dim, minimum=4)
+    return head_dim, base, train_length, target_length, rotary_dim
+
+
+def _why(
+    rope: RopeConfig,
+    train_length: int,
+    target_length: int,
+    first_negative: int | None,
+    periods: tuple[int, int, float],
+    specs: list[ScalingConfig],
+) -> list[str]:
+    """The plan's reasoning, one sentence each; ``periods`` is (periodic dims, critical dimension, extrapolation
+    limit) at the training length."""
+    periodic, critical, limit = periods
+    base = rope.base
+    return [
+        f"{periodic} of {rope.dim} rotary dims complete a full period within the {train_length:,} training tokens; "
+        f"the critical dimension is d_extra = {critical} and the extrapolation limit T_extra = 2π·b^(d_extra/d) ≈ "
+        f"{limit:,.0f} tokens (Liu et al., arXiv 2310.05209): "
+        + (
+            f"the target {target_length:,} lies beyond it, so the slow pairs would meet angles never seen in "
+            "training without rescaling."
+            if target_length > limit
+            else f"the target {target_length:,} lies within it."
+        ),
+        "B_m(b) = Σ_i cos(m·θ_i) is the expected advantage of a similar key over a random one at distance m "
+        "(Men et al., arXiv 2405.14591, Theorem 1); where it is negative, attention cannot on average favour "
+        "the similar token, so a base is feasible for L when B_m >= 0 for every m < L.",
+        (
+            f"Base {base:.15g} was already feasible for the training length {train_length:,}."
+            if first_negative is None or first_negative >= train_length
+            else f"Base {base:.15g} is not feasible even for the training length {train_length:,} "
+            f"(B_m < 0 from m = {first_negative:,}): the model was trained below the bound."
+        ),
+        "B is not monotone in b: the feasible bases form islands, so 'smallest feasible' is not 'every larger base'; "
+        "check a chosen base with max_context_length(base, rotary_dim).",
+        *[spec.plan_why for spec in specs if spec.plan_why],
+    ]
 
 
 def _specs(factor: float, train_length: int) -> list[ScalingConfig]:

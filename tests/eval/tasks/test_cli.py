@@ -96,3 +96,57 @@ def test_all_tasks_leave_out_those_that_do_not_fit(tmp_path):
     assert all(f"left out {t}" in result.output for t in left_out)
     named = runner.invoke(app, [*args, "--tasks", left_out[0]])
     assert named.exit_code == 2 and left_out[0] in named.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lengths", "128m"], "--lengths: length 134,217,728 needs positions up to 134,217,734"),
+        (["--lengths", "1M", "--tasks", "vt"], "needs positions up to 1,048,582 (a wrong answer is fed up to 7 tokens"),
+        (["--multiples", "1e9"], "--multiples gives length 256,000,000,000 (training length 256); lengths must be"),
+        (["--multiples", "1e308"], "--multiples: multiple 1e+308 of the training length 256 is not a finite length"),
+        (["--lengths", "512k", "--samples", "100000"], "--lengths: 100,000 samples x 11 tasks at length 524,288"),
+    ],
+)
+def test_lengths_beyond_the_model_or_memory_are_refused_before_any_sample(args, message, monkeypatch):
+    """The bundled model has 1,048,576 positions (a wrong answer is fed up to 7 tokens past the length: budget =
+    answer + 8, the last token not fed); the samples' memory is checked against what is free. Nothing is built
+    first: building a sample here fails the test."""
+
+    def no_sample(*args, **kwargs):
+        raise AssertionError("a sample was built before the lengths were checked")
+
+    monkeypatch.setattr("ropekit.eval.tasks.run.make_sample", no_sample)
+    result = runner.invoke(app, ["eval", "tasks", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], result.output
+
+
+def test_report_refuses_task_lengths_by_its_own_option(monkeypatch, tmp_path):
+    monkeypatch.setattr("ropekit.eval.tasks.run.make_sample", lambda *a, **k: pytest.fail("a sample was built"))
+    args = ["report", "--out", str(tmp_path / "r"), "--task-multiples", "1e9", "--perplexity-multiples", "1"]
+    result = runner.invoke(app, [*args, "--passkey-multiples", "1"])
+    assert result.exit_code == 2 and result.output.startswith("error: --task-multiples gives length"), result.output
+
+
+def test_the_plan_check_against_its_closed_form():
+    from ropekit.eval.tasks.limits import BUILD_BYTES, MEMORY_SHARE, SAMPLE_BYTES, check_plan
+
+    lengths, tasks, samples = [1000, 4000], 3, 5
+    needed = SAMPLE_BYTES * tasks * samples * 5000 + BUILD_BYTES * 4000
+    check_plan(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4007, free_memory=needed / MEMORY_SHARE)
+    with pytest.raises(ValueError, match=r"length 4,000 needs positions up to 4,006 .* below 4,006"):
+        check_plan(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4006)
+    with pytest.raises(ValueError, match="5 samples x 3 tasks at 2 lengths up to 4,000 tokens need about"):
+        check_plan(lengths, tasks=tasks, samples=samples, slack=7, free_memory=needed / MEMORY_SHARE - 1)
+
+
+def test_without_none_the_output_says_nothing_was_judged():
+    args = ["eval", "tasks", "--methods", "rerope", "--param", "window=1", "--tasks", "niah_single_1,vt"]
+    result = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{") :])["summary"]
+    assert summary["not_learned"] is None and summary["own_method"] is None and "add none" in summary["note"]
+    printed = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2"])
+    assert "not judged: no 'none' among the methods" in printed.output and "not learned by" not in printed.output

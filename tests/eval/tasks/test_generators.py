@@ -144,3 +144,40 @@ def test_mixture_sample_length(text_ids):
     for seed in range(30):
         sequence, answer = mixture_sample(np.random.default_rng(seed), 257, text_ids, pieces)
         assert len(sequence) == 257 and 0 < answer < 257
+
+
+def check_word_list(text: str, answers: tuple[str, ...]) -> None:
+    """The answers are the list's most frequent words, strictly ahead of the rest (counted here, independently)."""
+    ranked = Counter(text.split("List:")[-1].split()).most_common()
+    assert sorted(w for w, _ in ranked[: len(answers)]) == sorted(answers)
+    assert ranked[len(answers) - 1][1] > ranked[len(answers)][1]
+
+
+def test_every_task_builds_at_64k_bytes(deadline):
+    """The bundled model's byte tokenizer at 64k: common-word extraction needs more than the 5,625 two-syllable
+    words there (it never returned); every task builds, exact in length, in seconds."""
+    from ropekit.eval.tasks.base import Pieces
+    from ropekit.model.corpus import heldout_bytes
+
+    text, pieces = byte_ids(heldout_bytes()), Pieces(byte_ids)
+    with deadline(120):
+        samples = {task: make_sample(task, 65536, byte_ids, text=text, pieces=pieces) for task in TASKS}
+    assert all(sample.length == 65536 for sample in samples.values())
+    for task in ("cwe", "fwe"):
+        check_word_list(text_of(samples[task].context), samples[task].questions[0].answers)
+    assert len(set(text_of(samples["cwe"].context).split("List:")[-1].split())) > 5625
+
+
+def test_draw_until_new_loops_end_with_an_error_naming_the_task(deadline):
+    """More keys than there are two-syllable words, or a tokenizer that encodes the haystack to nothing: errors that
+    name the task and the length, where these loops used to run forever."""
+    with deadline(60), pytest.raises(ValueError, match=r"task 'niah_multikey_1' at length 300,000: keys"):
+        make_sample("niah_multikey_1", 300_000, byte_ids, haystack="noise", keys=6000)
+
+    def no_noise(text: bytes) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64) if text == NOISE.encode() else byte_ids(text)
+
+    with deadline(60), pytest.raises(ValueError, match="encodes a noise haystack unit to no tokens"):
+        make_sample("niah_single_1", 256, no_noise)
+    with deadline(60), pytest.raises(ValueError, match="does not grow"):
+        largest_fitting(lambda n: 5, 100)

@@ -44,3 +44,30 @@ def test_smollm2_samples_and_fast_path(smollm2):
             answer = greedy_answer(decoder, question.ids, target, 6, stop)
             assert answer.tokens == expected[: len(answer.tokens)]
             assert answer.shortcut or answer.tokens == expected
+
+
+def test_every_task_builds_at_128k_with_smollm2s_tokenizer(smollm2, deadline):
+    """Every task at 128k tokens of a real BPE tokenizer, in seconds: common-word extraction needs about 24,000
+    distinct words there (the two-syllable pool of 5,625 hung from 32k on); samples exact in length, word lists
+    whose answers are their most frequent words (counted in the decoded text)."""
+    import time
+    from collections import Counter
+
+    from ropekit.eval.tasks.base import Pieces
+    from ropekit.eval.tasks.run import detokenize
+    from ropekit.eval.tasks.suite import TASKS, make_sample
+    from ropekit.eval.text import shipped_text, tokenize
+
+    text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
+    text = np.tile(text, 131072 // len(text) + 1)  # the shipped text is about 50k tokens: repeated for 128k haystacks
+    pieces = Pieces(lambda b: smollm2.encode(b).numpy())
+    started = time.perf_counter()
+    with deadline(300):  # the tokenizer's per-call cost dominates: 18 s on 2 busy cores
+        samples = {task: make_sample(task, 131072, pieces.encode, text=text, pieces=pieces) for task in TASKS}
+    print(f"every task at 128k: {time.perf_counter() - started:.1f} s")
+    assert all(sample.length == 131072 for sample in samples.values())
+    for task in ("cwe", "fwe"):
+        answers = samples[task].questions[0].answers
+        ranked = Counter(detokenize(smollm2, samples[task].context.tolist()).split("List:")[-1].split()).most_common()
+        assert sorted(w for w, _ in ranked[: len(answers)]) == sorted(answers)
+        assert ranked[len(answers) - 1][1] > ranked[len(answers)][1]

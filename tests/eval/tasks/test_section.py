@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ropekit.eval.tasks.run import TaskResult, TaskSettings
 from ropekit.eval.tasks.scoring import cell
 from ropekit.eval.tasks.section import task_findings, task_section
@@ -37,3 +39,37 @@ def test_section(tmp_path):
     findings = task_findings(result)
     assert any("not learned" in line and "cwe" in line for line in findings)
     assert any("yarn (learned tasks" in line and ": 512;" in line for line in findings)
+
+
+def _rows(scores: dict[tuple[str, int, str], int]) -> list[dict]:
+    return [
+        {"method": m, "length": n, "task": t, **cell([1.0] * c + [0.0] * (4 - c))} for (m, n, t), c in scores.items()
+    ]
+
+
+def test_without_none_nothing_is_blamed_on_the_model(tmp_path):
+    """ReRoPE failing every task at the training length is the method's failure: without ``none`` no task is called
+    not learned, there is no relative threshold, and every output says why."""
+    settings = TaskSettings(methods=("rerope",), tasks=("niah_single_1", "cwe"), samples=4)
+    scores = {("rerope", n, t): 0 for n in (256, 512) for t in ("niah_single_1", "cwe")}
+    result = TaskResult({"train_length": 256, "settings": settings.to_dict()}, _rows(scores))
+    summary = result.summary()
+    assert summary["own_method"] is None and summary["not_learned"] is None and "add none" in summary["note"]
+    assert [e["subset"] for e in summary["effective"]] == ["all"]
+    assert not any(key.startswith("relative") for e in summary["effective"] for key in e)
+    findings = task_findings(result)
+    assert findings[0].startswith("Not judged: no 'none' among the methods") and "not learned by" not in str(findings)
+    html = "\n".join(task_section(result, tmp_path))
+    assert "Not judged" in html and "Not learned by this model" not in html
+
+
+def test_the_relative_threshold_is_nones_whatever_the_order():
+    """``--methods yarn,none``: yarn's relative threshold is 85.6% of none's mean at 1x (3 of 4 = 75%), not of yarn's."""
+    settings = TaskSettings(methods=("yarn", "none"), tasks=("vt",), samples=4)
+    scores = {("yarn", 256, "vt"): 4, ("yarn", 512, "vt"): 3, ("none", 256, "vt"): 3, ("none", 512, "vt"): 0}
+    summary = TaskResult({"train_length": 256, "settings": settings.to_dict()}, _rows(scores)).summary()
+    effective = {e["method"]: e for e in summary["effective"] if e["subset"] == "all"}
+    assert summary["own_method"] == "none" and summary["not_learned"] == []
+    assert effective["yarn"]["relative_threshold"] == pytest.approx(85.6 * 0.75)
+    assert effective["yarn"]["relative_effective_length"] == 512  # 75% >= 64.2%
+    assert effective["none"]["relative_threshold"] == pytest.approx(85.6 * 0.75)

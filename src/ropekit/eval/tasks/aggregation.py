@@ -14,6 +14,7 @@ go to haystack filler before the list, so the sample is exact in length. The cou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -26,32 +27,15 @@ from ropekit.eval.tasks.base import (
     answer_room,
     budget_for,
     largest_fitting,
-    random_word,
     too_short,
 )
+from ropekit.eval.tasks.words import MIN_SYLLABLES, WordPool
 
 HEADER = "\nList:"
 
 
 def question_text(count: int) -> str:
     return f"\nWhich {count} words appear most often in the list? They are"
-
-
-class WordPool:
-    """An endless deterministic sequence of distinct pseudo-words (two syllables)."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = np.random.default_rng(int(rng.integers(2**63)))
-        self.words: list[str] = []
-        self.seen: set[str] = set()
-
-    def first(self, count: int) -> list[str]:
-        while len(self.words) < count:
-            word = random_word(self.rng, 2)
-            if word not in self.seen:
-                self.seen.add(word)
-                self.words.append(word)
-        return self.words[:count]
 
 
 def _list_sample(
@@ -65,27 +49,41 @@ def _list_sample(
     answer_count: int,
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
-    pool = WordPool(rng)
+    pool = WordPool(rng, f"task {task!r} at length {length:,}")
+    own = Pieces(pieces.encode)  # longer words are nearly all this sample's only: a shared cache would only grow
+
+    def word_ids(word: str) -> np.ndarray:  # " word" (two-syllable words recur in every sample: cached for all)
+        return (pieces if len(word) <= 2 * MIN_SYLLABLES else own).ids(" " + word)
+
     question_ids = pieces.ids(question_text(answer_count))
+    sizes: list[int] = []  # tokens of " " + word, per word of the pool, encoded as far as a count needed them
 
-    def words_tokens(n: int) -> int:
+    def words_tokens(n: int, limit: float = math.inf) -> int:
+        """The list's tokens at size ``n``; once the sum passes ``limit`` the rest is not encoded (a lower bound
+        above ``limit`` is returned: the comparison with it is all the fitting needs)."""
         counts = counts_for(n)
-        return sum(c * len(pieces.ids(" " + w)) for c, w in zip(counts, pool.first(len(counts)), strict=True))
-
-    def answer_ids(n: int) -> np.ndarray:
-        return pieces.ids(" " + " ".join(pool.first(answer_count)))  # order fixed below, token count is not
+        known = min(len(counts), len(sizes))
+        total = int(np.dot(counts[:known], sizes[:known]))
+        words = pool.first(len(counts))
+        for i in range(known, len(counts)):
+            if total > limit:
+                break
+            sizes.append(len(word_ids(words[i])))
+            total += counts[i] * sizes[i]
+        return total
 
     header = pieces.ids(HEADER)
-    fixed = len(header) + len(question_ids)
-    # the answer fits the length, in training sequences and evaluation samples alike (base.answer_room)
-    n = largest_fitting(lambda n: fixed + words_tokens(n) + len(answer_ids(n)), length, lowest)
+    # the answer fits the length, in training sequences and evaluation samples alike (base.answer_room); its token
+    # count depends on its words, not on their order (fixed below)
+    fixed = len(header) + len(question_ids) + len(pieces.ids(" " + " ".join(pool.first(answer_count))))
+    n = largest_fitting(lambda n: words_tokens(n, length - fixed), length - fixed, lowest)
     if n < lowest:
-        raise too_short(task, length, fixed + words_tokens(lowest) + len(answer_ids(lowest)) - 1)
+        raise too_short(task, length, fixed + words_tokens(lowest) - 1)
     counts = counts_for(n)
     words = pool.first(len(counts))
     items = np.array([i for i, c in enumerate(counts) for _ in range(c)])
     rng.shuffle(items)
-    listed = [pieces.ids(" " + words[i]) for i in items]
+    listed = [word_ids(words[i]) for i in items]
     seen: list[int] = []
     for i in items:  # the answer in order of first appearance
         if i < answer_count and i not in seen:
@@ -170,5 +168,9 @@ def frequent_words_sample(
         counts = zipf_counts(total, alpha, top)
         return len(counts) > top and counts[top - 1] >= 2
 
-    lowest = next(n for n in range(top + 1, 10_000) if valid(n))
+    lowest = next((n for n in range(top + 1, 10_000) if valid(n)), None)
+    if lowest is None:
+        raise ValueError(
+            f"task {task!r}: no list under 10,000 words puts its top {top} strictly ahead at alpha {alpha}"
+        )
     return _list_sample(task, rng, length, pieces, haystack, lambda n: zipf_counts(n, alpha, top), lowest, top)

@@ -18,8 +18,10 @@ Typical use (what every task module does)::
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,6 +35,7 @@ CONSONANTS = "bdfghklmnprstvz"
 VOWELS = "aeiou"
 
 Encode = Callable[[bytes], np.ndarray]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,12 @@ class Pieces:
 
     def ids(self, text: str) -> np.ndarray:
         if text not in self.cache:
-            self.cache[text] = np.asarray(self.encode(text.encode()), dtype=np.int64)
+            self.cache[text] = self.once(text)
         return self.cache[text]
+
+    def once(self, text: str) -> np.ndarray:
+        """``text`` encoded without caching it (a string no other sample will hold: the cache would only grow)."""
+        return np.asarray(self.encode(text.encode()), dtype=np.int64)
 
 
 def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
@@ -108,16 +115,22 @@ def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
     )
 
 
-def distinct_words(rng: np.random.Generator, count: int, syllables: int = 3, avoid: Sequence[str] = ()) -> list[str]:
-    """``count`` different pseudo-words, none in ``avoid``."""
-    words: list[str] = []
-    seen = set(avoid)
-    while len(words) < count:
-        word = random_word(rng, syllables)
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
+#: draws in a row that may all repeat a value already taken before a generator gives up: the suite's generators take
+#: a few values out of thousands or more, so reaching this means parameters that ask for nearly every value there is
+MAX_REPEATS = 64
+
+
+def draw_new(draw: Callable[[], T], taken: Callable[[T], bool], what: str) -> T:
+    """The first of ``draw()``'s values that is not ``taken``, drawn as ``while taken(v): v = draw()`` draws it.
+
+    Raises:
+        ValueError: :data:`MAX_REPEATS` draws in a row were all taken (the message starts with ``what``).
+    """
+    for _ in range(MAX_REPEATS):
+        value = draw()
+        if not taken(value):
+            return value
+    raise ValueError(f"{what}: {MAX_REPEATS} draws in a row repeated values already taken")
 
 
 def random_number(rng: np.random.Generator, digits: int = 7) -> str:
@@ -150,7 +163,7 @@ class Haystack:
     text: np.ndarray | None = None
     distractor: Callable[[np.random.Generator], str] | None = None
 
-    def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, list[int]]:
+    def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:
         """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
 
         Raises:
@@ -164,10 +177,12 @@ class Haystack:
                 message = f"the haystack text has {size:,} tokens; this sample needs more than {count:,}"
                 raise InvalidArgument("text", size, allowed=f"more than {count:,} tokens", message=message)
             start = int(rng.integers(0, size - count))
-            return np.asarray(self.text[start : start + count], dtype=np.int64), list(range(count + 1))
+            return np.asarray(self.text[start : start + count], dtype=np.int64), range(count + 1)
         units, total, bounds = [], 0, [0]
-        while total < count:
-            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.ids(self.distractor(rng))
+        while total < count:  # each unit adds at least one token
+            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.once(self.distractor(rng))
+            if not len(unit):
+                raise ValueError(f"the tokenizer encodes a {self.kind} haystack unit to no tokens")
             units.append(unit)
             total += len(unit)
             bounds.append(min(total, count))
@@ -175,7 +190,7 @@ class Haystack:
 
 
 def insert_needles(
-    stream: np.ndarray, bounds: list[int], needles: Sequence[np.ndarray], depths: Sequence[float]
+    stream: np.ndarray, bounds: Sequence[int], needles: Sequence[np.ndarray], depths: Sequence[float]
 ) -> tuple[np.ndarray, tuple[int, ...]]:
     """Put each needle at its depth (0 = start of the haystack, 1 = its end), at the unit boundary at or before it.
 
@@ -185,7 +200,7 @@ def insert_needles(
     cuts = []
     for depth in depths:
         target = round(depth * len(stream))
-        cuts.append(max(b for b in bounds if b <= target))
+        cuts.append(bounds[bisect.bisect_right(bounds, target) - 1])  # the last bound at or before it (sorted)
     order = sorted(range(len(needles)), key=lambda i: (cuts[i], i))
     parts, starts, previous, offset = [], [0] * len(needles), 0, 0
     for i in order:
@@ -200,12 +215,19 @@ def insert_needles(
 
 
 def largest_fitting(size: Callable[[int], int], budget: int, lowest: int = 1) -> int:
-    """The largest ``n >= lowest`` with ``size(n) <= budget`` (``size`` non-decreasing), by doubling then bisection;
-    ``lowest - 1`` when even ``lowest`` does not fit. RULER fits its haystacks the same way."""
+    """The largest ``n >= lowest`` with ``size(n) <= budget`` (``size`` non-decreasing, ``size(n) >= n``: every item
+    takes a token), by doubling then bisection; ``lowest - 1`` when even ``lowest`` does not fit. RULER fits its
+    haystacks the same way.
+
+    Raises:
+        ValueError: ``size`` stays within ``budget`` beyond ``n = budget`` (it does not grow).
+    """
     if size(lowest) > budget:
         return lowest - 1
     low, high = lowest, max(1, 2 * lowest)
     while size(high) <= budget:  # size(low) fits; find a high that does not
+        if high > budget:  # every item takes a token, so size(n) >= n: only a size that does not grow gets here
+            raise ValueError(f"size({high}) = {size(high)} stays within {budget}: it does not grow with n")
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2

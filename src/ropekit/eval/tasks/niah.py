@@ -20,6 +20,7 @@ from ropekit.eval.tasks.base import (
     Sample,
     answer_room,
     budget_for,
+    draw_new,
     insert_needles,
     random_number,
     random_uuid,
@@ -88,21 +89,19 @@ def niah_sample(
     asked_keys = queries * asks
     if keys < asked_keys:
         raise ValueError(f"keys ({keys}) must be at least queries x asks ({asked_keys})")
+    where = f"task {task!r} at length {length:,}"
     avoid: set[str] = set()
     key_names = []
-    while len(key_names) < keys:  # distinct keys
-        key = draw_key(rng, key_kind)
-        if key not in avoid:
-            avoid.add(key)
-            key_names.append(key)
+    for _ in range(keys):  # distinct keys
+        key = draw_new(lambda: draw_key(rng, key_kind), avoid.__contains__, f"{where}: keys")
+        avoid.add(key)
+        key_names.append(key)
     needle_values: dict[str, list[str]] = {}
     taken: set[str] = set()
     for key in key_names:
         row = []
         for _ in range(values if key in key_names[:asked_keys] else 1):
-            value = draw_value(rng, value_kind)
-            while value in taken:
-                value = draw_value(rng, value_kind)
+            value = draw_new(lambda: draw_value(rng, value_kind), taken.__contains__, f"{where}: values")
             taken.add(value)
             row.append(value)
         needle_values[key] = row
@@ -131,9 +130,11 @@ def niah_sample(
         raise too_short(task, length, fixed - 1)
 
     def distractor(r: np.random.Generator) -> str:
-        key, value = draw_key(r, key_kind), draw_value(r, value_kind)
-        while key in avoid or value in taken:
-            key, value = draw_key(r, key_kind), draw_value(r, value_kind)
+        key, value = draw_new(
+            lambda: (draw_key(r, key_kind), draw_value(r, value_kind)),
+            lambda pair: pair[0] in avoid or pair[1] in taken,
+            f"{where}: distractor needles",
+        )  # distractors may repeat each other, never an asked key or value
         return needle_text(value_kind, key, value)
 
     filler = Haystack(haystack.kind, haystack.text, distractor) if haystack.kind == "needles" else haystack

@@ -14,6 +14,7 @@ Typical use::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,6 @@ from typing import Any
 
 import torch
 
-from ropekit._defaults import TASK_MULTIPLES
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import (
     applied_factor,
@@ -32,14 +32,13 @@ from ropekit.eval.methods import (
     scaling_for,
     set_attention,
 )
-from ropekit.eval.tasks.base import Pieces, Sample
+from ropekit.eval.tasks import limits
+from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-from ropekit.eval.tasks.scoring import RULER_THRESHOLD, cell, effective_lengths, pooled, score
+from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
+from ropekit.eval.tasks.scoring import cell, effective_lengths, pooled, score
 from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.eval.text import TokenizedText, shipped_text, tokenize
-
-#: a task counts as learned when the model's own score at its training length is at least this (fraction)
-LEARNED = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,9 +58,9 @@ class TaskSettings:
 
     methods: tuple[str, ...]
     tasks: tuple[str, ...] = tuple(TASKS)
-    multiples: tuple[float, ...] = TASK_MULTIPLES
+    multiples: tuple[float, ...] = MULTIPLES
     lengths: tuple[int, ...] | None = None
-    samples: int = 20
+    samples: int = SAMPLES
     seed: int = 0
     depth: float | None = None
     factor: float | str = "auto"
@@ -89,8 +88,16 @@ class TaskSettings:
             raise ValueError(f"threshold must be in (0, 100] (percent), got {self.threshold!r}")
 
     def token_lengths(self, train_length: int) -> list[int]:
+        """The lengths in tokens: ``lengths``, or each multiple of ``train_length`` rounded down.
+
+        Raises:
+            ValueError: a multiple so large that its length is not a finite number.
+        """
         if self.lengths:
             return sorted(set(self.lengths))
+        for m in self.multiples:
+            if not math.isfinite(m * train_length):
+                raise ValueError(f"multiple {m:g} of the training length {train_length:,} is not a finite length")
         return sorted({int(m * train_length) for m in self.multiples})
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,14 +120,47 @@ def stop_tokens(model: Any) -> frozenset[int]:
     return frozenset()
 
 
+def free_memory() -> int | None:
+    """Free host memory in bytes (where samples are built), ``None`` where the system does not say."""
+    from ropekit.finetune.fit_measure import available_memory
+
+    try:
+        return available_memory()
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_plan(model: Any, settings: TaskSettings) -> list[int]:
+    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_plan`):
+    within ``model.max_positions`` where the model has such a limit, and every sample within memory.
+
+    Raises:
+        ValueError: a length beyond the model's positions, samples that need more memory than is free, or a
+            multiple too large to be a length.
+    """
+    lengths = settings.token_lengths(model.train_length)
+    limits.check_plan(
+        lengths,
+        tasks=len(settings.tasks),
+        samples=settings.samples,
+        slack=ANSWER_SLACK
+        - 1,  # greedy_answer feeds a wrong answer's tokens but the last (budget: the answer's + slack)
+        max_positions=getattr(model, "max_positions", None),
+        free_memory=free_memory(),
+    )
+    return lengths
+
+
 def make_samples(
     model: Any, settings: TaskSettings, text: TokenizedText | None = None
 ) -> dict[tuple[int, str], list[Sample]]:
-    """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer.
+    """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer (:func:`check_plan` first).
 
     Raises:
-        ValueError: a length too short for a task (the message names both), or a text too short for a haystack.
+        ValueError: a length too short for a task (the message names both), a text too short for a haystack, or
+            a plan :func:`check_plan` refuses.
     """
+    check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
     pieces = Pieces(lambda b: model.encode(b).numpy())
@@ -145,7 +185,12 @@ def make_samples(
 
 def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
     """The tasks of ``settings`` that cannot be built at its shortest length for ``model``, with the reason (the
-    report leaves them out instead of failing; ``ropekit eval tasks`` refuses them)."""
+    report leaves them out instead of failing; ``ropekit eval tasks`` refuses them).
+
+    Raises:
+        ValueError: a plan :func:`check_plan` refuses (checked first, so that nothing is built for it).
+    """
+    check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
     pieces = Pieces(lambda b: model.encode(b).numpy())
@@ -185,20 +230,33 @@ class TaskResult:
         (directory / "tasks.json").write_text(json.dumps(self.to_dict(), indent=1) + "\n")
 
 
+#: the method whose score at the training length is the model's own: plain RoPE, nothing changed
+OWN_METHOD = "none"
+#: what the summary says when ``none`` was not run
+NOT_JUDGED = (
+    f"no '{OWN_METHOD}' among the methods: which tasks the model has not learned, and the relative effective "
+    f"lengths, need the model's own score at its training length (add {OWN_METHOD} to the methods)"
+)
+
+
 def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -> dict[str, Any]:
     """Means over tasks per (method, length), the tasks the model did not learn, and effective lengths.
 
-    A task is *not learned* when the model's own score at its training length (method ``none``, else the first
-    method) is below :data:`LEARNED`; the means are given over all tasks (RULER) and over the learned ones.
+    A task is *not learned* when the model's own score at its training length (method ``none``) is below
+    :data:`LEARNED`; the means are given over all tasks (RULER) and over the learned ones, and each method's relative
+    threshold is the threshold times the model's own mean at its training length. Without ``none`` neither is
+    judged (``own_method`` and ``not_learned`` are ``None``, ``note`` says why, there is no ``learned`` subset and no
+    relative effective length): a method's score at the training length is the method's, and judging the model by
+    it would blame the model for the method's failures (ReRoPE with a window of 1 fails every task at 1x).
     """
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    own = "none" if "none" in methods else (methods[0] if methods else None)
+    own = OWN_METHOD if OWN_METHOD in methods else None
     at_train = {r["task"]: r["score"] for r in rows if r["method"] == own and r["length"] == train_length}
-    not_learned = sorted(t for t, s in at_train.items() if s < LEARNED)
+    not_learned = sorted(t for t, s in at_train.items() if s < LEARNED) if own is not None else None
     means, effective = [], []
-    for subset in ("all", "learned"):
+    for subset in ("all", "learned") if own is not None else ("all",):
+        tables: dict[str, dict[int, dict[str, Any]]] = {}  # method -> length -> pooled mean over the subset's tasks
         for method in methods:
-            per_length: dict[int, dict[str, Any]] = {}
             for length in sorted({r["length"] for r in rows if r["method"] == method}):
                 cells = [
                     r
@@ -208,21 +266,15 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
                     and (subset == "all" or r["task"] not in not_learned)
                 ]
                 if cells:
-                    per_length[length] = pooled(cells)
-                    means.append({"method": method, "length": length, "subset": subset, **per_length[length]})
-            if not per_length:
-                continue
-            reference = per_length.get(train_length, {}).get("score")
-            own_ref = next(
-                (
-                    m["score"]
-                    for m in means
-                    if m["method"] == own and m["length"] == train_length and m["subset"] == subset
-                ),
-                reference,
+                    tables.setdefault(method, {})[length] = pooled(cells)
+                    means.append({"method": method, "length": length, "subset": subset, **tables[method][length]})
+        reference = tables.get(own, {}).get(train_length, {}).get("score") if own is not None else None
+        for method, per_length in tables.items():
+            effective.append(
+                {"method": method, "subset": subset, **effective_lengths(per_length, threshold, reference)}
             )
-            effective.append({"method": method, "subset": subset, **effective_lengths(per_length, threshold, own_ref)})
-    return {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+    summary = {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+    return summary if own is not None else {**summary, "note": NOT_JUDGED}
 
 
 def run_tasks(

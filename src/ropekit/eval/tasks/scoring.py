@@ -7,7 +7,7 @@ Per sample, with ``refs`` the reference strings and ``pred`` the model's decoded
 
 A task's score is the mean over its samples; a (method, length)'s score the mean over tasks; the effective length
 the longest length whose score, and that of every shorter length, stays at or above a threshold (RULER's 85.6:
-Llama-2-7B's own score at 4K).
+Llama-2-7B's own score at 4K: :data:`ropekit.eval.tasks.limits.RULER_THRESHOLD`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ropekit._defaults import RULER_THRESHOLD as RULER_THRESHOLD  # Llama-2-7B's mean score at 4K, in percent
 from ropekit.eval.passkey import wilson_interval
 
 METRICS = ("all", "part")

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.eval.tasks.run import LEARNED, TaskResult
+from ropekit.eval.tasks.limits import LEARNED
+from ropekit.eval.tasks.run import TaskResult
 
 
 def task_figure(rows: list[dict[str, Any]], not_learned: list[str], path: Path) -> Path:
@@ -65,7 +66,7 @@ def task_findings(result: TaskResult) -> list[str]:
     """Plain-words lines: which tasks were not learned, and each method's effective length."""
     summary = result.summary()
     train = result.context["train_length"]
-    lines = []
+    lines = [f"Not judged: {summary['note']}."] if "note" in summary else []
     if summary["not_learned"]:
         lines.append(
             f"Tasks not learned by this model (below {LEARNED:.0%} at its training length {train}): "
@@ -74,10 +75,15 @@ def task_findings(result: TaskResult) -> list[str]:
     for row in summary["effective"]:
         if row["subset"] == "learned" and not summary["not_learned"]:
             continue  # the same as all tasks
+        relative = (
+            f"; relative to the model's own score at {train} (>= {row['relative_threshold']:.1f}%): "
+            f"{_length(row['relative_effective_length'])}"
+            if "relative_threshold" in row
+            else ""
+        )
         lines.append(
             f"Effective length with {row['method']} ({row['subset']} tasks, mean >= {row['threshold']:g}%): "
-            f"{_length(row['effective_length'])}; relative to the model's own score at {train} "
-            f"(>= {row.get('relative_threshold', float('nan')):.1f}%): {_length(row.get('relative_effective_length'))}."
+            f"{_length(row['effective_length'])}{relative}."
         )
     return lines
 
@@ -87,7 +93,7 @@ def task_section(result: TaskResult, out: Path) -> list[str]:
     result.write(out)
     summary = result.summary()
     if result.rows:
-        task_figure(result.rows, summary["not_learned"], out / "tasks.png")
+        task_figure(result.rows, summary["not_learned"] or [], out / "tasks.png")
     settings = result.context["settings"]
     depth = "random depths" if settings["depth"] is None else f"depth {settings['depth']}"
     parts = [
@@ -99,6 +105,8 @@ def task_section(result: TaskResult, out: Path) -> list[str]:
         f"{settings['threshold']:g}%; the relative one uses {settings['threshold']:g}% of the model's own score at its "
         "training length.</p>",
     ]
+    if "note" in summary:
+        parts.append(f"<p>Not judged: {html.escape(summary['note'])}.</p>")
     if summary["not_learned"]:
         parts.append(
             f"<p>Not learned by this model (below {LEARNED:.0%} at its training length, so no length can show what an "

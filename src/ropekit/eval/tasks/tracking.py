@@ -19,6 +19,7 @@ from ropekit.eval.tasks.base import (
     Sample,
     answer_room,
     budget_for,
+    draw_new,
     insert_needles,
     too_short,
 )
@@ -26,14 +27,12 @@ from ropekit.eval.tasks.base import (
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def variable_names(rng: np.random.Generator, count: int) -> list[str]:
+def variable_names(rng: np.random.Generator, count: int, where: str = "variable names") -> list[str]:
     """``count`` distinct five-letter upper-case names (RULER's variable names)."""
-    names: list[str] = []
-    while len(names) < count:
-        name = "".join(LETTERS[i] for i in rng.integers(0, 26, 5))
-        if name not in names:
-            names.append(name)
-    return names
+    names: dict[str, None] = {}  # ordered, with set lookups
+    for _ in range(count):
+        names[draw_new(lambda: "".join(LETTERS[i] for i in rng.integers(0, 26, 5)), names.__contains__, where)] = None
+    return list(names)
 
 
 def question_text(value: str) -> str:
@@ -60,12 +59,12 @@ def tracking_sample(
     """
     if chains < 1 or hops < 1:
         raise ValueError(f"chains and hops must be >= 1, got chains={chains}, hops={hops}")
-    names = variable_names(rng, chains * (hops + 1))
-    values: list[str] = []
-    while len(values) < chains:
-        value = str(int(rng.integers(10000, 100000)))
-        if value not in values:
-            values.append(value)
+    where = f"task {task!r} at length {length:,}"
+    names = variable_names(rng, chains * (hops + 1), f"{where}: variable names")
+    drawn: dict[str, None] = {}
+    for _ in range(chains):
+        drawn[draw_new(lambda: str(int(rng.integers(10000, 100000))), drawn.__contains__, f"{where}: values")] = None
+    values = list(drawn)
     statements, depths = [], []
     first = float(rng.random()) if depth is None else float(depth)
     for c in range(chains):
