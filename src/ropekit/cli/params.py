@@ -31,7 +31,7 @@ def split_params(items: str | Iterable[str] | None, option: str = "--param") -> 
         for piece in str(item).split(","):
             match = _ITEM.match(piece)
             if match is None and name is None:
-                raise fail(f"{option} items must look like name=value, got {piece.strip()!r} in {item!r}")
+                raise fail(f"{option} items must look like name=value, got {piece.strip()!r}{_within(piece, item)}")
             if match is None:  # one more number of the previous item's list
                 texts[name] += "," + piece.strip()
                 continue
@@ -41,8 +41,15 @@ def split_params(items: str | Iterable[str] | None, option: str = "--param") -> 
             texts[name] = text
         empty = [key for key, text in texts.items() if not text]
         if empty:
-            raise fail(f"{option} items must look like name=value, got {empty[0] + '='!r} in {item!r}")
+            raise fail(
+                f"{option} items must look like name=value, got {empty[0] + '='!r}{_within(empty[0] + '=', item)}"
+            )
     return texts
+
+
+def _within(piece: str, item: str) -> str:
+    """`` in 'a=1,b'`` when the malformed ``piece`` is part of a longer ``item``, else nothing."""
+    return "" if piece.strip() == str(item).strip() else f" in {item!r}"
 
 
 def parse_params(items: str | Iterable[str] | None, parse: Parse, option: str = "--param") -> dict[str, Any]:
