@@ -12,8 +12,17 @@ from collections.abc import Iterable
 #: perplexity lengths, as multiples of the training length (up to 16×: where the methods part ways)
 PERPLEXITY_MULTIPLES = (1, 2, 4, 8, 16)
 
+#: perplexity mode (non-overlapping windows, as the PI paper scores), the stride of ``sliding`` mode, and the tokens
+#: scored per (method, length)
+PERPLEXITY_MODE = "nonoverlap"
+PERPLEXITY_STRIDE = 256
+PERPLEXITY_MAX_TOKENS = 16384
+
 #: passkey lengths, as multiples of the training length
 PASSKEY_MULTIPLES = (1, 2, 4, 8)
+
+#: passkey trials per (length, depth) cell
+PASSKEY_TRIALS = 10
 
 #: passkey needle depths (0 = start of the filler, 1 = its end)
 PASSKEY_DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)

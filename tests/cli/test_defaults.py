@@ -29,6 +29,10 @@ def test_settings_and_options_share_the_defaults():
     assert sweep["multiples"] == (1, 2, 4, 8, 16) == _defaults.PERPLEXITY_MULTIPLES
     assert sweep["passkey_multiples"] == (1, 2, 4, 8) and sweep["depths"] == (0.0, 0.25, 0.5, 0.75, 1.0)
     assert tasks["multiples"] == (1, 2, 4) and tasks["threshold"] == 85.6  # RULER's threshold
+    assert (sweep["mode"], sweep["stride"], sweep["max_tokens"], sweep["trials"]) == ("nonoverlap", 256, 16384, 10)
+    assert _option(perplexity_command, "mode") == _option(report_command, "mode") == sweep["mode"]
+    assert _option(perplexity_command, "max_tokens") == _option(report_command, "max_tokens") == sweep["max_tokens"]
+    assert _option(passkey_command, "trials") == _option(report_command, "trials") == sweep["trials"]
     assert _option(perplexity_command, "multiples") == "1,2,4,8,16"
     assert _option(passkey_command, "multiples") == "1,2,4,8"
     assert _option(passkey_command, "depths") == "0,0.25,0.5,0.75,1"

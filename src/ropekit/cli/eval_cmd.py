@@ -13,7 +13,16 @@ from pathlib import Path
 import typer
 
 from ropekit._costs import MAX_FACTOR
-from ropekit._defaults import PASSKEY_DEPTHS, PASSKEY_MULTIPLES, PERPLEXITY_MULTIPLES, as_text
+from ropekit._defaults import (
+    PASSKEY_DEPTHS,
+    PASSKEY_MULTIPLES,
+    PASSKEY_TRIALS,
+    PERPLEXITY_MAX_TOKENS,
+    PERPLEXITY_MODE,
+    PERPLEXITY_MULTIPLES,
+    PERPLEXITY_STRIDE,
+    as_text,
+)
 from ropekit.cli.common import (
     check_range,
     fail,
@@ -31,6 +40,9 @@ from ropekit.cli.method_options import (
     attention_params,
     parse_methods,
 )
+
+#: ``--stride``'s help: it is ``None`` unless given (it applies to ``--mode sliding`` only)
+STRIDE_HELP = f"Sliding-window stride (--mode sliding only) [default: {PERPLEXITY_STRIDE}]."
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
 
@@ -106,7 +118,7 @@ def build_settings(
             depths=parse_list(depths, options["depths"]),
             factor=parse_factor(factor),
             mode=mode,
-            stride=256 if stride is None else stride,
+            stride=PERPLEXITY_STRIDE if stride is None else stride,
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
@@ -334,9 +346,9 @@ def perplexity_command(
     methods: str = METHODS,
     multiples: str = typer.Option(as_text(PERPLEXITY_MULTIPLES), help="Lengths as multiples of the training length."),
     factor: str = FACTOR,
-    mode: str = typer.Option("nonoverlap", help="nonoverlap (PI paper) or sliding (YaRN paper)."),
-    stride: int | None = typer.Option(None, help="Sliding-window stride (--mode sliding only) [default: 256]."),
-    max_tokens: int = typer.Option(16384, help="Tokens scored per length."),
+    mode: str = typer.Option(PERPLEXITY_MODE, help="nonoverlap (PI paper) or sliding (YaRN paper)."),
+    stride: int | None = typer.Option(None, help=STRIDE_HELP),
+    max_tokens: int = typer.Option(PERPLEXITY_MAX_TOKENS, help="Tokens scored per length."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and perplexity.csv here."),
     force: bool = FORCE,
     json_output: bool = json_option("Print JSON (rows carry inside/beyond-training-length perplexity)."),
@@ -376,7 +388,7 @@ def passkey_command(
     methods: str = METHODS,
     multiples: str = typer.Option(as_text(PASSKEY_MULTIPLES), help="Lengths as multiples of the training length."),
     depths: str = typer.Option(as_text(PASSKEY_DEPTHS), help="Needle depths (0 = start)."),
-    trials: int = typer.Option(10, help="Trials per (length, depth) cell."),
+    trials: int = typer.Option(PASSKEY_TRIALS, help="Trials per (length, depth) cell."),
     seed: int = typer.Option(0, help="Seed of the episodes."),
     factor: str = FACTOR,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and passkey.csv here."),
