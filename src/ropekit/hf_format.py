@@ -25,6 +25,13 @@ The shared transformers quirks (checked against transformers 5.18) and how ropek
   transformers' ``int()`` would truncate).
 * Nested per-layer-type rope dicts (Gemma-style ``{"full_attention": {...}, "sliding_attention": {...}}``) are
   read one layer type at a time: pass ``layer_type``.
+* M-RoPE (:class:`~ropekit.config.MRope`): ``mrope_section`` in the rope dict gives the sections. The layout is
+  the model class's in transformers (Qwen2-VL and Qwen2.5-VL blocked, Qwen3-VL and Qwen3.5 interleaved, whatever the
+  dict says). ropekit: the model type's layout for the types it knows (:data:`BLOCKED_MROPE`,
+  :data:`INTERLEAVED_MROPE`), with a warning when ``mrope_interleaved`` disagrees; ``mrope_interleaved`` (default
+  blocked) for other model types; a known model type without ``mrope_section`` is refused (transformers would use
+  its class default). Qwen2-VL's ``rope_type: "mrope"`` means ``default``, as in transformers. A
+  multimodal config whose RoPE lives in ``text_config`` (transformers 5.x's nested form) is read from there.
 """
 
 from __future__ import annotations
@@ -35,14 +42,24 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ropekit.config import RopeConfig
+from ropekit.config import MRope, RopeConfig
 from ropekit.scaling._hf import hf_float, hf_int
 from ropekit.scaling.registry import ScalingConfig, get_scaling
 
 __all__ = ["from_hf_config", "to_hf_config", "to_hf_dict"]
 
 #: keys of a rope dict that belong to every rope type; the rest are the method's.
-_SHARED_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+_SHARED_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved"}
+#: model types whose transformers class runs M-RoPE interleaved (Qwen3-VL's recomposition) and blocked (Qwen2-VL's)
+INTERLEAVED_MROPE = frozenset(
+    f"{name}{suffix}"
+    for name in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_omni_moe")
+    for suffix in ("", "_text")
+)
+BLOCKED_MROPE = frozenset(
+    f"{name}{suffix}" for name in ("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni") for suffix in ("", "_text")
+)
+_ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta")
 #: top-level keys read as the rope dict's (transformers' own name first, then GPT-NeoX's).
 _TOP_LEVEL = {
     "rope_theta": ("rope_theta", "rotary_emb_base"),
@@ -57,6 +74,48 @@ def _as_dict(config: Any) -> dict[str, Any]:
     if hasattr(config, "to_dict"):
         return config.to_dict()
     raise TypeError(f"config must be a dict or a transformers PretrainedConfig, got {type(config).__name__}")
+
+
+def text_part(top: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config that holds the RoPE: ``top``, or its ``text_config`` when only that has RoPE keys
+    (transformers 5.x nests a multimodal model's language model there)."""
+    text = top.get("text_config")
+    nested = isinstance(text, Mapping) and any(text.get(key) for key in _ROPE_KEYS)
+    if nested and not any(top.get(key) for key in _ROPE_KEYS):
+        return dict(text)
+    return top
+
+
+def _mrope(params: dict[str, Any], top: dict[str, Any], source: str) -> MRope | None:
+    """The M-RoPE of a rope dict, by transformers' rules (see the module docstring)."""
+    model_type = str(top.get("model_type") or "")
+    sections = params.get("mrope_section")
+    if sections is None:
+        if model_type in INTERLEAVED_MROPE | BLOCKED_MROPE:
+            raise ValueError(
+                f"{source} of a {model_type!r} model has no mrope_section; give it (transformers would use the model "
+                "class's default sections)"
+            )
+        return None
+    flag = params.get("mrope_interleaved")
+    if flag is not None and not isinstance(flag, bool):
+        raise ValueError(f"mrope_interleaved in {source} must be true or false, got {flag!r}")
+    interleaved = bool(flag)
+    if model_type in INTERLEAVED_MROPE | BLOCKED_MROPE:
+        interleaved = model_type in INTERLEAVED_MROPE
+        if flag is not None and flag != interleaved:
+            warnings.warn(
+                f"{source} says mrope_interleaved={flag}, but transformers runs {model_type!r} "
+                f"{'interleaved' if interleaved else 'blocked'} whatever the key says; using that",
+                UserWarning,
+                stacklevel=4,
+            )
+    if isinstance(sections, str) or not isinstance(sections, list | tuple):
+        raise ValueError(f"mrope_section in {source} must be a list of three pair counts, got {sections!r}")
+    try:
+        return MRope(tuple(sections), layout="interleaved" if interleaved else "blocked")
+    except TypeError as error:
+        raise ValueError(f"mrope_section in {source}: {error}") from error
 
 
 def _head_dim(top: dict[str, Any]) -> int:
@@ -159,11 +218,13 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
         ...                 "rope_scaling": {"type": "linear", "factor": 4.0}}).scaling
         LinearScaling(factor=4.0)
     """
-    top = _as_dict(config)
+    top = text_part(_as_dict(config))
     params, source = _rope_dict(top, layer_type)
     name = params.get("rope_type", params.get("type", "default"))
     if not isinstance(name, str):
         raise ValueError(f"rope_type in {source} must be a string such as 'yarn', got {name!r}")
+    if name == "mrope":  # Qwen2-VL's 4.x spelling; transformers reads it as default
+        name = "default"
     method = get_scaling(name).config_class
     where, base = _shared_value("rope_theta", params, source, top)
     base = hf_float(where, base, above=1.0)
@@ -189,6 +250,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
         rotary_dim=None if rotary_dim == head_dim else rotary_dim,
         interleaved=interleaved,
         scaling=scaling,
+        mrope=_mrope(params, top, source),
     )
 
 
@@ -238,6 +300,10 @@ def to_hf_dict(rope: RopeConfig) -> dict[str, Any]:
     if rope.dim != rope.head_dim or method.hf_always_writes_partial:
         result["partial_rotary_factor"] = _partial_rotary_factor(rope, method)
     result.update(params)
+    if rope.mrope is not None:
+        result["mrope_section"] = list(rope.mrope.sections)
+        if rope.mrope.layout == "interleaved":
+            result["mrope_interleaved"] = True
     return result
 
 

@@ -54,6 +54,11 @@ def sinks(i: int, j: int, *, n_sink: int, window: int) -> float | None:
     return None
 
 
+def string(i: int, j: int, *, shift: int, local: int) -> float:
+    """An et al. 2024 (arXiv 2410.18745) section 4: d = i − j below the shift S, d − S + W at or beyond it."""
+    return i - j if i - j < shift else i - j - shift + local
+
+
 #: parameters far below the test lengths, so every region of every method is exercised
 CASES = {
     "self_extend": {"group": 3, "window": 20},
@@ -61,6 +66,7 @@ CASES = {
     "leaky_rerope": {"window": 24, "k": 3.5},
     "dual_chunk": {"chunk_size": 28, "local_window": 6},
     "sinks": {"n_sink": 3, "window": 30},
+    "string": {"shift": 53, "local": 6},
 }
 
 ORACLES = {
@@ -69,6 +75,7 @@ ORACLES = {
     "leaky_rerope": leaky_rerope,
     "dual_chunk": dual_chunk,
     "sinks": sinks,
+    "string": string,
 }
 
 

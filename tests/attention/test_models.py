@@ -49,7 +49,7 @@ def test_tiny_model_matches_oracle(name: str, oracle):
         expected = tiny_oracle_logits(model, ids, name, oracle)
         ours = model.set_attention(get_attention(name)(**oracle.CASES[name]))(ids)
         assert float((ours - expected).abs().max()) < 1e-4 * float(expected.abs().max())
-        wide = {k: (LENGTH if k in ("window", "chunk_size") else v) for k, v in oracle.CASES[name].items()}
+        wide = {k: (LENGTH if k in ("window", "chunk_size", "shift") else v) for k, v in oracle.CASES[name].items()}
         plain = model.set_attention(None)(ids)
         assert float((model.set_attention(get_attention(name)(**wide))(ids) - plain).abs().max()) < 1e-4
 
@@ -193,7 +193,7 @@ def test_transformers_window_covering_the_length_is_plain(name: str, oracle):
 
     model = llama()
     ids = torch.randint(0, 101, (1, 40), generator=torch.Generator().manual_seed(3))
-    wide = {k: (40 if k in ("window", "chunk_size") else v) for k, v in oracle.CASES[name].items()}
+    wide = {k: (40 if k in ("window", "chunk_size", "shift") else v) for k, v in oracle.CASES[name].items()}
     with torch.no_grad():
         apply_scaling(model, None)
         plain = model(ids).logits

@@ -67,7 +67,7 @@ def test_window_covering_the_length_is_plain_attention(name: str):
     q, k, v = tensors(length=48)
     params = get_attention(name).from_options(train_length=64, length=48).describe()
     params.pop("attention")
-    wide = {key: 48 for key in params if key in ("window", "chunk_size")}
+    wide = {key: 48 for key in params if key in ("window", "chunk_size", "shift")}
     method = get_attention(name)(**{**params, **wide})
     qr, kr = rotated(q, freqs), rotated(k, freqs)
     ours = attend(qr, kr, v, method, freqs)

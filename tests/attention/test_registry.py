@@ -23,6 +23,8 @@ def test_cli_lists_the_registry():
         ("leaky_rerope", {"window": 4, "k": 0.5}, "k must be >= 1.0, got 0.5"),
         ("dual_chunk", {"chunk_size": 8, "local_window": 0}, "local_window must be an integer >= 1"),
         ("sinks", {"n_sink": -1, "window": 8}, "n_sink must be an integer >= 0"),
+        ("string", {"shift": 0, "local": 8}, "shift must be an integer >= 1, got 0"),
+        ("string", {"shift": 8, "local": -1}, "local must be an integer >= 0, got -1"),
     ],
 )
 def test_bad_parameters_name_the_field(name, params, message):
@@ -55,11 +57,21 @@ def test_self_extend_rule_of_thumb():
 @pytest.mark.parametrize("name", sorted(ATTENTIONS))
 def test_defaults_keep_relative_positions_trained(name):
     """The derived parameters keep every relative position within the training length (Self-Extend: the authors'
-    rule allows one more, ``L``, at the exact capacity)."""
+    rule allows one more, ``L``, at the exact capacity; STRING cannot past ``2L − W``, see the next test)."""
     room = 256 if name == "self_extend" else 255
-    for train, length in ((256, 256), (256, 1024), (256, 1000), (256, 4096)):
+    lengths = (256, 300, 400) if name == "string" else (256, 1024, 1000, 4096)
+    for train, length in ((256, n) for n in lengths):
         method = get_attention(name).from_options(train_length=train, length=length)
         assert method.max_relative(length) <= room, (train, length, method)
+
+
+@pytest.mark.parametrize("length", [600, 1024, 4096])
+def test_string_beyond_its_reach_balances_the_two_parts(length):
+    """Past ``2L − W`` no shift keeps both parts trained (near: up to S − 1, far: up to n − 1 − S + W); the default
+    makes the larger of the two as small as any shift can (checked against every shift)."""
+    method = get_attention("string").from_options(train_length=256, length=length)
+    best = min(type(method)(shift=s, local=method.local).max_relative(length) for s in range(1, length + 1))
+    assert method.max_relative(length) == best > 255
 
 
 def test_method_grammar():

@@ -49,9 +49,10 @@ def test_inspect_reads_the_model_and_lists_its_nope_layers(smollm3_dir: Path) ->
     assert data["model"]["rope_layout"]["nope_layers"] == [3, 7]
     assert data["model"]["rope_layout"]["rope_layers"] == [0, 1, 2, 4, 5, 6]
     by_hand = json.loads(run("inspect", "--head-dim", "16", "--base", "50000", "--train-length", "4k", "--json").output)
-    assert {k: v for k, v in data.items() if k != "model"} == by_hand
+    assert data["layout"]["nope"]["nope_layers"] == [3, 7]  # the layout table's NoPE row
+    assert {k: v for k, v in data.items() if k not in ("model", "layout")} == by_hand
     text = run("inspect", "--model", str(smollm3_dir))
-    assert text.exit_code == 0 and "NoPE: layers 3, 7" in text.output
+    assert text.exit_code == 0 and "NoPE layers" in text.output and "layout of" in text.output
 
 
 def test_plan_reads_the_model_and_says_what_nope_layers_mean(smollm3_dir: Path) -> None:

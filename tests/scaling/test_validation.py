@@ -173,18 +173,20 @@ def test_length_keys_missing_everywhere() -> None:
 
 
 def test_unknown_rope_type_lists_the_known_ones() -> None:
-    message = raises_value_error(lambda: get_scaling("mrope"), "unknown rope_type 'mrope'")
+    message = raises_value_error(lambda: get_scaling("xpos"), "unknown rope_type 'xpos'")
     for name in list_scalings():
         assert name in message
     for alias in ("pi", "su", "abf"):
         assert alias in message
-    raises_value_error(lambda: from_hf_config(model({"rope_type": "mrope"})), "unknown rope_type 'mrope'", "yarn")
-    raises_value_error(lambda: make_scaling("mrope", factor=2.0), "known:")
+    raises_value_error(lambda: from_hf_config(model({"rope_type": "xpos"})), "unknown rope_type 'xpos'", "yarn")
+    raises_value_error(lambda: make_scaling("xpos", factor=2.0), "known:")
 
 
 def test_unknown_parameter_lists_the_allowed_ones() -> None:
-    params = {"rope_type": "linear", "factor": 2.0, "mrope_section": [16, 24, 24]}
-    raises_value_error(lambda: from_hf_config(model(params)), "mrope_section", "allowed", "factor")
+    params = {"rope_type": "linear", "factor": 2.0, "window_size": 64}
+    raises_value_error(lambda: from_hf_config(model(params)), "window_size", "allowed", "factor")
+    wrong = {"rope_type": "linear", "factor": 2.0, "mrope_section": [16, 24, 24]}  # M-RoPE is known: its sections
+    raises_value_error(lambda: from_hf_config(model(wrong)), "mrope sections (16, 24, 24) cover 64 pairs")
 
 
 @pytest.mark.parametrize(("head_dim", "partial"), [(110, 56 / 110), (100, 0.25), (80, 0.0125)])

@@ -1,20 +1,21 @@
 """Training-free attention methods that change which relative positions attention sees.
 
 Self-Extend (:mod:`~ropekit.attention.self_extend`), ReRoPE and leaky ReRoPE (:mod:`~ropekit.attention.rerope`),
-Dual Chunk Attention (:mod:`~ropekit.attention.dual_chunk`) and StreamingLLM attention sinks
-(:mod:`~ropekit.attention.sinks`): each a frozen config in :data:`ATTENTIONS`, run by
+Dual Chunk Attention (:mod:`~ropekit.attention.dual_chunk`), STRING (:mod:`~ropekit.attention.string_rope`) and
+StreamingLLM attention sinks (:mod:`~ropekit.attention.sinks`): each a frozen config in :data:`ATTENTIONS`, run by
 :func:`~ropekit.attention.core.attend` on queries and keys the model has already rotated. No transformers here:
 :mod:`ropekit.integrations.hf_attention` plugs the core into transformers models, and
 :meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 
-from ropekit.attention import dual_chunk, rerope, self_extend, sinks  # noqa: F401  (registers the methods)
+from ropekit.attention import dual_chunk, rerope, self_extend, sinks, string_rope  # noqa: F401  (registers the methods)
 from ropekit.attention.core import attend, shift
 from ropekit.attention.dual_chunk import DualChunk
 from ropekit.attention.registry import ATTENTIONS, AttentionConfig, Region, get_attention, list_attentions
 from ropekit.attention.rerope import LeakyReRoPE, ReRoPE
 from ropekit.attention.self_extend import SelfExtend
 from ropekit.attention.sinks import Sinks
+from ropekit.attention.string_rope import String
 
 __all__ = [
     "ATTENTIONS",
@@ -25,6 +26,7 @@ __all__ = [
     "Region",
     "SelfExtend",
     "Sinks",
+    "String",
     "attend",
     "get_attention",
     "list_attentions",

@@ -16,6 +16,7 @@ from ropekit.cli.common import (
     parse_length,
     print_json,
 )
+from ropekit.cli.layout_view import layout_table, model_layout_of
 from ropekit.cli.model_option import MODEL, model_defaults, read_model
 from ropekit.cli.params import build_scaling
 
@@ -42,7 +43,8 @@ def inspect_command(
     json_output: bool = json_option("Print JSON instead of tables."),
 ) -> None:
     """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios;
-    with --model, also which of its layers take no RoPE (NoPE)."""
+    with --model, first the model's RoPE layout in one table (rope type, base, rotary dim, pairing, per-layer-type
+    RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts, and what ropekit does with each)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -52,6 +54,7 @@ def inspect_command(
     from ropekit.theory.wavelengths import wavelength_report
 
     given = read_model(model)
+    layout = model_layout_of(given)
     head_dim, base, rotary_dim, length = model_defaults(
         given, head_dim, base, rotary_dim, train_length, "--train-length"
     )
@@ -113,13 +116,13 @@ def inspect_command(
                     }
                     for name, report in methods.items()
                 },
-                **({"model": given.to_dict()} if given else {}),
+                **({"model": given.to_dict(), "layout": layout.data} if given else {}),
             }
         )
         return
     console = Console()
     if given is not None:
-        console.print(f"--model: {given.layout_line()}", highlight=False, soft_wrap=True)
+        console.print(layout_table(layout, f"layout of {given.path}"))
     summary = Table(title=f"d = {rope.dim}, base {rope.base:g}, training length {train:,}", show_header=False)
     summary.add_column("", style="bold")
     summary.add_column("")

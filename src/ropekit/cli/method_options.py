@@ -13,7 +13,7 @@ import typer
 from ropekit.cli.common import fail
 
 #: attention methods ``--methods`` accepts, alone (plain RoPE) or after a scaling and a ``+`` (``yarn+self_extend``)
-ATTENTION_NAMES = ("self_extend", "rerope", "leaky_rerope", "dual_chunk", "sinks")
+ATTENTION_NAMES = ("self_extend", "rerope", "leaky_rerope", "dual_chunk", "sinks", "string")
 
 METHODS_HELP = (
     " Attention methods (training-free, they change which relative positions attention sees): "
@@ -56,7 +56,7 @@ PARAM = typer.Option(
     None,
     "--param",
     help="Attention-method parameters, e.g. group=4,window=64 (self_extend), window=128 (rerope), window=128,k=8 "
-    "(leaky_rerope), chunk_size=176,local_window=16 (dual_chunk), n_sink=4,window=252 (sinks). Those not given are "
+    "(leaky_rerope), chunk_size=176,local_window=16 (dual_chunk), n_sink=4,window=252 (sinks), shift=84,local=8 (string). Those not given are "
     "derived per length from the training length (Self-Extend: the authors' rule (L - window) * group + window >= "
     "length).",
 )

@@ -5,7 +5,7 @@ Options the user gives win over the model's values, so ``--model M --base B`` as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,10 @@ import typer
 from ropekit.cli.common import fail, name_option
 
 MODEL = typer.Option(
-    None, "--model", help="A transformers model folder or a .gguf file: its RoPE, training length and NoPE layers."
+    None,
+    "--model",
+    help="A transformers model folder, its config.json or a .gguf file: its RoPE layout, training length and NoPE "
+    "layers.",
 )
 
 
@@ -29,6 +32,7 @@ class ModelRope:
         path: ``--model`` as given.
         llama4: Llama 4's temperature and chunked attention
             (:class:`~ropekit.integrations.llama4_context.Llama4LongContext`; ``None`` for other models).
+        config: its whole ``config.json`` dict (for :func:`ropekit.integrations.layout.model_layout`).
     """
 
     head_dim: int
@@ -38,6 +42,7 @@ class ModelRope:
     layout: Any
     path: str
     llama4: Any = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``model`` entry of a command's JSON: the path and the layout (``None``: every layer rotates)."""
@@ -52,16 +57,19 @@ def read_model(model: Path | None) -> ModelRope | None:
     be read or has no RoPE."""
     if model is None:
         return None
-    from ropekit.integrations.hf_config import load_config, original_length_of, rope_of
+    from ropekit.cli.layout_view import read_config
+    from ropekit.hf_format import text_part
+    from ropekit.integrations.hf_config import original_length_of, rope_of
     from ropekit.integrations.llama4_context import llama4_long_context
     from ropekit.integrations.rope_layers import rope_layout
 
     try:
-        config = load_config(model)
-        rope = rope_of(config)
-        original = original_length_of(config, rope)
+        config = read_config(str(model))
+        text = text_part(config)  # a multimodal model's language model (Qwen3-VL: text_config)
+        rope = rope_of(text)
+        original = original_length_of(text, rope)
         layout, llama4 = rope_layout(config), llama4_long_context(config)
-        return ModelRope(rope.head_dim, rope.base, rope.dim, original, layout, str(model), llama4)
+        return ModelRope(rope.head_dim, rope.base, rope.dim, original, layout, str(model), llama4, config)
     except (FileNotFoundError, ValueError) as error:
         message = name_option(str(error), {"model": "--model"})
         raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None

@@ -131,7 +131,7 @@ def model_line(describe: dict[str, Any]) -> str:
         line += (
             f" One RoPE per layer type ({', '.join(describe['layer_types'])}); methods were applied to the "
             f"{', '.join(scaled)} layers, each at its own base. Attention methods (self_extend, rerope, leaky_rerope, "
-            "dual_chunk, sinks) run in the full-attention (global) layers only; the sliding-window layers keep "
+            "dual_chunk, sinks, string) run in the full-attention (global) layers only; the sliding-window layers keep "
             "their window and sdpa."
         )
     layout = describe.get("rope_layout")

@@ -40,6 +40,7 @@ from ropekit.integrations.hf_config import (
     rope_of,
     scaled_layer_types,
 )
+from ropekit.integrations.hf_mscale import refuse_rotary_swap, sync_softmax_scale
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
@@ -137,6 +138,7 @@ def apply_scaling(
     """
     source = getattr(model, "ropekit_source_config", None) or model  # the config as loaded (or the model's)
     native = rope_of(source)  # refuses non-RoPE models by name before looking for rotary modules
+    refuse_rotary_swap(model)
     types = layer_types_of(source)
     chosen = scaled_layer_types(source, layer_types)  # refuses layer types the model lacks or cannot have
     targets = rotary_modules(model)
@@ -157,6 +159,7 @@ def apply_scaling(
         complex_output = getattr(child, "complex_output", False) or type(child).__name__ in _COMPLEX_ROTARY
         setattr(parent, name, HFRotaryAdapter(rope, complex_output=complex_output))
     model.ropekit_scaled_layer_types = chosen
+    sync_softmax_scale(model, source.config if hasattr(source, "named_modules") else source, scaling)
     _write_native_config(model, source, scaling, chosen, native)
     return model
 

@@ -29,6 +29,7 @@ from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
 from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling, rotary_modules
 from ropekit.integrations.hf_config import DEFAULT_LAYER_TYPES, rope_of
+from ropekit.integrations.hf_mscale import refuse_attention_method, refuse_sinks
 from ropekit.integrations.rope_layers import layer_uses_rope, rope_layout
 
 __all__ = ["IMPLEMENTATION", "apply_attention"]
@@ -65,6 +66,7 @@ def _forward(module: nn.Module, query, key, value, attention_mask, dropout: floa
         )
     if dropout:
         raise ValueError(f"ropekit attention methods run in eval mode only (attention dropout {dropout})")
+    refuse_sinks(module, kwargs)
     if getattr(module, "attn_logit_softcapping", None) or kwargs.get("softcap"):
         raise ValueError(f"{type(module).__name__}: attention-logit soft-capping is not supported by ropekit methods")
     out = attend(
@@ -115,6 +117,8 @@ def apply_attention(
         ValueError: not a RoPE model ropekit can patch, or ``layer_types`` names a type the model lacks.
     """
     native = rope_of(model)
+    if method is not None:
+        refuse_attention_method(model)
     layers = attention_layers(model)
     if not layers:
         raise ValueError(f"{type(model).__name__} has no *Attention layers with a layer_idx for ropekit to patch")

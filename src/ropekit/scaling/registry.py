@@ -96,6 +96,10 @@ class ScalingConfig:
     def check_rope(self, rope: RopeConfig) -> None:
         """Raise ``ValueError`` if this method cannot serve ``rope`` (e.g. factor lists of the wrong length)."""
 
+    def softmax_mscale(self) -> float:
+        """The factor DeepSeek-V2-style attention multiplies its softmax scale by for this scaling (1: none)."""
+        return 1.0
+
     # -- user-facing options ------------------------------------------------------------------------------
 
     @classmethod

@@ -123,6 +123,17 @@ class YarnScaling(ScalingConfig):
             return yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
         return yarn_mscale(self.factor)
 
+    def softmax_mscale(self) -> float:
+        """g(s, mscale_all_dim)², the softmax-scale term of DeepSeek-V2/V3-style attention; 1 without
+        ``mscale_all_dim`` (or with 0).
+
+        transformers 5.18 multiplies the attention scale ``qk_head_dim ** -0.5`` by it in the model classes that
+        define ``yarn_apply_mscale`` (DeepSeek-V2, V3, V3.2, Mistral 4, LongCat-Flash, MiniCPM3, GLM-4-MoE-Lite),
+        whatever ``attention_factor`` is; Llama-style classes do not. With the default A = g(s, m)/g(s, m_all), q·k
+        logits scale by A² · g(s, m_all)² = g(s, m)² in those models.
+        """
+        return yarn_mscale(self.factor, self.mscale_all_dim) ** 2 if self.mscale_all_dim else 1.0
+
     @classmethod
     def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> YarnScaling:
         """transformers' reading rules, quirks included (see the class docstring)."""

@@ -1,0 +1,60 @@
+"""``--model``'s layout view: the RoPE layout a model's config declares, as one table (or JSON).
+
+:func:`read_config` reads a model folder, a ``config.json`` file or a ``.gguf`` file; :func:`layout_table` renders
+:func:`ropekit.integrations.layout.model_layout` for any command that shows a model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ropekit.cli.common import option_errors
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ropekit.integrations.layout import Layout
+
+
+def read_config(model: str) -> dict:
+    """The config.json dict of a folder, a ``config.json`` file or a ``.gguf`` file."""
+    import json
+    from pathlib import Path
+
+    from ropekit.integrations.hf_config import load_config
+
+    path = Path(model)
+    if path.is_file() and path.suffix.lower() == ".json":
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{model!r} is not valid JSON ({error})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{model!r} must hold a JSON object, got {type(config).__name__}")
+        return config
+    if not path.exists():
+        raise FileNotFoundError(f"{model!r} does not exist (a model folder, a config.json or a .gguf file)")
+    return load_config(path)
+
+
+def model_layout_of(given: Any) -> Layout | None:
+    """The layout of a ``--model`` (:class:`~ropekit.cli.model_option.ModelRope`), ``None`` without one; a one-line
+    error (exit 2) naming ``--model`` if ropekit refuses part of it."""
+    if given is None:
+        return None
+    from ropekit.integrations.layout import model_layout
+
+    with option_errors(model="--model"):
+        return model_layout(given.config)
+
+
+def layout_table(layout: Layout, title: str) -> Table:
+    """The layout as one rich table: what the config says, and what ropekit does with it."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("", "the model's config", "what ropekit does"):
+        table.add_column(column)
+    for label, shown, ropekit in layout.rows:
+        table.add_row(label, shown, ropekit)
+    return table
