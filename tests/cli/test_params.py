@@ -102,3 +102,13 @@ def test_unknown_scaling_parameter_is_structured():
     with pytest.raises(UnknownParameters) as caught:
         get_scaling("yarn").config_class.from_params({"beta_fst": 1.0})
     assert caught.value.value == ["beta_fst"] and "beta_fast" in caught.value.allowed
+
+
+def test_existing_output_is_described_with_the_options_not_rewritten():
+    from ropekit._output import OutputExists
+
+    error = OutputExists("/x", ["a.json", "b.csv"])
+    assert "pass force=True to replace them" in str(error)  # the library's own names
+    assert error_message(error, {"out": "--out", "force": "--force"}) == (
+        "--out '/x' already holds a.json, b.csv; pass --force to replace them (the other files there are left alone)"
+    )

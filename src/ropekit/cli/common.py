@@ -145,7 +145,7 @@ def check_output_file(
     try:
         check_output(path, kind="file", force=force, option="out")
     except (OSError, ValueError) as error:
-        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+        raise fail(error_message(error, {"out": option, "force": "--force"})) from None
     if not os.access(path.absolute().parent, os.W_OK | os.X_OK):
         raise fail(f"{option} {str(path)!r} cannot be written: the folder is not writable")
     return path
@@ -159,7 +159,7 @@ def refuse_overwrite(directory: Path, names: tuple[str, ...], option: str = "--o
     try:
         refuse_existing(directory, names, force=force)
     except OutputExists as error:
-        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+        raise fail(error_message(error, {"out": option, "force": "--force"})) from None
 
 
 @contextmanager
@@ -174,7 +174,7 @@ def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool
         with stage(out, force=force) as staged:
             yield staged
     except OSError as error:
-        message = name_option(str(error), {"out": option, "force": "--force"})
+        message = error_message(error, {"out": option, "force": "--force"})
         if not message.startswith(option):
             message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
         raise fail(message) from None
@@ -282,9 +282,14 @@ def error_message(error: BaseException, names: Mapping[str, str]) -> str:
     """The one-line message of a library ``error``: an :class:`~ropekit.errors.InvalidArgument` whose argument one
     of ``names`` sets is written with that option (:func:`ropekit.cli.flags.flag_of`); other errors, which carry no
     argument, go through :func:`name_option`. Other arguments the message mentions in snake_case are written as
-    their options too."""
+    their options too. An :class:`~ropekit._output.OutputExists` is described with the options of its output and
+    of ``force``."""
+    from ropekit._output import OutputExists
     from ropekit.cli.flags import flag_of
     from ropekit.errors import InvalidArgument
+
+    if isinstance(error, OutputExists) and error.option in names and "force" in names:
+        return error.describe(names[error.option], names["force"])
 
     option = flag_of(error, names) if isinstance(error, InvalidArgument) else None
     return option + _snake_names(error.detail, names) if option else name_option(str(error), names)

@@ -12,17 +12,8 @@ from pathlib import Path
 
 import typer
 
+from ropekit import _defaults as defaults
 from ropekit._costs import MAX_FACTOR
-from ropekit._defaults import (
-    PASSKEY_DEPTHS,
-    PASSKEY_MULTIPLES,
-    PASSKEY_TRIALS,
-    PERPLEXITY_MAX_TOKENS,
-    PERPLEXITY_MODE,
-    PERPLEXITY_MULTIPLES,
-    PERPLEXITY_STRIDE,
-    as_text,
-)
 from ropekit.cli.common import (
     check_range,
     fail,
@@ -34,15 +25,10 @@ from ropekit.cli.common import (
     refuse_overwrite,
     write_and_print,
 )
-from ropekit.cli.method_options import (
-    METHODS,
-    PARAM,
-    attention_params,
-    parse_methods,
-)
+from ropekit.cli.method_options import METHODS, PARAM, attention_params, parse_methods
 
-#: ``--stride``'s help: it is ``None`` unless given (it applies to ``--mode sliding`` only)
-STRIDE_HELP = f"Sliding-window stride (--mode sliding only) [default: {PERPLEXITY_STRIDE}]."
+STRIDE_HELP = f"Sliding-window stride (--mode sliding only) [default: {defaults.PERPLEXITY_STRIDE}]."
+MULTIPLES_HELP = "Lengths as multiples of the training length."
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
 
@@ -118,7 +104,7 @@ def build_settings(
             depths=parse_list(depths, options["depths"]),
             factor=parse_factor(factor),
             mode=mode,
-            stride=PERPLEXITY_STRIDE if stride is None else stride,
+            stride=defaults.PERPLEXITY_STRIDE if stride is None else stride,
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
@@ -344,11 +330,11 @@ def _evaluate(
 def perplexity_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option(as_text(PERPLEXITY_MULTIPLES), help="Lengths as multiples of the training length."),
+    multiples: str = typer.Option(defaults.as_text(defaults.PERPLEXITY_MULTIPLES), help=MULTIPLES_HELP),
     factor: str = FACTOR,
-    mode: str = typer.Option(PERPLEXITY_MODE, help="nonoverlap (PI paper) or sliding (YaRN paper)."),
+    mode: str = typer.Option(defaults.PERPLEXITY_MODE, help="nonoverlap (PI paper) or sliding (YaRN paper)."),
     stride: int | None = typer.Option(None, help=STRIDE_HELP),
-    max_tokens: int = typer.Option(PERPLEXITY_MAX_TOKENS, help="Tokens scored per length."),
+    max_tokens: int = typer.Option(defaults.PERPLEXITY_MAX_TOKENS, help="Tokens scored per length."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and perplexity.csv here."),
     force: bool = FORCE,
     json_output: bool = json_option("Print JSON (rows carry inside/beyond-training-length perplexity)."),
@@ -386,9 +372,9 @@ def perplexity_command(
 def passkey_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option(as_text(PASSKEY_MULTIPLES), help="Lengths as multiples of the training length."),
-    depths: str = typer.Option(as_text(PASSKEY_DEPTHS), help="Needle depths (0 = start)."),
-    trials: int = typer.Option(PASSKEY_TRIALS, help="Trials per (length, depth) cell."),
+    multiples: str = typer.Option(defaults.as_text(defaults.PASSKEY_MULTIPLES), help=MULTIPLES_HELP),
+    depths: str = typer.Option(defaults.as_text(defaults.PASSKEY_DEPTHS), help="Needle depths (0 = start)."),
+    trials: int = typer.Option(defaults.PASSKEY_TRIALS, help="Trials per (length, depth) cell."),
     seed: int = typer.Option(0, help="Seed of the episodes."),
     factor: str = FACTOR,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and passkey.csv here."),

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, print_json
+from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, parse_length, print_json
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -60,7 +60,7 @@ def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, 
     try:
         check_output(out, inputs, names=names, force=force, kind="file" if kind == "gguf" else "folder")
     except (OSError, ValueError) as error:
-        raise fail(name_option(str(error), _NAMES)) from None
+        raise fail(error_message(error, _NAMES)) from None
 
 
 def alias_texts(

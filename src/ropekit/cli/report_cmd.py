@@ -6,17 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit._defaults import (
-    PASSKEY_DEPTHS,
-    PASSKEY_MULTIPLES,
-    PASSKEY_TRIALS,
-    PERPLEXITY_MAX_TOKENS,
-    PERPLEXITY_MODE,
-    PERPLEXITY_MULTIPLES,
-    RULER_THRESHOLD,
-    TASK_MULTIPLES,
-    as_text,
-)
+from ropekit import _defaults as defaults
 from ropekit.cli.common import json_option, prepare_output_dir, print_json, refuse_overwrite, writing
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
@@ -83,19 +73,19 @@ def report_command(
     out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Output folder (index.html, PNGs, JSON, CSV)."),
     methods: str = METHODS,
     perplexity_multiples: str = typer.Option(
-        as_text(PERPLEXITY_MULTIPLES),
+        defaults.as_text(defaults.PERPLEXITY_MULTIPLES),
         "--perplexity-multiples",
         help="Perplexity lengths as multiples of the training length.",
     ),
     passkey_multiples: str = typer.Option(
-        as_text(PASSKEY_MULTIPLES), help="Passkey lengths as multiples of the training length."
+        defaults.as_text(defaults.PASSKEY_MULTIPLES), help="Passkey lengths as multiples of the training length."
     ),
-    depths: str = typer.Option(as_text(PASSKEY_DEPTHS), help="Passkey needle depths."),
-    trials: int = typer.Option(PASSKEY_TRIALS, help="Passkey trials per cell."),
+    depths: str = typer.Option(defaults.as_text(defaults.PASSKEY_DEPTHS), help="Passkey needle depths."),
+    trials: int = typer.Option(defaults.PASSKEY_TRIALS, help="Passkey trials per cell."),
     factor: str = FACTOR,
-    mode: str = typer.Option(PERPLEXITY_MODE, help="Perplexity mode: nonoverlap or sliding."),
+    mode: str = typer.Option(defaults.PERPLEXITY_MODE, help="Perplexity mode: nonoverlap or sliding."),
     stride: int | None = typer.Option(None, help=STRIDE_HELP),
-    max_tokens: int = typer.Option(PERPLEXITY_MAX_TOKENS, help="Tokens scored per (method, length)."),
+    max_tokens: int = typer.Option(defaults.PERPLEXITY_MAX_TOKENS, help="Tokens scored per (method, length)."),
     seed: int = typer.Option(0, help="Seed of the passkey episodes."),
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
@@ -104,10 +94,10 @@ def report_command(
     task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
     tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
     task_multiples: str = typer.Option(
-        as_text(TASK_MULTIPLES), help="Task lengths as multiples of the training length."
+        defaults.as_text(defaults.TASK_MULTIPLES), help="Task lengths as multiples of the training length."
     ),
     threshold: float = typer.Option(
-        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD})."
+        defaults.RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {defaults.RULER_THRESHOLD})."
     ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
