@@ -3,8 +3,9 @@ transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-s
 by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend.
 
 The shared fixtures: ``seed``, ``smollm2_path``, ``quiet_transformers``, ``toy_method`` (a scaling method registered
-by one class and one function, as a new file would), and small random transformers models with a byte-level tokenizer,
-built in code (nothing downloaded): ``llama_dir``, ``make_llama``, ``llama_config``, ``text_file``, ``make_text``."""
+by one class and one function, as a new file would), and the byte-level Llama with its tokenizer, built in code by the
+one factory of small random transformers models (:mod:`helpers.hf_models`, nothing downloaded): ``llama_dir``,
+``make_llama``, ``llama_config``; and a toy corpus: ``text_file``, ``make_text``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from helpers.hf_models import byte_llama, random_hf_config, random_hf_folder
 
 #: folders whose every test needs transformers: their tests get the ``hf`` marker here (one skip mechanism)
 HF_FOLDERS = (Path(__file__).parent / "finetune",)
@@ -121,60 +124,12 @@ def toy_oracle():
     return slow_half_oracle
 
 
-#: the original (pre-training) length of the small models
-ORIGINAL = 64
-
-
-def byte_tokenizer():
-    """A byte-level BPE tokenizer without merges: 256 byte tokens + ``<|endoftext|>`` (id 256)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
-    vocab["<|endoftext|>"] = 256
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    backend.decoder = decoders.ByteLevel()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
-
-
-def build_llama_config(**overrides):
-    """The ``LlamaConfig`` of the tests' random Llama: 2 layers, head_dim 16, the byte vocabulary; ``overrides``
-    change any field (smaller models for the CLI tests, another length)."""
-    from transformers import LlamaConfig
-
-    settings = dict(
-        vocab_size=257,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=ORIGINAL,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        eos_token_id=256,
-        bos_token_id=256,
-        tie_word_embeddings=False,
-    )
-    return LlamaConfig(**(settings | overrides))
-
-
 def save_llama(path: Path, *, seed: int = 0, rope_parameters: dict | None = None, **overrides) -> Path:
-    """A random 2-layer Llama (head_dim 16, :func:`build_llama_config`) with the byte tokenizer, saved to ``path``."""
-    from transformers import LlamaForCausalLM
-
+    """The byte-level Llama (:func:`helpers.hf_models.byte_llama` with ``overrides``), its matrices scaled by 4, saved
+    to ``path`` with the byte tokenizer."""
     if rope_parameters is not None:
         overrides["rope_parameters"] = rope_parameters
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(build_llama_config(**overrides)).float()
-    with torch.no_grad():  # random init gives near-uniform logits; larger weights make differences visible
-        for param in model.parameters():
-            if param.dim() == 2:
-                param.mul_(4.0)
-    model.save_pretrained(path)
-    byte_tokenizer().save_pretrained(path)
-    return path
+    return random_hf_folder(path, "llama", tokenizer=True, seed=seed, scale=4.0, **byte_llama(**overrides))
 
 
 def write_text(path: Path, documents: int = 60, seed: int = 0) -> Path:
@@ -209,8 +164,8 @@ def make_llama():
 
 @pytest.fixture(scope="session")
 def llama_config():
-    """``llama_config(**overrides)``: :func:`build_llama_config`."""
-    return build_llama_config
+    """``llama_config(**overrides)``: the byte-level Llama's config (:func:`helpers.hf_models.byte_llama`)."""
+    return lambda **overrides: random_hf_config("llama", **byte_llama(**overrides))
 
 
 @pytest.fixture(scope="session")

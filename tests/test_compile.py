@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers.hf_models import byte_llama, random_hf_model
 from ropekit import RopeConfig, RotaryEmbedding
 from ropekit.model.kv_cache import KVCache
 from ropekit.model.tiny import TinyConfig, TinyLM
@@ -103,15 +104,12 @@ def test_compiled_tiny_model_refuses_positions_beyond_its_limit():
         compiled(ids, torch.arange(62, 66))
 
 
-def _patched_llama(llama_config):
-    from transformers import LlamaForCausalLM
-
+def _patched_llama():
     from ropekit.integrations.hf import apply_scaling
     from ropekit.scaling.registry import get_scaling
 
-    config = llama_config(vocab_size=64, hidden_size=32, max_position_embeddings=64, bos_token_id=1, eos_token_id=2)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
+    options = {"vocab": 64, "hidden": 32, "positions": 64, "bos_token_id": 1, "eos_token_id": 2}
+    model = random_hf_model("llama", **byte_llama(**options)).eval()
     return apply_scaling(model, get_scaling("yarn").make(factor=2.0, original_max_position_embeddings=64))
 
 
@@ -128,9 +126,9 @@ def _hf_decode(model, compiled, ids: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 @pytest.mark.hf
 @pytest.mark.slow  # about 30 s of dynamo tracing on a 2-core machine
-def test_patched_llama_prefill_and_decode_compile_once_each(llama_config):
+def test_patched_llama_prefill_and_decode_compile_once_each():
     pytest.importorskip("transformers")
-    model = _patched_llama(llama_config)
+    model = _patched_llama()
     backend = Counting()
 
     def step(ids, cache, positions):

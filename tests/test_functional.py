@@ -1,107 +1,33 @@
-"""Tests of ropekit.functional: apply_rope (the tables are tests/test_tables.py, the weight-layout conversion
-tests/test_permute.py).
+"""Tests of ropekit.functional: apply_rope and apply_rope_qk (the tables are tests/test_tables.py, the weight-layout
+conversion tests/test_permute.py).
 
-Every check compares against an oracle built here in float64 from the closed form θ_i = b^(−2i/d): an explicit
+Every check compares against a float64 oracle (tests/helpers/rope_oracles.py) from the closed form θ_i = b^(−2i/d): an explicit
 block-diagonal rotation matrix, complex multiplication (Meta's ``freqs_cis``), the ``rotate_half`` /
-``rotate_every_two`` formulas, or a property (relative positions, norms, gradients).
+``rotate_every_two`` formulas, or a property (relative positions, norms, gradients); the tables' gradients against
+float64 gradcheck and autograd through the eager formula; apply_rope_qk against two apply_rope calls.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropekit.functional import apply_rope, cos_sin
-from ropekit.scaling.registry import inv_freq
-
-BASE = 10000.0
-
-
-# ---------------------------------------------------------------- float64 oracles (independent of ropekit)
-
-
-def ref_angles(positions: torch.Tensor, rotary_dim: int, base: float = BASE) -> torch.Tensor:
-    """float64 angles m·b^(−2i/d), shape ``positions.shape + (rotary_dim // 2,)``."""
-    theta = base ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
-    return torch.from_numpy(positions.numpy().astype(np.float64)[..., None] * theta)
-
-
-def pair_indices(rotary_dim: int, interleaved: bool) -> tuple[list[int], list[int]]:
-    """The (first, second) dim of every rotating pair."""
-    half = rotary_dim // 2
-    if interleaved:
-        return list(range(0, rotary_dim, 2)), list(range(1, rotary_dim, 2))
-    return list(range(half)), list(range(half, rotary_dim))
-
-
-def rotation_matrices(angles: torch.Tensor, head_dim: int, interleaved: bool) -> torch.Tensor:
-    """Explicit block-diagonal R_m for each position: ``angles.shape[:-1] + (head_dim, head_dim)``, identity past r."""
-    rotary_dim = 2 * angles.shape[-1]
-    R = torch.eye(head_dim, dtype=torch.float64).expand(*angles.shape[:-1], head_dim, head_dim).clone()
-    first, second = pair_indices(rotary_dim, interleaved)
-    for i, (a, b) in enumerate(zip(first, second, strict=True)):
-        c, s = torch.cos(angles[..., i]), torch.sin(angles[..., i])
-        R[..., a, a], R[..., a, b], R[..., b, a], R[..., b, b] = c, -s, s, c
-    return R
-
-
-def matrix_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
-    """y = R_m x in float64; x ``(batch, seq, heads, head_dim)``, angles ``(seq, r/2)`` or ``(batch, seq, r/2)``."""
-    R = rotation_matrices(angles, x.shape[-1], interleaved)
-    if R.dim() == 3:
-        R = R.unsqueeze(0)  # (1, seq, D, D)
-    return torch.einsum("bsij,bshj->bshi", R, x.double())
-
-
-def complex_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
-    """Pairs as complex numbers times e^{imθ} (Meta's ``freqs_cis``); x ``(batch, seq, heads, head_dim)``."""
-    r = 2 * angles.shape[-1]
-    xd = x.double()
-    if interleaved:
-        z = torch.view_as_complex(xd[..., :r].unflatten(-1, (r // 2, 2)).contiguous())  # (b, s, h, r/2)
-    else:
-        z = torch.complex(xd[..., : r // 2], xd[..., r // 2 : r])
-    rot = torch.polar(torch.ones_like(angles), angles)
-    rot = rot.unsqueeze(-2) if rot.dim() == 3 else rot[None, :, None]  # broadcast over heads
-    w = z * rot
-    head = torch.view_as_real(w).flatten(-2) if interleaved else torch.cat((w.real, w.imag), dim=-1)
-    return torch.cat((head, xd[..., r:]), dim=-1)
-
-
-def formula_rope(x: torch.Tensor, angles: torch.Tensor, interleaved: bool) -> torch.Tensor:
-    """HF ``x·cos + rotate_half(x)·sin`` (half-split) or GPT-J ``rotate_every_two`` (interleaved), float64."""
-    r = 2 * angles.shape[-1]
-    xd = x.double()
-    xr = xd[..., :r]
-    if interleaved:
-        cos = torch.cos(angles).repeat_interleave(2, dim=-1)
-        sin = torch.sin(angles).repeat_interleave(2, dim=-1)
-        rotated = torch.stack((-xr[..., 1::2], xr[..., 0::2]), dim=-1).flatten(-2)
-    else:
-        cos = torch.cat((torch.cos(angles),) * 2, dim=-1)
-        sin = torch.cat((torch.sin(angles),) * 2, dim=-1)
-        rotated = torch.cat((-xr[..., r // 2 :], xr[..., : r // 2]), dim=-1)
-    cos = cos.unsqueeze(-2) if cos.dim() == 3 else cos[None, :, None]
-    sin = sin.unsqueeze(-2) if sin.dim() == 3 else sin[None, :, None]
-    return torch.cat((xr * cos + rotated * sin, xd[..., r:]), dim=-1)
-
-
-def tables(positions: torch.Tensor, rotary_dim: int, dtype: torch.dtype = torch.float32):
-    return cos_sin(positions, inv_freq(rotary_dim, BASE), dtype=dtype)
-
-
-def bits(t: torch.Tensor) -> torch.Tensor:
-    """The raw bit pattern, so NaN payloads and −0.0 count in equality."""
-    return t.contiguous().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-LAYOUTS = pytest.mark.parametrize("interleaved", [False, True], ids=["half_split", "interleaved"])
-
+from helpers.rope_oracles import (
+    LAYOUTS,
+    bits,
+    complex_rope,
+    formula_rope,
+    matrix_rope,
+    pair_indices,
+    ref_angles,
+    rotation_matrices,
+    tables,
+)
+from ropekit.functional import apply_rope
 
 # ---------------------------------------------------------------- the three forms agree
 
@@ -422,143 +348,3 @@ def test_low_precision_within_one_rounding_of_float64(seed, interleaved, dtype):
     c64, s64 = tables(positions, 64, dtype=torch.float64)
     y64 = apply_rope(x.double(), c64, s64, interleaved=interleaved).to(dtype)
     assert (y == y64).double().mean() >= 0.999
-
-
-# ---------------------------------------------------------------- inplace and out=
-
-
-@LAYOUTS
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
-@pytest.mark.parametrize("seq_dim", [1, 2])
-def test_inplace_and_out_equal_out_of_place(seed, interleaved, dtype, seq_dim):
-    positions = torch.tensor([[0, 5, 9, 2**20], [1, 2, 3, 4]])
-    x = torch.randn(2, 4, 3, 20).to(dtype)
-    if seq_dim == 2:
-        x = x.transpose(1, 2).contiguous()
-    cos, sin = tables(positions, 16)
-    expected = apply_rope(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim)
-    out = torch.empty_like(x)
-    result = apply_rope(x, cos, sin, interleaved=interleaved, seq_dim=seq_dim, out=out)
-    assert result is out and torch.equal(out, expected)
-    y = x.clone()
-    result = apply_rope(y, cos, sin, interleaved=interleaved, seq_dim=seq_dim, inplace=True)
-    assert result is y and torch.equal(y, expected)
-
-
-@LAYOUTS
-def test_inplace_on_a_strided_view_touches_only_that_view(seed, interleaved):
-    """q as a slice of a fused qkv projection (non-contiguous): only q's columns change."""
-    qkv = torch.randn(2, 6, 3 * 4 * 16)  # (batch, seq, 3 · heads · head_dim)
-    before = qkv.clone()
-    q = qkv[..., : 4 * 16].unflatten(-1, (4, 16))  # (2, 6, 4, 16), a view
-    cos, sin = tables(torch.arange(6), 16)
-    expected = apply_rope(q.clone(), cos, sin, interleaved=interleaved)
-    apply_rope(q, cos, sin, interleaved=interleaved, inplace=True)
-    assert torch.equal(qkv[..., : 4 * 16].unflatten(-1, (4, 16)), expected)
-    assert torch.equal(qkv[..., 4 * 16 :], before[..., 4 * 16 :])
-
-
-@pytest.mark.parametrize(
-    ("out", "match"),
-    [
-        (torch.empty(2, 4, 3, 8), r"out must be a tensor with x's shape \(2, 4, 3, 16\).*got \(\(2, 4, 3, 8\)"),
-        (torch.empty(2, 4, 3, 16, dtype=torch.float64), r"dtype torch.float32, got .*torch.float64"),
-        ([1, 2], r"out must be a tensor .*got \[1, 2\]"),
-    ],
-)
-def test_out_with_wrong_shape_or_dtype_errors(seed, out, match):
-    x = torch.randn(2, 4, 3, 16)
-    cos, sin = tables(torch.arange(4), 16)
-    with pytest.raises(ValueError, match=match):
-        apply_rope(x, cos, sin, out=out)
-
-
-def test_inplace_or_out_with_requires_grad_errors(seed):
-    x = torch.randn(1, 4, 2, 16, requires_grad=True)
-    cos, sin = tables(torch.arange(4), 16)
-    with pytest.raises(ValueError, match="inplace=True and out= do not support autograd; x requires grad"):
-        apply_rope(x, cos, sin, inplace=True)
-    with pytest.raises(ValueError, match="do not support autograd"):
-        apply_rope(x, cos, sin, out=torch.empty(1, 4, 2, 16))
-    with pytest.raises(ValueError, match="either inplace=True or out="):
-        apply_rope(x.detach(), cos, sin, inplace=True, out=torch.empty(1, 4, 2, 16))
-    with torch.no_grad():  # allowed without autograd
-        assert apply_rope(x, cos, sin, inplace=True) is x
-
-
-# ---------------------------------------------------------------- bad input
-
-
-X = torch.zeros(2, 4, 3, 16)
-COS, SIN = cos_sin(torch.arange(4), inv_freq(16, BASE))
-
-
-@pytest.mark.parametrize(
-    ("call", "error", "match"),
-    [
-        # rotary_dim: odd, too large, not matching the tables, not an integer
-        (lambda: apply_rope(X, COS, SIN, rotary_dim=15), ValueError, r"rotary_dim must be even.*got 15"),
-        (
-            lambda: apply_rope(X, COS, SIN, rotary_dim=12),
-            ValueError,
-            r"rotary_dim must equal 2 \* cos.shape\[-1\] = 16, got 12",
-        ),
-        (
-            lambda: apply_rope(X[..., :8], COS, SIN),
-            ValueError,
-            r"rotary_dim must be <= head_dim \(8\), got 16",
-        ),
-        (lambda: apply_rope(X, COS, SIN, rotary_dim=16.0), TypeError, r"rotary_dim must be an integer, got 16.0"),
-        # cos/sin that do not match x
-        (lambda: apply_rope(X[:, :3], COS, SIN), ValueError, r"cos/sin cover 4 positions but x has 3 along seq_dim=1"),
-        (
-            lambda: apply_rope(X, COS, SIN, seq_dim=2),
-            ValueError,
-            r"cos/sin cover 4 positions but x has 3 along seq_dim=2",
-        ),
-        (
-            lambda: apply_rope(X, COS.expand(3, 4, 8), SIN.expand(3, 4, 8)),
-            ValueError,
-            r"cos/sin batch 3 does not match x batch 2",
-        ),
-        (
-            lambda: apply_rope(X, COS, SIN[:, :4]),
-            ValueError,
-            r"cos and sin must have the same shape, got \(4, 8\) and \(4, 4\)",
-        ),
-        (
-            lambda: apply_rope(X, COS[None, None], SIN[None, None]),
-            ValueError,
-            r"cos must be \(seq, rotary_dim/2\).*got \(1, 1, 4, 8\)",
-        ),
-        (lambda: apply_rope(X, COS.long(), SIN), TypeError, r"cos must be a floating-point tensor"),
-        # x
-        (lambda: apply_rope(X.long(), COS, SIN), TypeError, r"x must be a floating-point tensor .*got torch.int64"),
-        (
-            lambda: apply_rope(X.to(torch.complex64), COS, SIN),
-            TypeError,
-            r"x must be a floating-point tensor .*got torch.complex64",
-        ),
-        (lambda: apply_rope(X[0], COS, SIN), ValueError, r"x must be 4-D .*got \(4, 3, 16\)"),
-        (lambda: apply_rope(X, COS, SIN, seq_dim=0), ValueError, r"seq_dim must be 1 .* or 2 .*got 0"),
-    ],
-)
-def test_bad_input_raises_error_naming_argument_and_value(call, error, match):
-    with pytest.raises(error, match=match):
-        call()
-
-
-@given(
-    rotary_dim=st.one_of(st.integers(-4, 40), st.floats(allow_nan=True), st.none(), st.text(max_size=2)),
-    seq_dim=st.one_of(st.integers(-3, 5), st.none()),
-    rows=st.integers(0, 6),
-)
-@settings(max_examples=150, deadline=None, derandomize=True)
-def test_any_argument_gives_a_result_or_a_value_or_type_error(rotary_dim, seq_dim, rows):
-    """Never an AssertionError, IndexError or NaN: either a correct rotation or a ValueError/TypeError."""
-    try:
-        y = apply_rope(X[:, :rows] + 1.0, COS, SIN, rotary_dim=rotary_dim, seq_dim=seq_dim)
-    except (ValueError, TypeError):
-        return
-    assert not torch.isnan(y).any()
-    assert torch.equal(y, apply_rope(X + 1.0, COS, SIN, seq_dim=1))

@@ -11,7 +11,8 @@ import torch
 import ropekit.module
 from ropekit.config import RopeConfig
 from ropekit.module import RotaryEmbedding
-from ropekit.scaling import DynamicScaling, YarnScaling
+from ropekit.scaling import DynamicScaling, YarnScaling, inv_freq
+from ropekit.tables import cos_sin
 
 BASE = 10000.0
 
@@ -253,3 +254,42 @@ def test_tables_follow_the_input_device_cuda(seed):
         q_rot, _ = rope(q, q, positions.to(device))
         assert q_rot.device == q.device
         torch.testing.assert_close(q_rot.cpu().double(), complex_rope(q_cpu, positions, 32, False), rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------- far positions and the bounded cache
+
+
+@pytest.mark.parametrize("position", [2**20, 2**22, 2**40, 2**62])
+def test_rotary_embedding_far_positions_are_computed_directly(position):
+    rope = RotaryEmbedding(RopeConfig(128))
+    positions = torch.tensor([0, 5, position])
+    cos, sin = rope.cos_sin(positions)
+    ref_cos, ref_sin = cos_sin(positions, inv_freq(128, 10000.0))
+    assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
+    assert rope._cos is None or rope._cos.shape[0] <= rope.cache_limit  # no table of every smaller position
+
+
+def test_cache_is_bounded_and_cached_values_equal_direct():
+    rope = RotaryEmbedding(RopeConfig(32), cache_limit=1000)
+    positions = torch.arange(990, 1010)
+    cos, sin = rope.cos_sin(positions)
+    assert rope._cos is None or rope._cos.shape[0] <= 1000
+    ref_cos, ref_sin = cos_sin(positions, inv_freq(32, 10000.0))
+    assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
+    cos, _ = rope.cos_sin(torch.arange(900))  # below the limit: served from a cache of <= 1000 rows
+    assert rope._cos.shape[0] <= 1000
+    assert torch.equal(cos, cos_sin(torch.arange(900), inv_freq(32, 10000.0))[0])
+
+
+def test_cache_limit_is_validated():
+    with pytest.raises(ValueError, match="cache_limit must be an integer >= 1, got 0"):
+        RotaryEmbedding(RopeConfig(16), cache_limit=0)
+
+
+def test_rotary_embedding_refuses_other_head_dims():
+    rope = RotaryEmbedding(RopeConfig(8))
+    q = torch.randn(1, 3, 2, 16)
+    with pytest.raises(ValueError, match=r"q must be 4-D with head_dim 8 .*got shape \(1, 3, 2, 16\)"):
+        rope(q, q)
+    with pytest.raises(ValueError, match=r"k must be 4-D with head_dim 8"):
+        rope(torch.randn(1, 3, 2, 8), q)

@@ -1,15 +1,19 @@
 """Tests of ropekit.tables: cos/sin tables from positions and frequencies.
 
-Oracles: e^{imθ} in complex128 built independently of the formula under test, and the attention factor as an exact
-multiple of the plain tables.
+Oracles: e^{imθ} in complex128 built independently of the formula under test, the attention factor as an exact
+multiple of the plain tables, and mpmath at 60 digits for the tables at huge positions.
 """
 
 from __future__ import annotations
 
+import math
+
+import mpmath
 import numpy as np
 import pytest
 import torch
 
+from ropekit import RopeConfig, RotaryEmbedding
 from ropekit.functional import apply_rope
 from ropekit.scaling.registry import Frequencies, inv_freq
 from ropekit.tables import cos_sin
@@ -117,3 +121,110 @@ def test_cos_sin_within_1e7_at_every_position_up_to_2_pow_20():
 def test_bad_input_raises_error_naming_argument_and_value(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# ---------------------------------------------------------------- precision at huge positions
+
+
+def _exact_cos_sin(position: int, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin of position · f for the float64 frequencies f, at 60 significant digits."""
+    with mpmath.workdps(60):
+        angles = [mpmath.mpf(position) * mpmath.mpf(float(f)) for f in freqs]
+        return (
+            np.array([float(mpmath.cos(a)) for a in angles]),
+            np.array([float(mpmath.sin(a)) for a in angles]),
+        )
+
+
+@pytest.mark.parametrize("position", [3, 2**24 - 1, 2**24, 2**31 + 12345, 2**40, 3 * 10**13, 2**52, 2**53 + 1, 2**62])
+def test_tables_within_one_rounding_of_exact_at_any_int64_position(position):
+    freqs = inv_freq(128, 10000.0)
+    positions = torch.tensor([position])
+    exact_cos, exact_sin = _exact_cos_sin(position, freqs)
+    cos64, sin64 = cos_sin(positions, freqs, dtype=torch.float64)
+    assert np.abs(cos64.numpy()[0] - exact_cos).max() <= 2e-9
+    assert np.abs(sin64.numpy()[0] - exact_sin).max() <= 2e-9
+    cos32, sin32 = cos_sin(positions, freqs)
+    # One fp32 rounding: at most half an fp32 ulp of the exact value, plus the 2e-9 of the angle.
+    for table, exact in ((cos32, exact_cos), (sin32, exact_sin)):
+        ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(table.numpy()[0].astype(np.float64) - exact) <= ulp / 2 + 2e-9)
+
+
+def test_below_2_pow_24_tables_are_the_plain_float64_product():
+    freqs = inv_freq(64, 500000.0)
+    positions = torch.tensor([0, 1, 65535, 65536, 2**24 - 1])
+    cos, sin = cos_sin(positions, freqs, dtype=torch.float64)
+    angles = positions.double()[:, None] * torch.from_numpy(freqs)
+    assert torch.equal(cos, torch.cos(angles)) and torch.equal(sin, torch.sin(angles))
+
+
+def test_far_positions_keep_relative_rotation():
+    """q·k depends only on n − m, also near 2**62 (the property RoPE exists for)."""
+    freqs = inv_freq(32, 10000.0)
+    m, n = 2**62 - 1000, 2**62 - 1000 + 77
+    cos, sin = cos_sin(torch.tensor([m, n, 0, 77]), freqs, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 1, 1, 32, dtype=torch.float64, generator=g)
+    k = torch.randn(1, 1, 1, 32, dtype=torch.float64, generator=g)
+    far = (apply_rope(q, cos[0:1], sin[0:1]) * apply_rope(k, cos[1:2], sin[1:2])).sum()
+    near = (apply_rope(q, cos[2:3], sin[2:3]) * apply_rope(k, cos[3:4], sin[3:4])).sum()
+    assert abs(float(far - near)) <= 1e-7 * float(q.norm() * k.norm())
+
+
+# ---------------------------------------------------------------- bad frequencies and attention factors
+
+
+@pytest.mark.parametrize(
+    ("freqs", "error", "match"),
+    [
+        (np.array([1.0, np.nan]), ValueError, r"inv_freq must be finite and >= 0.*nan"),
+        (np.array([1.0, np.inf]), ValueError, r"inv_freq must be finite and >= 0.*inf"),
+        (np.array([1.0, -0.5]), ValueError, r"inv_freq must be finite and >= 0.*-0.5"),
+        (np.array([1.0 + 1j]), TypeError, r"inv_freq must hold real numbers"),
+        (torch.tensor([True, False]), TypeError, r"inv_freq must hold real numbers, got dtype torch.bool"),
+        (torch.tensor([1.0 + 0j]), TypeError, r"inv_freq must hold real numbers"),
+        (np.array([True]), TypeError, r"inv_freq must hold real numbers"),
+        (torch.zeros(0), ValueError, r"inv_freq must be 1-D with one entry per rotating pair, got shape \(0,\)"),
+        ([1.0, 0.5], TypeError, r"inv_freq must be a 1-D tensor, a numpy array or a Frequencies, got list"),
+    ],
+)
+def test_bad_inv_freq_is_refused(freqs, error, match):
+    with pytest.raises(error, match=match):
+        cos_sin(torch.arange(3), freqs)
+
+
+@pytest.mark.parametrize("factor", [-1.0, 0.0, math.nan, math.inf])
+def test_bad_frequencies_attention_factor_is_refused(factor):
+    with pytest.raises(ValueError, match=r"Frequencies\.attention_factor must"):
+        cos_sin(torch.arange(3), Frequencies(inv_freq(8, 10000.0), factor))
+
+
+def test_zero_frequency_is_a_pair_that_does_not_rotate():
+    cos, sin = cos_sin(torch.arange(5), np.array([0.0, 1.0]), dtype=torch.float64)
+    assert torch.equal(cos[:, 0], torch.ones(5, dtype=torch.float64))
+    assert torch.equal(sin[:, 0], torch.zeros(5, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------- odd positions and dtypes
+
+
+def test_meta_positions_give_meta_tables():
+    cos, sin = cos_sin(torch.arange(6, device="meta"), inv_freq(8, 10000.0))
+    assert cos.is_meta and sin.is_meta and cos.shape == (6, 4)
+    rope = RotaryEmbedding(RopeConfig(8))
+    cos, _ = rope.cos_sin(torch.arange(6, device="meta"))
+    assert cos.is_meta and cos.shape == (6, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_positions_are_accepted(dtype):
+    positions = torch.tensor([0, 7, 1000], dtype=dtype)
+    cos, sin = cos_sin(positions, inv_freq(8, 10000.0))
+    ref = cos_sin(torch.tensor([0, 7, 1000]), inv_freq(8, 10000.0))
+    assert torch.equal(cos, ref[0]) and torch.equal(sin, ref[1])
+
+
+def test_dtype_must_be_a_torch_dtype():
+    with pytest.raises(TypeError, match=r"dtype must be a floating dtype, got 'float32' \(a torch.dtype"):
+        cos_sin(torch.arange(3), inv_freq(8, 10000.0), dtype="float32")

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers.hf_models import random_hf_model
 from ropekit.attention import get_attention, list_attentions
 
 NAMES = sorted(list_attentions())
@@ -82,44 +83,23 @@ def test_tiny_model_refuses_shifted_positions():
 # ---- transformers models -----------------------------------------------------------------------------------------
 
 
-def sizes() -> dict:
-    return {
-        "vocab_size": 101,
-        "hidden_size": 64,
-        "intermediate_size": 96,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": HEAD_DIM,
-    }
+#: the random models' sizes beyond the factory's (2 layers, 4 heads and 2 KV heads, hidden 64)
+SIZES = {"vocab": 101, "intermediate": 96, "positions": 32}
 
 
 def llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        **sizes(), max_position_embeddings=32, rope_parameters={"rope_type": "default", "rope_theta": BASE}
-    )
-    return LlamaForCausalLM(config).eval()
+    rope = {"rope_type": "default", "rope_theta": BASE}
+    return random_hf_model("llama", head_dim=HEAD_DIM, rope_parameters=rope, **SIZES).eval()
 
 
 def gemma3():
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
     rope = {
         "full_attention": {"rope_type": "default", "rope_theta": 1e6},
         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
     }
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        **sizes(),
-        max_position_embeddings=32,
-        sliding_window=16,
-        layer_types=["sliding_attention", "full_attention"],
-        rope_parameters=rope,
-    )
-    return Gemma3ForCausalLM(config).eval()
+    layer_types = ["sliding_attention", "full_attention"]
+    options = {"sliding_window": 16, "layer_types": layer_types, "rope_parameters": rope}
+    return random_hf_model("gemma3", head_dim=HEAD_DIM, **options, **SIZES).eval()
 
 
 MODELS = {"llama": (llama, BASE), "gemma3": (gemma3, 1e6)}
@@ -231,17 +211,10 @@ def _self_extend_changes_only_a_short_window(model, ids, reference, *, covering:
 @pytest.mark.parametrize("arch", ["phi3", "gpt_neox"])
 def test_fused_qkv_and_partial_rotary_models(arch: str):
     """Phi-3 (one qkv_proj) and GPT-NeoX (rotary on half the head): plain when the window covers the length."""
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, Phi3Config, Phi3ForCausalLM
-
     from ropekit.integrations.hf import apply_scaling
 
-    common = {k: v for k, v in sizes().items() if k != "head_dim"} | {"max_position_embeddings": 32, "pad_token_id": 0}
-    torch.manual_seed(0)
-    if arch == "phi3":
-        model = Phi3ForCausalLM(Phi3Config(**common)).eval()
-    else:
-        common.pop("num_key_value_heads")
-        model = GPTNeoXForCausalLM(GPTNeoXConfig(**common, rotary_pct=0.5)).eval()
+    own = {"rotary_pct": 0.5} if arch == "gpt_neox" else {}  # GPT-NeoX has no grouped KV heads
+    model = random_hf_model(arch, pad_token_id=0, **SIZES, **own).eval()
     ids = torch.randint(0, 101, (1, 48), generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         apply_scaling(model, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers.hf_models import random_hf_model
 from ropekit.attention import get_attention, list_attentions
 
 pytest.importorskip("transformers")
@@ -23,15 +24,13 @@ HEAD_DIM = 16
 
 
 def sizes(layers: int) -> dict:
+    """The random models' config beyond the factory's sizes: ``layers`` layers of 4 heads and 2 KV heads of 16."""
     return {
-        "vocab_size": 101,
-        "hidden_size": 64,
-        "intermediate_size": 96,
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
+        "vocab": 101,
+        "intermediate": 96,
+        "layers": layers,
         "head_dim": HEAD_DIM,
-        "max_position_embeddings": 32,
+        "positions": 32,
         "pad_token_id": 0,
         "bos_token_id": 1,
         "eos_token_id": 2,
@@ -41,18 +40,10 @@ def sizes(layers: int) -> dict:
 def smollm3(no_rope_layers: list[int] | None, layers: int = 4):
     """A random SmolLM3 (``no_rope_layers``: 1 = RoPE, 0 = NoPE; ``None``: every 4th layer NoPE), its matrices
     scaled so that positions move the logits."""
-    from transformers import SmolLM3Config, SmolLM3ForCausalLM
-
-    config = SmolLM3Config(
-        **sizes(layers), no_rope_layers=no_rope_layers, rope_parameters={"rope_type": "default", "rope_theta": BASE}
-    )
-    torch.manual_seed(0)
-    model = SmolLM3ForCausalLM(config).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
-    return model
+    rope = {"rope_type": "default", "rope_theta": BASE}
+    return random_hf_model(
+        "smollm3", scale=3.0, no_rope_layers=no_rope_layers, rope_parameters=rope, **sizes(layers)
+    ).eval()
 
 
 def inv_freq() -> torch.Tensor:
@@ -127,12 +118,10 @@ def test_mixed_layouts_match_a_per_layer_oracle_and_decode(no_rope_layers, name:
 
 
 def test_every_layer_of_a_plain_model_gets_the_method(oracle):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from ropekit.integrations.hf_attention import apply_attention, describe_attention
 
     settings = {k: v for k, v in sizes(3).items() if k != "pad_token_id"}
-    model = LlamaForCausalLM(LlamaConfig(**settings)).eval()
+    model = random_hf_model("llama", **settings).eval()
     apply_attention(model, get_attention("self_extend")(**oracle.CASES["self_extend"]))
     described = describe_attention(model)
     assert described["layers"] == [0, 1, 2] and "nope_layers" not in described
@@ -142,23 +131,10 @@ def test_every_layer_of_a_plain_model_gets_the_method(oracle):
 def llama4(no_rope_layers: list[int]):
     """A random Llama 4 text model: interleaved pairs rotated by complex freqs_cis, chunked attention (chunks longer
     than the inputs here) on the RoPE layers, temperature tuning on the NoPE layers (1 below 8,191 tokens)."""
-    from transformers import Llama4ForCausalLM, Llama4TextConfig
-
-    config = Llama4TextConfig(
-        **sizes(len(no_rope_layers)),
-        intermediate_size_mlp=96,
-        num_local_experts=2,
-        attention_chunk_size=128,
-        no_rope_layers=no_rope_layers,
-        rope_parameters={"rope_type": "default", "rope_theta": BASE},
-    )
-    torch.manual_seed(0)
-    model = Llama4ForCausalLM(config).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
-    return model
+    rope = {"rope_type": "default", "rope_theta": BASE}
+    llama4_only = {"intermediate_size_mlp": 96, "num_local_experts": 2, "attention_chunk_size": 128}
+    options = {"no_rope_layers": no_rope_layers, "rope_parameters": rope, **llama4_only}
+    return random_hf_model("llama4", scale=3.0, **options, **sizes(len(no_rope_layers))).eval()
 
 
 def llama4_oracle_logits(model, ids: torch.Tensor, name: str, oracle) -> torch.Tensor:

@@ -15,6 +15,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from helpers.hf_models import byte_llama, random_hf_folder
 from ropekit.cli.app import app
 
 transformers = pytest.importorskip("transformers")
@@ -45,15 +46,16 @@ def assert_clean_failure(result, *fragments: str) -> None:
         assert fragment in message, (fragment, message)
 
 
-#: the CLI tests' smaller Llama (1 layer, head_dim 16, trained at TRAIN_LENGTH): overrides of conftest's config
-SMALL_LLAMA = {
-    "vocab_size": 300,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "max_position_embeddings": TRAIN_LENGTH,
+#: the CLI tests' smaller models (1 layer, 2 heads and 1 KV head of 16, trained at TRAIN_LENGTH); for the Llama, these
+#: override the byte-level Llama of tests/conftest.py
+SMALL_MODEL = {
+    "vocab": 300,
+    "hidden": 32,
+    "intermediate": 64,
+    "layers": 1,
+    "heads": 2,
+    "kv_heads": 1,
+    "positions": TRAIN_LENGTH,
     "pad_token_id": 0,
     "bos_token_id": 1,
     "eos_token_id": 2,
@@ -61,38 +63,15 @@ SMALL_LLAMA = {
 
 
 @pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory: pytest.TempPathFactory, llama_config) -> Path:
-    from transformers import LlamaForCausalLM
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("hf") / "llama"
-    LlamaForCausalLM(llama_config(**SMALL_LLAMA)).save_pretrained(path)
-    return path
+def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return random_hf_folder(tmp_path_factory.mktemp("hf") / "llama", "llama", **byte_llama(**SMALL_MODEL))
 
 
 @pytest.fixture(scope="module")
 def phi3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import Phi3Config, Phi3ForCausalLM
-
     rope = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 8, "long_factor": [4.0] * 8}
-    config = Phi3Config(
-        vocab_size=300,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=4 * TRAIN_LENGTH,
-        original_max_position_embeddings=TRAIN_LENGTH,
-        rope_parameters=rope,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("hf") / "phi3"
-    Phi3ForCausalLM(config).save_pretrained(path)
-    return path
+    options = SMALL_MODEL | {"positions": 4 * TRAIN_LENGTH, "original_max_position_embeddings": TRAIN_LENGTH}
+    return random_hf_folder(tmp_path_factory.mktemp("hf") / "phi3", "phi3", rope_parameters=rope, **options)
 
 
 def test_eval_perplexity_end_to_end(llama_dir: Path, tmp_path: Path) -> None:
@@ -208,18 +187,14 @@ def test_directory_without_config(tmp_path: Path) -> None:
 
 
 def test_directory_without_weights(tmp_path: Path, llama_config) -> None:
-    llama_config(**SMALL_LLAMA).save_pretrained(tmp_path)
+    llama_config(**SMALL_MODEL).save_pretrained(tmp_path)
     result = run("report", "--model", str(tmp_path), "--out", str(tmp_path / "r"), *REPORT_SMALL)
     assert_clean_failure(result, str(tmp_path))
     assert not (tmp_path / "r").exists()
 
 
 def test_non_rope_model(tmp_path: Path) -> None:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2, n_positions=128)).save_pretrained(
-        tmp_path
-    )
+    random_hf_folder(tmp_path, "gpt2", vocab=300, hidden=32, layers=1, heads=2, positions=128)
     for command, small in ((["eval", "perplexity"], SMALL), (["report", "--out", str(tmp_path / "r")], REPORT_SMALL)):
         result = run(*command, "--model", str(tmp_path), *small)
         assert_clean_failure(result, "GPT2LMHeadModel is not a RoPE model", "Llama")

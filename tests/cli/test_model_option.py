@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers.hf_models import random_hf_config
 from ropekit.cli.app import app
 
 pytest.importorskip("transformers")
@@ -19,17 +20,13 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="module")
 def smollm3_dir(tmp_path_factory) -> Path:
-    from transformers import SmolLM3Config
-
     path = tmp_path_factory.mktemp("smollm3")
-    SmolLM3Config(
-        vocab_size=101,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=8,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
+    random_hf_config(
+        "smollm3",
+        vocab=101,
+        intermediate=96,
+        layers=8,
+        positions=4096,
         rope_parameters={"rope_type": "default", "rope_theta": 50000.0},
         pad_token_id=0,
         bos_token_id=1,

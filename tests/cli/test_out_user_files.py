@@ -16,7 +16,6 @@ colliding); the oracle is the sha256 of every user file before and after:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from helpers.gguf_files import write_source
 from ropekit.cli.app import app
 
 runner = CliRunner()
@@ -144,11 +144,7 @@ def _staging_left(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def gguf_source(tmp_path_factory) -> Path:
     pytest.importorskip("gguf")
-    path = Path(__file__).parents[1] / "integrations" / "test_gguf_write.py"  # tests are no package: load by path
-    spec = importlib.util.spec_from_file_location("_gguf_write_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.write_source(tmp_path_factory.mktemp("gguf") / "in.gguf")
+    return write_source(tmp_path_factory.mktemp("gguf") / "in.gguf")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers.hf_models import LOGIT_TRANSFORMS, random_hf_model
 from ropekit.eval.models import TinyEvalModel, load_eval_model
 from ropekit.eval.passkey import episode_batch_correct
 from ropekit.eval.perplexity import perplexity_at
@@ -62,39 +63,9 @@ transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.usefixtures("quiet_transformers")  # tests/conftest.py
 
 
-SIZES = {
-    "vocab_size": VOCAB,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 128,
-    "initializer_range": 0.05,
-}
-
-
 def build(name: str):
-    if name == "llama":
-        config = transformers.LlamaConfig(**SIZES)
-        model_class = transformers.LlamaForCausalLM
-    elif name == "gemma2":
-        config = transformers.Gemma2Config(**SIZES, final_logit_softcapping=0.5, sliding_window=16)
-        model_class = transformers.Gemma2ForCausalLM
-    elif name == "cohere":
-        config = transformers.CohereConfig(**SIZES, logit_scale=0.25)
-        model_class = transformers.CohereForCausalLM
-    elif name == "granite":
-        config = transformers.GraniteConfig(**SIZES, logits_scaling=4.0)
-        model_class = transformers.GraniteForCausalLM
-    else:
-        config = transformers.Gemma3TextConfig(
-            **SIZES, final_logit_softcapping=0.5, sliding_window=16, layer_types=["sliding_attention", "full_attention"]
-        )
-        model_class = transformers.Gemma3ForCausalLM
-    torch.manual_seed(0)
-    return model_class(config).eval()
+    """The small random model of ``name``'s final-logit transform: 4 heads of 16, initialised at 0.05."""
+    return random_hf_model(name, head_dim=16, initializer_range=0.05, **LOGIT_TRANSFORMS[name]).eval()
 
 
 @pytest.fixture(scope="module", params=["llama", "gemma2", "gemma3", "cohere", "granite"])

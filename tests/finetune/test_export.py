@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from helpers.hf_models import ORIGINAL, random_hf_folder  # ORIGINAL: the small models' length
 from ropekit.config import RopeConfig
 from ropekit.finetune.export import extend
 from ropekit.integrations.hf_config import extended_config
@@ -22,8 +23,6 @@ from ropekit.scaling import (
 )
 
 transformers = pytest.importorskip("transformers")
-
-ORIGINAL = 64  # the small models' max_position_embeddings (conftest.ORIGINAL)
 
 #: lengths below, at, just above the original length, and beyond the written max_position_embeddings
 LENGTHS = (40, ORIGINAL, ORIGINAL + 1, 300)
@@ -168,28 +167,14 @@ def test_source_native_scaling_is_replaced(tmp_path, make_llama):
 
 
 def _save_gemma3(path):
-    """A small random Gemma 3 (layers: sliding, full; bases 1e4 and 1e6) saved with the byte tokenizer."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    config = Gemma3TextConfig(
-        vocab_size=257,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=ORIGINAL,
-        sliding_window=32,
-        layer_types=["sliding_attention", "full_attention"],
-        rope_parameters={
-            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
-        },
-    )
-    torch.manual_seed(0)
-    Gemma3ForCausalLM(config).save_pretrained(path)
-    return path
+    """A small random Gemma 3 (layers: sliding, full; bases 1e4 and 1e6), saved without a tokenizer."""
+    rope = {
+        "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+    }
+    layer_types = ["sliding_attention", "full_attention"]
+    options = {"sliding_window": 32, "layer_types": layer_types, "rope_parameters": rope}
+    return random_hf_folder(path, "gemma3", vocab=257, head_dim=16, positions=ORIGINAL, **options)
 
 
 @pytest.mark.parametrize("name", ["yarn", "ntk", "linear"])

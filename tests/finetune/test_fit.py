@@ -7,6 +7,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from helpers.hf_models import random_hf_model
 from ropekit.cli.app import app
 from ropekit.finetune.fit import Shapes, calibrate, largest_window, plan_step
 from ropekit.finetune.loss import ChunkedCausalLM
@@ -16,19 +17,8 @@ runner = CliRunner()
 
 
 def _llama(checkpointing: bool) -> torch.nn.Module:
-    config = transformers.LlamaConfig(
-        vocab_size=2048,
-        hidden_size=128,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=False,
-        attn_implementation="sdpa",
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config)
+    sizes = {"vocab": 2048, "hidden": 128, "intermediate": 344, "positions": 1024}
+    model = random_hf_model("llama", tie_word_embeddings=False, attn_implementation="sdpa", **sizes)
     model.config.use_cache = False
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -16,12 +16,12 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from helpers.hf_models import ORIGINAL  # the byte-level Llama's length
 from ropekit.cli.app import app
 
 pytest.importorskip("transformers")
 runner = CliRunner()
 
-ORIGINAL = 64  # conftest.ORIGINAL
 LLAMA3 = {
     "rope_type": "llama3",
     "factor": 8.0,

@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from helpers.hf_models import ORIGINAL  # the byte-level Llama's length
 from ropekit.finetune.lora import lora_model
 from ropekit.finetune.request import FinetuneRequest
 from ropekit.finetune.run import finetune
@@ -19,7 +20,6 @@ from ropekit.scaling.dynamic import DynamicScaling
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-ORIGINAL = 64  # conftest.ORIGINAL
 YARN = YarnScaling(factor=2.0, original_max_position_embeddings=ORIGINAL)
 PAPER_YARN = YarnScaling(factor=2.0, original_max_position_embeddings=ORIGINAL, beta_fast=8.0, ramp="paper")
 

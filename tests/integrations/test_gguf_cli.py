@@ -7,7 +7,6 @@ about a minute).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,22 +14,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from helpers.gguf_files import fields, write_source
 from ropekit.cli.app import app
 from ropekit.cli.gguf_out import choose_format, extend_to_gguf
 from ropekit.scaling import Llama3Scaling, YarnScaling
 
 gguf = pytest.importorskip("gguf")
-
-
-def _helper():
-    path = Path(__file__).with_name("test_gguf_write.py")  # tests are no package: the file writer is loaded by path
-    spec = importlib.util.spec_from_file_location("_gguf_write_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-write_source, fields = _helper().write_source, _helper().fields
 
 
 def test_the_output_kind_follows_the_suffix_or_format(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """ropekit scalings as llama.cpp RoPE fields and flags.
 
-Oracle: ``_llamacpp_port.py``, a direct port of llama.cpp's own arithmetic (llama-cpp-python 0.3.36's vendored tree), written here from the
+Oracle: ``helpers/llamacpp_port.py``, a direct port of llama.cpp's own arithmetic (llama-cpp-python 0.3.36's vendored tree), written here from the
 C source independently of :mod:`ropekit.integrations.gguf_rope`: ``load_hparams`` (scale = 1/factor, ``none``
 forces 1), ``llama_context`` (ext_factor 1 for YaRN; ``yarn_attn_factor`` = g(s)/(1 + 0.1 ln s) · attn_factor),
 ``ggml_rope_yarn_corr_dims`` and ``rope_yarn`` (θ/ff, the ramp in i0/2, mscale · (1 + 0.1 ln(1/scale)) under YaRN).
@@ -8,13 +8,12 @@ forces 1), ``llama_context`` (ext_factor 1 for YaRN; ``yarn_attn_factor`` = g(s)
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers.llamacpp_port import llamacpp_reference
 from ropekit.config import RopeConfig
 from ropekit.integrations.gguf_rope import (
     LlamaCppRope,
@@ -35,18 +34,6 @@ from ropekit.scaling import (
 )
 
 D, BASE, L0 = 64, 100000.0, 8192  # SmolLM2-135M's RoPE
-
-
-def load_port():
-    """The port of llama.cpp's arithmetic (a helper module beside the tests, loaded by path: tests are no package)."""
-    path = Path(__file__).with_name("_llamacpp_port.py")
-    spec = importlib.util.spec_from_file_location("_llamacpp_port", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-llamacpp_reference = load_port().llamacpp_reference
 
 
 EXPRESSIBLE = {

@@ -1,12 +1,12 @@
 """GGUF out and GGUF in, on small synthetic files written here with the ``gguf`` package.
 
 Oracles: the source file's own bytes (tensors copied unchanged), the ``gguf`` package's reader (what the file says),
-and the port of llama.cpp's arithmetic in ``test_gguf_rope`` (what llama.cpp computes from what the file says).
+and the port of llama.cpp's arithmetic in ``helpers/llamacpp_port.py`` (what llama.cpp computes from what the file
+says).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.gguf_files import BASE, L0, D, fields, tensors, write_source
+from helpers.llamacpp_port import llamacpp_reference
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config
 from ropekit.integrations.gguf_read import apply_gguf_rope, gguf_rope_parameters, read_file_rope
@@ -21,57 +23,6 @@ from ropekit.integrations.gguf_write import extend_gguf, gguf_form, write_gguf
 from ropekit.scaling import LinearScaling, Llama3Scaling, YarnScaling, frequencies
 
 gguf = pytest.importorskip("gguf")
-
-D, BASE, L0 = 64, 100000.0, 512
-
-
-def _port():
-    path = Path(__file__).with_name("_llamacpp_port.py")  # tests are no package: the helper is loaded by path
-    spec = importlib.util.spec_from_file_location("_llamacpp_port", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-llamacpp_reference = _port().llamacpp_reference
-
-
-def write_source(path: Path, *, arch: str = "llama", metadata: dict | None = None, rope_freqs=None) -> Path:
-    """A GGUF file with a llama.cpp header, a Q8_0 and an F32 tensor (and ``rope_freqs`` if given)."""
-    rng = np.random.default_rng(0)
-    writer = gguf.GGUFWriter(str(path), arch)
-    writer.add_uint32(f"{arch}.context_length", L0)
-    writer.add_uint32(f"{arch}.embedding_length", 128)
-    writer.add_uint32(f"{arch}.attention.head_count", 2)
-    writer.add_uint32(f"{arch}.rope.dimension_count", D)
-    writer.add_float32(f"{arch}.rope.freq_base", BASE)
-    writer.add_string("general.name", "synthetic")
-    for key, value in (metadata or {}).items():
-        if isinstance(value, str):
-            writer.add_string(f"{arch}.{key}", value)
-        elif isinstance(value, int):
-            writer.add_uint32(f"{arch}.{key}", value)
-        else:
-            writer.add_float32(f"{arch}.{key}", value)
-    quantised = gguf.quants.quantize(rng.standard_normal((8, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
-    writer.add_tensor("blk.0.attn_q.weight", quantised, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    writer.add_tensor("output_norm.weight", rng.standard_normal(128).astype(np.float32))
-    if rope_freqs is not None:
-        writer.add_tensor("rope_freqs.weight", np.asarray(rope_freqs, dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
-def fields(path: Path) -> dict:
-    reader = gguf.GGUFReader(str(path))
-    return {name: field.contents() for name, field in reader.fields.items()}
-
-
-def tensors(path: Path) -> dict:
-    return {t.name: (t.tensor_type, bytes(np.asarray(t.data).tobytes())) for t in gguf.GGUFReader(str(path)).tensors}
 
 
 def test_tensors_are_copied_byte_for_byte_and_rope_keys_rewritten(tmp_path: Path) -> None:

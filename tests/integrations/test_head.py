@@ -14,32 +14,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers.hf_models import LOGIT_TRANSFORMS, random_hf_model
+
 transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
-VOCAB = 300  # conftest.SMALL
-#: the transform under test and its config values: big enough that leaving it out moves the loss by > 0.01
-ARCHITECTURES = {
-    "cohere": ("Cohere", {"logit_scale": 0.25}),
-    "granite": ("Granite", {"logits_scaling": 4.0}),
-    "gemma2": ("Gemma2", {"final_logit_softcapping": 0.5, "sliding_window": 16}),
-    "gemma3": (
-        "Gemma3Text",
-        {
-            "final_logit_softcapping": 0.5,
-            "sliding_window": 16,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
-    ),
-    "llama": ("Llama", {}),
-}
+VOCAB = 300  # the factory's default vocabulary
 
 
 @pytest.fixture
-def build(small_causal_lm):
-    """``build(name)``: the small random model of :data:`ARCHITECTURES` ``name`` (conftest ``small_causal_lm``)."""
-    return lambda name: small_causal_lm(ARCHITECTURES[name][0], **ARCHITECTURES[name][1])
+def build():
+    """``build(name)``: the small random model of ``name``'s final-logit transform, 4 heads of 16, initialised at 0.05
+    and its matrices scaled by 3 so that its logits are far from uniform and positions and logit transforms move them."""
+    return lambda name: random_hf_model(name, head_dim=16, initializer_range=0.05, scale=3.0, **LOGIT_TRANSFORMS[name])
 
 
 def ids_of(batch: int = 2, length: int = 50, seed: int = 0) -> torch.Tensor:
@@ -51,7 +39,7 @@ def grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("chunk_positions", [7, None], ids=["chunks-of-7", "one-chunk"])
-@pytest.mark.parametrize("name", list(ARCHITECTURES))
+@pytest.mark.parametrize("name", list(LOGIT_TRANSFORMS))
 def test_training_loss_and_gradients_equal_transformers(build, name: str, chunk_positions: int | None) -> None:
     """``ChunkedCausalLM`` (the fine-tuning loss) gives transformers' ``labels=`` loss and every parameter's
     gradient, with the head in chunks of 7 positions (checkpointed) and in one piece."""
@@ -91,7 +79,7 @@ def doubling(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-@pytest.mark.parametrize("name", list(ARCHITECTURES))
+@pytest.mark.parametrize("name", list(LOGIT_TRANSFORMS))
 def test_head_check_accepts_the_known_transforms(build, name: str) -> None:
     from ropekit.integrations.head import check_head
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.hf_models import random_hf_model
 from ropekit import from_hf_config
 from ropekit.config import RopeConfig
 from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling
@@ -41,35 +42,17 @@ HEAD_DIM = 16
 INIT = 0.05
 
 
-def sizes(**overrides) -> dict:
-    base = {
-        "vocab_size": VOCAB,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "initializer_range": INIT,
-        "pad_token_id": 0,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-    }
-    return base | overrides
+#: every model's config beyond the factory's sizes (2 layers, 4 heads and 2 KV heads of 16, vocabulary VOCAB)
+COMMON = {"initializer_range": INIT, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 
 
 def llama(rope_parameters: dict, max_position_embeddings: int = 64, **extra):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        **sizes(**extra), max_position_embeddings=max_position_embeddings, rope_parameters=rope_parameters
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return random_hf_model(
+        "llama", positions=max_position_embeddings, rope_parameters=rope_parameters, **COMMON, **extra
+    ).eval()
 
 
 def phi3(partial: float = 1.0):
-    from transformers import Phi3Config, Phi3ForCausalLM
-
     pairs = int(HEAD_DIM * partial) // 2
     rope = {
         "rope_type": "longrope",
@@ -78,33 +61,26 @@ def phi3(partial: float = 1.0):
         "short_factor": [1.0 + 0.25 * i for i in range(pairs)],
         "long_factor": [1.0 + 1.5 * i for i in range(pairs)],
     }
-    config = Phi3Config(
-        **sizes(), max_position_embeddings=256, original_max_position_embeddings=64, rope_parameters=rope
-    )
-    torch.manual_seed(0)
-    return Phi3ForCausalLM(config).eval()
+    return random_hf_model(
+        "phi3", positions=256, original_max_position_embeddings=64, rope_parameters=rope, **COMMON
+    ).eval()
 
 
 def gpt_neox(rope_parameters: dict | None = None, rotary_pct: float = 0.25):
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
-
-    options = sizes()
-    options.pop("num_key_value_heads")
-    options.pop("pad_token_id")
+    options = {key: value for key, value in COMMON.items() if key != "pad_token_id"}
     if rope_parameters is not None:
         options["rope_parameters"] = rope_parameters
-    config = GPTNeoXConfig(**options, max_position_embeddings=64, rotary_pct=rotary_pct)
-    torch.manual_seed(0)
-    return GPTNeoXForCausalLM(config).eval()
+    return random_hf_model("gpt_neox", positions=64, rotary_pct=rotary_pct, **options).eval()
 
 
-def other(name: str):
-    config_class = getattr(transformers, f"{name}Config")
-    model_class = getattr(transformers, f"{name}ForCausalLM")
-    extra = {"head_dim": HEAD_DIM, "num_key_value_heads": 1} if name == "Gemma" else {}
-    config = config_class(**sizes(**extra), max_position_embeddings=64)
-    torch.manual_seed(0)
-    return model_class(config).eval()
+def other(arch: str):
+    extra = {"head_dim": HEAD_DIM, "kv_heads": 1} if arch == "gemma" else {}
+    return random_hf_model(arch, positions=64, **COMMON, **extra).eval()
+
+
+def gpt2():
+    """A model without RoPE."""
+    return random_hf_model("gpt2", vocab=VOCAB, hidden=32, layers=1, heads=2, positions=64)
 
 
 def ids_of(length: int, batch: int = 2) -> torch.Tensor:
@@ -182,9 +158,9 @@ CASES: list = [
         True,
         id="gptneox-partial-linear",
     ),
-    pytest.param(lambda: other("Qwen2"), 80, False, id="qwen2-default"),
-    pytest.param(lambda: other("Mistral"), 80, False, id="mistral-default"),
-    pytest.param(lambda: other("Gemma"), 80, False, id="gemma-default"),
+    pytest.param(lambda: other("qwen2"), 80, False, id="qwen2-default"),
+    pytest.param(lambda: other("mistral"), 80, False, id="mistral-default"),
+    pytest.param(lambda: other("gemma"), 80, False, id="gemma-default"),
 ]
 
 
@@ -285,9 +261,7 @@ def test_reapplying_replaces_the_adapter_instead_of_nesting() -> None:
 
 
 def test_non_rope_models_are_refused_by_name() -> None:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=64))
+    model = gpt2()
     with pytest.raises(ValueError, match="not a RoPE model"):
         apply_scaling(model, None)
 
@@ -355,13 +329,9 @@ def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
 
 
 def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
     from ropekit.eval.models import HFEvalModel
 
-    GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(
-        tmp_path
-    )
+    gpt2().save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="GPT2LMHeadModel is not a RoPE model"):
         HFEvalModel(tmp_path)
 
@@ -425,22 +395,20 @@ GEMMA3_BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
 
 def gemma3(full: dict | None = None, sliding: dict | None = None):
     """A small random Gemma 3 (layers: sliding, full) whose rope_parameters are keyed by layer type."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
     rope = {
         "full_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["full_attention"]} | (full or {}),
         "sliding_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["sliding_attention"]}
         | (sliding or {}),
     }
-    config = Gemma3TextConfig(
-        **sizes(head_dim=HEAD_DIM),
-        max_position_embeddings=128,
+    return random_hf_model(
+        "gemma3",
+        head_dim=HEAD_DIM,
+        positions=128,
         sliding_window=32,
         layer_types=["sliding_attention", "full_attention"],
         rope_parameters=rope,
-    )
-    torch.manual_seed(0)
-    return Gemma3ForCausalLM(config).eval()
+        **COMMON,
+    ).eval()
 
 
 GEMMA3_CASES = [

@@ -13,6 +13,7 @@ import warnings
 import pytest
 import torch
 
+from helpers.hf_models import random_hf_config, random_hf_model
 from ropekit import frequencies, from_hf_config
 from ropekit.scaling import YarnScaling
 
@@ -24,28 +25,35 @@ DEEPSEEK = {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddin
             "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0, "rope_theta": 10000.0}  # fmt: skip
 
 
-def deepseek_config(params: dict):
-    from transformers import DeepseekV3Config
+#: a small DeepSeek-V3 beyond the factory's sizes: 2 heads of multi-head latent attention (RoPE part 8, the rest 16),
+#: four routed experts after one dense layer
+DEEPSEEK_SIZES = {"vocab": 64, "intermediate": 64, "heads": 2, "positions": 163840, "moe_intermediate_size": 32,
+                  "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "q_lora_rank": None,
+                  "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
+                  "first_k_dense_replace": 1}  # fmt: skip
 
-    small = {"vocab_size": 64, "hidden_size": 64, "intermediate_size": 64, "moe_intermediate_size": 32,
-             "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "n_routed_experts": 4,
-             "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "q_lora_rank": None, "kv_lora_rank": 16,
-             "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, "first_k_dense_replace": 1,
-             "max_position_embeddings": 163840}  # fmt: skip
+
+def quietly(build, *args, **kwargs):
+    """``build(*args, **kwargs)`` without the warnings transformers gives about these small configs."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DeepseekV3Config(**small, rope_parameters=dict(params))
+        return build(*args, **kwargs)
+
+
+def deepseek_config(params: dict):
+    return quietly(random_hf_config, "deepseek_v3", rope_parameters=dict(params), **DEEPSEEK_SIZES)
+
+
+def deepseek(params: dict):
+    return quietly(random_hf_model, "deepseek_v3", rope_parameters=dict(params), **DEEPSEEK_SIZES).eval()
 
 
 def test_gpt_oss_truncate_false_equals_transformers():
     pytest.importorskip("transformers")
-    from transformers import GptOssConfig
     from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRotaryEmbedding
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = GptOssConfig(hidden_size=64, head_dim=64, num_attention_heads=2, num_key_value_heads=1,
-                              num_hidden_layers=1, max_position_embeddings=131072, rope_parameters=dict(GPT_OSS))  # fmt: skip
+    sizes = {"vocab": None, "intermediate": None, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 64}
+    config = quietly(random_hf_config, "gpt_oss", positions=131072, rope_parameters=dict(GPT_OSS), **sizes)
     rotary = GptOssRotaryEmbedding(config)
     rope = from_hf_config(config.to_dict())
     assert rope.scaling.truncate is False
@@ -86,14 +94,11 @@ def test_softmax_term_equals_yarn_apply_mscale(extra):
 def test_apply_scaling_resets_deepseek_softmax_scale_as_transformers_builds_it():
     """A DeepSeek-V3 model patched to another YaRN factor equals the model transformers builds with that factor."""
     pytest.importorskip("transformers")
-    from transformers import DeepseekV3ForCausalLM
-
     from ropekit.integrations.hf import apply_scaling
 
-    torch.manual_seed(0)
-    model = DeepseekV3ForCausalLM(deepseek_config(DEEPSEEK)).eval()
+    model = deepseek(DEEPSEEK)
     new = {**DEEPSEEK, "factor": 8.0}
-    rebuilt = DeepseekV3ForCausalLM(deepseek_config(new)).eval()
+    rebuilt = deepseek(new)
     rebuilt.load_state_dict(model.state_dict())
     before = model.model.layers[0].self_attn.scaling
     apply_scaling(model, YarnScaling(factor=8.0, original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=1.0))
@@ -110,13 +115,11 @@ def test_apply_scaling_resets_deepseek_softmax_scale_as_transformers_builds_it()
 
 def test_attention_methods_refuse_mla_and_sinks_by_name():
     pytest.importorskip("transformers")
-    from transformers import DeepseekV3ForCausalLM
-
     from ropekit.attention import SelfExtend
     from ropekit.integrations.hf_attention import apply_attention
     from ropekit.integrations.hf_mscale import refuse_sinks
 
-    model = DeepseekV3ForCausalLM(deepseek_config(DEEPSEEK)).eval()
+    model = deepseek(DEEPSEEK)
     with pytest.raises(ValueError, match=r"multi-head latent attention \(qk_rope_head_dim=8\)"):
         apply_attention(model, SelfExtend(group=2, window=16))
     with pytest.raises(ValueError, match="learned attention sinks"):
@@ -126,18 +129,12 @@ def test_attention_methods_refuse_mla_and_sinks_by_name():
 def test_gpt_oss_model_is_refused_by_name():
     """gpt-oss's rotary tables are half-width and its attention has learned sinks: both refused before any work."""
     pytest.importorskip("transformers")
-    from transformers import GptOssConfig, GptOssForCausalLM
-
     from ropekit.attention import SelfExtend
     from ropekit.integrations.hf import apply_scaling
     from ropekit.integrations.hf_attention import apply_attention
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = GptOssConfig(vocab_size=64, hidden_size=64, head_dim=16, num_attention_heads=4, num_key_value_heads=2,
-                              num_hidden_layers=2, intermediate_size=32, num_local_experts=2, num_experts_per_tok=1,
-                              max_position_embeddings=512, sliding_window=16, rope_parameters=dict(GPT_OSS))  # fmt: skip
-    model = GptOssForCausalLM(config).eval()
+    options = {"num_local_experts": 2, "num_experts_per_tok": 1, "sliding_window": 16, "rope_parameters": dict(GPT_OSS)}
+    model = quietly(random_hf_model, "gpt_oss", vocab=64, intermediate=32, head_dim=16, positions=512, **options).eval()
     with pytest.raises(ValueError, match="learned attention sinks"):
         apply_attention(model, SelfExtend(group=2, window=8))
     with pytest.raises(ValueError, match="half-width cos/sin tables"):

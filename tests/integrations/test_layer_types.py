@@ -14,22 +14,24 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.hf_models import random_hf_folder
 from ropekit.scaling import LinearScaling
 
 transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
-VOCAB = 300  # conftest.SMALL
+VOCAB = 300  # the factory's default vocabulary
 BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
 
 
-def save_gemma3(build, path: Path, layer_types: list[str]) -> Path:
-    """A random 2-layer Gemma 3 whose ``config.json`` has a RoPE for exactly the layer types its layers run."""
+def save_gemma3(path: Path, layer_types: list[str]) -> Path:
+    """A random 2-layer Gemma 3 (4 heads of 16, initialised at 0.05, matrices scaled by 3) whose ``config.json`` has
+    a RoPE for exactly the layer types its layers run."""
     used = sorted(set(layer_types))
     rope = {t: {"rope_type": "default", "rope_theta": BASES[t]} for t in used}
-    model = build("Gemma3Text", sliding_window=512, layer_types=layer_types, rope_parameters=rope)
-    model.save_pretrained(path)
+    options = {"head_dim": 16, "initializer_range": 0.05, "scale": 3.0, "sliding_window": 512}
+    random_hf_folder(path, "gemma3", layer_types=layer_types, rope_parameters=rope, **options)
     written = json.loads((path / "config.json").read_text())
     written["rope_parameters"] = {t: written["rope_parameters"][t] for t in used}  # as the checkpoint ships it
     (path / "config.json").write_text(json.dumps(written))
@@ -37,16 +39,14 @@ def save_gemma3(build, path: Path, layer_types: list[str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def all_sliding(small_causal_lm, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def all_sliding(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sliding") / "model"
-    return save_gemma3(small_causal_lm, path, ["sliding_attention", "sliding_attention"])
+    return save_gemma3(path, ["sliding_attention", "sliding_attention"])
 
 
 @pytest.fixture(scope="module")
-def mixed(small_causal_lm, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_gemma3(
-        small_causal_lm, tmp_path_factory.mktemp("mixed") / "model", ["sliding_attention", "full_attention"]
-    )
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_gemma3(tmp_path_factory.mktemp("mixed") / "model", ["sliding_attention", "full_attention"])
 
 
 def test_the_rule_agrees_on_the_raw_and_the_loaded_config(all_sliding: Path, mixed: Path) -> None:

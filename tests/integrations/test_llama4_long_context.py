@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers.hf_models import random_hf_config, random_hf_model
 from ropekit.scaling import YarnScaling
 
 pytest.importorskip("transformers")
@@ -32,46 +33,38 @@ IDS = torch.randint(0, 257, (1, 40), generator=torch.Generator().manual_seed(5))
 YARN = YarnScaling(factor=2.0, original_max_position_embeddings=ORIGINAL)
 
 
-def config(**changes):
-    from transformers import Llama4TextConfig
+#: the random Llama 4 text model: 4 heads and 2 KV heads of 8, two experts on every second layer, temperature and
+#: chunks that act within 40 tokens
+LLAMA4 = {
+    "vocab": 257,  # byte ids, so the evaluation model needs no tokenizer
+    "hidden": 32,
+    "intermediate": 48,
+    "layers": len(LAYERS),
+    "head_dim": 8,
+    "positions": ORIGINAL,
+    "intermediate_size_mlp": 48,
+    "num_local_experts": 2,
+    "interleave_moe_layer_step": 2,
+    "no_rope_layers": LAYERS,
+    "attention_chunk_size": CHUNK,
+    "attn_temperature_tuning": True,
+    "floor_scale": FLOOR_SCALE,
+    "attn_scale": ATTN_SCALE,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    "tie_word_embeddings": False,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 
-    settings = dict(
-        vocab_size=257,  # byte ids, so the evaluation model needs no tokenizer
-        hidden_size=32,
-        intermediate_size=48,
-        intermediate_size_mlp=48,
-        num_local_experts=2,
-        interleave_moe_layer_step=2,
-        num_hidden_layers=len(LAYERS),
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=ORIGINAL,
-        no_rope_layers=LAYERS,
-        attention_chunk_size=CHUNK,
-        attn_temperature_tuning=True,
-        floor_scale=FLOOR_SCALE,
-        attn_scale=ATTN_SCALE,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=False,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    return Llama4TextConfig(**{**settings, **changes})
+
+def config(**changes):
+    return random_hf_config("llama4", **(LLAMA4 | changes))
 
 
 def llama4(**changes):
-    """The same random weights under ``config(**changes)``."""
-    from transformers import Llama4ForCausalLM
-
-    torch.manual_seed(0)
-    model = Llama4ForCausalLM(config(**changes)).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() >= 2:
-                parameter.mul_(3.0)
-    return model
+    """The same random weights (every matrix, expert stacks too, scaled by 3) under ``config(**changes)``."""
+    return random_hf_model("llama4", scale=3.0, scale_stacked=True, **(LLAMA4 | changes)).eval()
 
 
 def logits(model, ids: torch.Tensor = IDS) -> torch.Tensor:

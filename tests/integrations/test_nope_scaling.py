@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.hf_models import random_hf_model
 from ropekit.scaling import LinearScaling, NTKScaling, YarnScaling
 
 pytest.importorskip("transformers")
@@ -22,61 +23,30 @@ ORIGINAL = 32
 ATOL = 1e-5
 
 
-def smollm3(no_rope_layers: list[int], vocab_size: int = 101):
-    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+#: both models' config beyond the factory's sizes: 4 heads and 2 KV heads of 16, the default RoPE at 10,000
+COMMON = {
+    "vocab": 101,
+    "intermediate": 96,
+    "head_dim": 16,
+    "positions": ORIGINAL,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
 
-    config = SmolLM3Config(
-        vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=len(no_rope_layers),
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=ORIGINAL,
-        no_rope_layers=no_rope_layers,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    torch.manual_seed(0)
-    model = SmolLM3ForCausalLM(config).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
-    return model
+
+def smollm3(no_rope_layers: list[int], vocab_size: int = 101):
+    """A random SmolLM3, its matrices scaled by 3 (``no_rope_layers``: 1 = RoPE, 0 = NoPE)."""
+    options = COMMON | {"vocab": vocab_size, "layers": len(no_rope_layers), "no_rope_layers": no_rope_layers}
+    return random_hf_model("smollm3", scale=3.0, **options).eval()
 
 
 def llama4(no_rope_layers: list[int]):
-    from transformers import Llama4ForCausalLM, Llama4TextConfig
-
-    config = Llama4TextConfig(
-        vocab_size=101,
-        hidden_size=64,
-        intermediate_size=96,
-        intermediate_size_mlp=96,
-        num_local_experts=2,
-        num_hidden_layers=len(no_rope_layers),
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=ORIGINAL,
-        attention_chunk_size=256,
-        no_rope_layers=no_rope_layers,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    torch.manual_seed(0)
-    model = Llama4ForCausalLM(config).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.dim() == 2:
-                parameter.mul_(3.0)
-    return model
+    """A random Llama 4 text model, its matrices scaled by 3 (two experts; chunks longer than the inputs)."""
+    options = COMMON | {"layers": len(no_rope_layers), "no_rope_layers": no_rope_layers}
+    llama4_only = {"intermediate_size_mlp": 96, "num_local_experts": 2, "attention_chunk_size": 256}
+    return random_hf_model("llama4", scale=3.0, **options, **llama4_only).eval()
 
 
 def logits(model, ids: torch.Tensor) -> torch.Tensor:

@@ -5,8 +5,8 @@ config object, its ``to_dict()`` and a hand-written ``config.json`` that leaves 
 from __future__ import annotations
 
 import pytest
-import torch
 
+from helpers.hf_models import random_hf_model
 from ropekit.integrations.rope_layers import RopeLayout, layer_uses_rope, rope_layout
 
 pytest.importorskip("transformers")
@@ -31,16 +31,10 @@ def transformers_flags(model) -> list[bool]:
 
 
 def build(kind: str, **config):
-    import transformers
-
-    if kind == "smollm3":
-        settings = transformers.SmolLM3Config(**SMALL, **config)
-        model_class = transformers.SmolLM3ForCausalLM
-    else:
-        settings = transformers.Llama4TextConfig(**SMALL, **LLAMA4, **config)
-        model_class = transformers.Llama4ForCausalLM
-    torch.manual_seed(0)
-    return settings, model_class(settings)
+    """A random ``kind`` model of :data:`SMALL` sizes and ``config`` (no length: transformers' default), and its
+    config."""
+    model = random_hf_model(kind, positions=None, **SMALL, **(LLAMA4 if kind == "llama4" else {}), **config)
+    return model.config, model
 
 
 CASES = [

@@ -300,3 +300,26 @@ def test_adding_a_method_is_one_dataclass_and_one_decorator(toy_method: None) ->
     cos, _ = module.cos_sin(torch.arange(3))
     torch.testing.assert_close(cos[2, 1].double(), torch.cos(torch.tensor(2 * 100.0 ** (-2 / 64), dtype=torch.float64)))
     assert to_hf_dict(ropekit.RopeConfig(64, scaling=PowerBase()))["rope_type"] == "toy-power"
+
+
+# ---------------------------------------------------------------- wrong types and huge factors
+
+
+def test_frequencies_and_get_scaling_refuse_wrong_types():
+    import ropekit
+
+    with pytest.raises(TypeError, match="rope must be a RopeConfig, got NoneType"):
+        ropekit.frequencies(None)
+    with pytest.raises(TypeError, match=r"name must be a rope_type string such as 'yarn', got \['yarn'\] \(list\)"):
+        ropekit.get_scaling(["yarn"])
+
+
+@pytest.mark.parametrize("name", ["linear", "ntk", "yarn", "dynamic"])
+def test_huge_factors_are_refused_in_the_library(name):
+    from ropekit.scaling import make_scaling
+
+    params = {"factor": 1e308}
+    if name in ("yarn", "dynamic"):
+        params["original_max_position_embeddings"] = 4096
+    with pytest.raises(ValueError, match=r"factor must be <= 1e\+06"):
+        make_scaling(name, **params)

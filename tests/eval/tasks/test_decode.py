@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.hf_models import byte_llama, random_hf_model
 from ropekit.eval.tasks.decode import FullDecoder, HFDecoder, TinyDecoder, greedy_answer
 from ropekit.model import TinyConfig, TinyLM
 
@@ -99,8 +100,8 @@ def test_tiny_cached_decoding_matches_recomputation(tiny_lm, scaling):
 
 
 @pytest.mark.hf
-def test_matches_transformers_generate(llama_config):
-    model = _random_model("llama", llama_config)
+def test_matches_transformers_generate():
+    model = _random_model("llama")
 
     def generated(context, question):
         prompt = torch.from_numpy(np.concatenate([context, question]))[None]
@@ -154,31 +155,21 @@ class _Wrapped:
         return self.model.get_output_embeddings()(hidden)
 
 
-def _random_model(architecture: str, llama_config):
-    """A random 2-layer model in float64 (conftest's Llama sizes, vocabulary 300), weights scaled up so that greedy
-    paths differ; Gemma 3: a sliding-window layer (window 16) and a global one."""
-    transformers = pytest.importorskip("transformers")
-    config = llama_config(vocab_size=300, max_position_embeddings=512, eos_token_id=299, bos_token_id=298)
-    torch.manual_seed(0)
+def _random_model(architecture: str):
+    """A random 2-layer model in float64 (the byte-level Llama's sizes, vocabulary 300), weights scaled up so that
+    greedy paths differ; Gemma 3: a sliding-window layer (window 16) and a global one, transformers' defaults beyond
+    the sizes."""
+    pytest.importorskip("transformers")
     if architecture == "gemma3":
         rope = {
             "full_attention": {"rope_type": "default", "rope_theta": 1e6},
             "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
         }
-        sizes = {k: getattr(config, k) for k in ("vocab_size", "hidden_size", "intermediate_size")}
-        sizes |= {k: getattr(config, k) for k in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads")}
-        config = transformers.Gemma3TextConfig(
-            **sizes, sliding_window=16, layer_types=["sliding_attention", "full_attention"], rope_parameters=rope
-        )
-        model = transformers.Gemma3ForCausalLM(config)
+        layer_types = ["sliding_attention", "full_attention"]
+        options = {"positions": None, "sliding_window": 16, "layer_types": layer_types, "rope_parameters": rope}
     else:
-        model = transformers.LlamaForCausalLM(config)
-    model = model.double().eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.mul_(4.0)
-    return model
+        options = byte_llama(vocab=300, positions=512, eos_token_id=299, bos_token_id=298)
+    return random_hf_model(architecture, dtype=torch.float64, scale=4.0, **options).eval()
 
 
 @pytest.mark.hf
@@ -186,14 +177,14 @@ def _random_model(architecture: str, llama_config):
     ("architecture", "method"),
     [("llama", "self_extend"), ("llama", "rerope"), ("llama", "sinks"), ("gemma3", None), ("gemma3", "self_extend")],
 )
-def test_transformers_cached_decoding_matches_recomputation(architecture, method, llama_config):
+def test_transformers_cached_decoding_matches_recomputation(architecture, method):
     """The shared prefill and the cached greedy decoding give the tokens of a full forward of the whole sequence at
     every step: under ropekit's attention function (a method), and on Gemma 3 beyond its sliding window, whose
     layers can only be cut back after a question because the cache records what they drop."""
     from ropekit.attention import get_attention
     from ropekit.integrations.hf_attention import apply_attention
 
-    model = _random_model(architecture, llama_config)
+    model = _random_model(architecture)
     if method is not None:
         apply_attention(model, get_attention(method).from_options(train_length=32, length=160))
 

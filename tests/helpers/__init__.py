@@ -1,0 +1,3 @@
+"""Helpers shared by test files, imported as ``helpers.<module>`` (``tests/`` is on pytest's ``pythonpath``):
+small random transformers models (:mod:`helpers.hf_models`), synthetic GGUF files (:mod:`helpers.gguf_files`) and
+the port of llama.cpp's RoPE arithmetic (:mod:`helpers.llamacpp_port`)."""
