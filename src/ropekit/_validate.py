@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from numbers import Integral, Real
 
 from ropekit.errors import ArgumentType, InvalidArgument
@@ -128,3 +129,21 @@ def parse_value(name: str, text: str) -> int | float | bool | str | tuple[float,
         return float(text)
     except ValueError:
         return text
+
+
+def parse_tokens(name: str, text: str) -> int:
+    """A length in tokens from its text on a command line: ``4096``, ``32k`` or ``1M`` (k = 1024, as context sizes
+    are), exact: a length that is not a whole number of tokens is refused.
+
+    Example:
+        >>> parse_tokens("fixed_seq_len", "32k"), parse_tokens("fixed_seq_len", "1.5k")
+        (32768, 1536)
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*", text)
+    if match is None:
+        message = f"{name} must be a length such as 4096, 32k or 1M (k = 1024), got {text!r}"
+        raise InvalidArgument(name, text, allowed="a length in tokens", message=message)
+    exact = Fraction(match.group(1)) * {"": 1, "k": 1024, "m": 1024**2}[match.group(2).lower()]
+    if exact.denominator != 1:
+        raise InvalidArgument(name, text, "must be a whole number of tokens", allowed="a whole number of tokens")
+    return int(exact)

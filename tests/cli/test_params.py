@@ -112,3 +112,16 @@ def test_existing_output_is_described_with_the_options_not_rewritten():
     assert error_message(error, {"out": "--out", "force": "--force"}) == (
         "--out '/x' already holds a.json, b.csv; pass --force to replace them (the other files there are left alone)"
     )
+
+
+def test_a_method_reads_its_own_fields_its_own_way():
+    """Dynamic NTK and LongRoPE read fixed_seq_len as a length (k = 1024); YaRN has no such field to read."""
+    for name in ("dynamic", "longrope"):
+        method = get_scaling(name).config_class
+        assert parse_params(["fixed_seq_len=32k", "factor=2"], method.parse_param) == {
+            "fixed_seq_len": 32768,
+            "factor": 2,
+        }
+    assert parse_params(["fixed_seq_len=1M"], get_scaling("dynamic").config_class.parse_param) == {
+        "fixed_seq_len": 1 << 20
+    }
