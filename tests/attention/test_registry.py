@@ -33,7 +33,7 @@ def test_bad_parameters_name_the_field(name, params, message):
 
 
 def test_unknown_names_and_parameters():
-    with pytest.raises(ValueError, match="unknown attention method 'chunky'; valid: dual_chunk"):
+    with pytest.raises(ValueError, match="unknown attention method 'chunky'; available: dual_chunk"):
         get_attention("chunky")
     with pytest.raises(ValueError, match=r"self_extend has no parameter\(s\) \['k'\]"):
         SelfExtend.from_options(train_length=64, length=256, k=2)

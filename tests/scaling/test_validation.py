@@ -179,7 +179,7 @@ def test_unknown_rope_type_lists_the_known_ones() -> None:
     for alias in ("pi", "su", "abf"):
         assert alias in message
     raises_value_error(lambda: from_hf_config(model({"rope_type": "xpos"})), "unknown rope_type 'xpos'", "yarn")
-    raises_value_error(lambda: make_scaling("xpos", factor=2.0), "known:")
+    raises_value_error(lambda: make_scaling("xpos", factor=2.0), "available:")
 
 
 def test_unknown_parameter_lists_the_allowed_ones() -> None:

@@ -8,7 +8,6 @@ StreamingLLM attention sinks (:mod:`~ropekit.attention.sinks`): each a frozen co
 :meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 
-from ropekit.attention import dual_chunk, rerope, self_extend, sinks, string_rope  # noqa: F401  (registers the methods)
 from ropekit.attention.core import attend, shift
 from ropekit.attention.dual_chunk import DualChunk
 from ropekit.attention.registry import ATTENTIONS, AttentionConfig, Region, get_attention, list_attentions
@@ -16,6 +15,8 @@ from ropekit.attention.rerope import LeakyReRoPE, ReRoPE
 from ropekit.attention.self_extend import SelfExtend
 from ropekit.attention.sinks import Sinks
 from ropekit.attention.string_rope import String
+
+ATTENTIONS.load()  # imports every method file, each registering itself
 
 __all__ = [
     "ATTENTIONS",

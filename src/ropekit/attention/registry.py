@@ -8,7 +8,30 @@ one region, every pair, ``q_position(i) = i`` and ``k_position(j) = j``.
 
 This module does not import torch: positions are computed with ``//``, ``%``, ``+`` and ``.clamp`` on whatever
 integer tensors the attention core passes (see :mod:`ropekit.attention.core`). Dispatch is only ever
-``ATTENTIONS[name]``.
+``ATTENTIONS[name]`` (a :class:`~ropekit._registry.Registry`).
+
+How to add a method: one new file in this package (``src/ropekit/attention/near_only.py``), nothing else. Importing
+the package imports every module that uses ``@register``, so the method is at once in :func:`get_attention`,
+``--methods`` (alone or as ``yarn+near_only``), ``--param`` and their ``--help`` (read from the ``name`` line)::
+
+    @register
+    @dataclass(frozen=True, kw_only=True)
+    class NearOnly(AttentionConfig):
+        name = "near_only"  # attend only to the ``window`` nearest keys, at their true positions
+        window: int
+
+        def __post_init__(self) -> None:
+            positive_int("window", self.window)
+
+        @classmethod
+        def defaults(cls, train_length: int, length: int) -> dict[str, Any]:
+            return {"window": train_length}
+
+        def regions(self) -> tuple[Region, ...]:
+            return (band(self.window),)
+
+        def max_relative(self, length: int) -> float:
+            return float(min(length, self.window) - 1)
 """
 
 from __future__ import annotations
@@ -18,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from ropekit._registry import Registry
 from ropekit._validate import parse_number, require_float, require_int
 from ropekit.errors import UnknownParameters
 
@@ -142,29 +166,24 @@ def positive_float(name: str, value: object, *, at_least: float = 1.0) -> float:
     return require_float(name, value, at_least=at_least)
 
 
-#: name → config class; filled by :func:`register` as each method's module is imported
-ATTENTIONS: dict[str, type[AttentionConfig]] = {}
+#: name → config class, in registration order; filled by :func:`register` as each method's module is imported
+ATTENTIONS: Registry[type[AttentionConfig]] = Registry("attention method", home="ropekit.attention", marker="@register")
 
 
 def register(cls: type[AttentionConfig]) -> type[AttentionConfig]:
     """Class decorator: add a method to :data:`ATTENTIONS` under ``cls.name``."""
-    if not cls.name or cls.name in ATTENTIONS:
-        raise ValueError(f"attention method name must be new and non-empty, got {cls.name!r}")
-    ATTENTIONS[cls.name] = cls
-    return cls
+    return ATTENTIONS.register(cls.name, cls)
 
 
 def list_attentions() -> tuple[str, ...]:
     """The registered method names, sorted."""
-    return tuple(sorted(ATTENTIONS))
+    return tuple(sorted(ATTENTIONS.names()))
 
 
 def get_attention(name: str) -> type[AttentionConfig]:
     """The config class of ``name``.
 
     Raises:
-        ValueError: unknown name (the message lists the valid ones).
+        UnknownName: unknown name (a ``ValueError``; the message lists the valid ones).
     """
-    if name not in ATTENTIONS:
-        raise ValueError(f"unknown attention method {name!r}; valid: {', '.join(list_attentions())}")
-    return ATTENTIONS[name]
+    return ATTENTIONS.get(name)

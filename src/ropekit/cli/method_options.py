@@ -1,7 +1,8 @@
 """``--methods`` and ``--param``: which methods an evaluation runs (RoPE scalings, training-free attention methods,
 or a scaling+attention pair) and the attention methods' parameters.
 
-The names are listed here (kept equal to the registries by tests) so the help text needs no import of them.
+The help lists the names the method files declare (:func:`ropekit._registry.declared_names` reads them from the
+source), so ``--help`` imports neither numpy nor torch; the names are checked against the registries themselves.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from typing import Any
 
 import typer
 
+from ropekit._registry import declared_names
 from ropekit.cli.common import fail
 
 #: attention methods ``--methods`` accepts, alone (plain RoPE) or after a scaling and a ``+`` (``yarn+self_extend``)
-ATTENTION_NAMES = ("self_extend", "rerope", "leaky_rerope", "dual_chunk", "sinks", "string")
+ATTENTION_NAMES = declared_names("ropekit.attention", "name")
 
 METHODS_HELP = (
     " Attention methods (training-free, they change which relative positions attention sees): "
@@ -23,22 +25,8 @@ METHODS_HELP = (
 
 #: what ``--methods`` accepts besides the registry's rope_type names
 SPECIAL_METHODS = ("none", "native")
-#: the built-in rope_type names the help lists, written out so that ``ropekit --help`` stays free of numpy (a test
-#: keeps them registered); a method registered in its own file is accepted too, as :func:`parse_methods` asks the
-#: registry, and an unknown name's error lists every registered one
-METHOD_NAMES = (
-    "none",
-    "native",
-    "base",
-    "default",
-    "ntk",
-    "dynamic",
-    "linear",
-    "llama3",
-    "longrope",
-    "proportional",
-    "yarn",
-)
+#: what the help lists: the special names, then the rope_type of every scaling method file
+METHOD_NAMES = (*SPECIAL_METHODS, *declared_names("ropekit.scaling", "rope_type"))
 #: the default of ``--methods`` written out for the help: :func:`ropekit.eval.methods.default_methods` (a test keeps
 #: them equal)
 DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope,self_extend"
@@ -73,10 +61,11 @@ def attention_params(text: str | None, option: str = "--param") -> dict[str, Any
 
 def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:
     """Method names from ``--methods``, each checked against the registry (the error lists every valid name)."""
+    from ropekit.attention import list_attentions
     from ropekit.eval.methods import split_method
     from ropekit.scaling import list_scalings
 
-    valid = ", ".join((*SPECIAL_METHODS, *list_scalings(), *ATTENTION_NAMES))
+    valid = ", ".join((*SPECIAL_METHODS, *list_scalings(), *list_attentions()))
     items = [m.strip() for m in str(text).split(",")]
     if not any(items):
         raise fail(f"{option} must name at least one method, got {text!r}; valid: {valid}")

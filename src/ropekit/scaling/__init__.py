@@ -1,8 +1,9 @@
 """Context-extension methods, one file each, registered by their Hugging Face ``rope_type`` name.
 
-Importing this package imports every module in it, which registers every built-in method. Adding a method is one
-new file here and nothing else: a frozen :class:`~ropekit.scaling.registry.ScalingConfig` subclass and its
-frequency function decorated with :func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
+Importing this package imports every module in it that registers a method (``SCALINGS.load()``). Adding a method is
+one new file here and nothing else (the minimal one is in :mod:`ropekit.scaling.registry`'s docstring): a frozen
+:class:`~ropekit.scaling.registry.ScalingConfig` subclass and its frequency function decorated with
+:func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
 package reaches a method only through the registry and its config class's hooks, so the new method is at once in
 the CLI (``--scaling NAME``, with ``--factor``, ``--original-length``, ``--base`` and ``--param``), in
 transformers dicts (:mod:`ropekit.hf_format`), in evaluation sweeps and in plans:
@@ -44,18 +45,7 @@ from ropekit.scaling.registry import (
 )
 from ropekit.scaling.yarn import YarnScaling
 
-
-def _import_every_method() -> None:
-    """Import the modules not imported above, so that a new method file registers itself."""
-    import importlib
-    import pkgutil
-
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
-
-
-_import_every_method()
+SCALINGS.load()  # a method file that no line above imports registers itself now
 
 __all__ = [
     "SCALINGS",

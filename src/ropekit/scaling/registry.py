@@ -1,8 +1,20 @@
 """The registry of context-extension methods, keyed by the Hugging Face ``rope_type`` name.
 
 A method is one frozen config dataclass (a :class:`ScalingConfig`) and one pure function
-``(spec, rope, *, seq_len=None) -> Frequencies``. Dispatch is only ever ``SCALINGS[name]``.
-This module is numpy-only: the theory tools and the torch module share it.
+``(spec, rope, *, seq_len=None) -> Frequencies``. Dispatch is only ever ``SCALINGS[name]`` (a
+:class:`~ropekit._registry.Registry`). This module is numpy-only: the theory tools and the torch module share it.
+
+How to add a method: one new file in this package, nothing else (the package imports every module that uses the
+decorator; ``--help`` reads the ``rope_type`` line); the hooks of :class:`ScalingConfig` say what else it declares::
+
+    @dataclass(frozen=True, kw_only=True)
+    class PowerBase(ScalingConfig):
+        rope_type = "power"  # the base raised to the power ``exponent``
+        exponent: float = 0.5
+
+    @register_scaling(PowerBase)
+    def power_frequencies(spec: PowerBase, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
+        return Frequencies(inv_freq(rope.dim, rope.base**spec.exponent), 1.0)
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ropekit._costs import MAX_FACTOR
+from ropekit._registry import Registry
 from ropekit._validate import parse_value, require_float, require_int, require_rotary_dim
 from ropekit.errors import UnknownParameters
 
@@ -302,8 +315,10 @@ class ScalingMethod:
         return self.config_class.from_params(params)
 
 
-SCALINGS: dict[str, ScalingMethod] = {}
-ALIASES: dict[str, str] = {}
+#: rope_type → :class:`ScalingMethod`, in registration order (the order the modules of this package are imported)
+SCALINGS: Registry[ScalingMethod] = Registry("rope_type", home="ropekit.scaling", marker="@register_scaling")
+#: alias → rope_type (``pi`` → ``linear``); :func:`get_scaling` accepts either
+ALIASES: dict[str, str] = SCALINGS.aliases
 
 
 def register_scaling(
@@ -313,11 +328,7 @@ def register_scaling(
 
     def decorate(function: MethodFunction) -> MethodFunction:
         name = config_class.rope_type
-        if not name or name in SCALINGS:
-            raise ValueError(f"rope_type {name!r} is empty or already registered")
-        SCALINGS[name] = ScalingMethod(name, config_class, function)
-        for alias in aliases:
-            ALIASES[alias] = name
+        SCALINGS.register(name, ScalingMethod(name, config_class, function), aliases=aliases)
         return function
 
     return decorate
@@ -325,18 +336,15 @@ def register_scaling(
 
 def list_scalings() -> list[str]:
     """The registered ``rope_type`` names, in registration order (aliases not included)."""
-    return list(SCALINGS)
+    return list(SCALINGS.names())
 
 
 def get_scaling(name: str) -> ScalingMethod:
-    """Look up a method by ``rope_type`` name or alias; unknown names raise listing the known ones."""
+    """Look up a method by ``rope_type`` name or alias: a ``TypeError`` for a non-string, an
+    :class:`~ropekit._registry.UnknownName` (a ``ValueError`` listing the names and aliases) for an unknown name."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a rope_type string such as 'yarn', got {name!r} ({type(name).__name__})")
-    key = ALIASES.get(name, name)
-    if key not in SCALINGS:
-        known = ", ".join(list(SCALINGS) + [f"{a} (= {t})" for a, t in ALIASES.items()])
-        raise ValueError(f"unknown rope_type {name!r}; known: {known}")
-    return SCALINGS[key]
+    return SCALINGS.get(name)
 
 
 def make_scaling(name: str, **params: Any) -> ScalingConfig | None:
@@ -385,7 +393,7 @@ def frequencies(rope: RopeConfig, seq_len: int | None = None) -> Frequencies:
         require_int("seq_len", seq_len, minimum=1)
     if rope.scaling is None:
         return Frequencies(inv_freq(rope.dim, rope.base), 1.0)
-    method = SCALINGS[rope.scaling.rope_type]
+    method = SCALINGS.get(rope.scaling.rope_type)
     return method.compute(rope.scaling, rope, seq_len=seq_len)
 
 

@@ -8,17 +8,33 @@ and UUID values; common-word extraction shows 3 common words 6 times each (RULER
 Typical use::
 
     sample = make_sample("niah_multikey_1", length=4096, encode=model_encode, text=text_ids, seed=0, index=3)
+
+Sample ``index`` of a task at a length is drawn from ``(seed, length, crc32(task name), index)``
+(:func:`sample_rng`): a task's samples depend on its name only, not on which other tasks exist.
+
+How to add a task: one :func:`register_task` call. A new variant of a generator is one line in the table below; a
+task with its own generator is one new file in this package (``src/ropekit/eval/tasks/echo.py``) that registers
+itself, as every module of the package that calls ``register_task(`` is imported when the task names are first
+needed. Either way the task is at once in :func:`make_sample`, :func:`parse_tasks` (``eval tasks --tasks``) and
+the evaluation::
+
+    def echo_sample(name, rng, length, pieces, *, haystack, depth, include_answer, **params) -> Sample:
+        ...  # a generator: the haystack and one question whose target is what the model must answer
+
+    register_task(TaskSpec("echo", family="retrieval", haystack="noise", build=echo_sample))
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ropekit._registry import Registry
 from ropekit.eval.tasks.aggregation import common_words_sample, frequent_words_sample
 from ropekit.eval.tasks.base import HAYSTACKS, Encode, Haystack, Pieces, Sample
 from ropekit.eval.tasks.niah import niah_sample
@@ -68,25 +84,33 @@ def _niah(name: str, haystack: str, **params: Any) -> TaskSpec:
     return TaskSpec(name, "retrieval", haystack, niah_sample, params)
 
 
-#: every task, in RULER's order
-TASKS: dict[str, TaskSpec] = {
-    spec.name: spec
-    for spec in (
-        _niah("niah_single_1", "noise", value_kind="number"),
-        _niah("niah_single_2", "text", value_kind="word"),
-        _niah("niah_single_3", "text", value_kind="uuid"),
-        _niah("niah_multikey_1", "text", keys=4),
-        _niah("niah_multikey_2", "needles"),
-        _niah("niah_multikey_3", "needles", key_kind="uuid", value_kind="uuid"),
-        _niah("niah_multivalue", "text", values=4),
-        _niah("niah_multiquery", "text", keys=4, queries=4),
-        TaskSpec("vt", "tracing", "noise", tracking_sample, {"chains": 1, "hops": 4}),
-        TaskSpec(
-            "cwe", "aggregation", "noise", common_words_sample, {"common": 3, "freq_common": 6, "freq_uncommon": 2}
-        ),
-        TaskSpec("fwe", "aggregation", "noise", frequent_words_sample, {"alpha": 2.0, "top": 3}),
-    )
-}
+#: every task by name, in registration order (RULER's order for the built-in ones)
+TASKS: Registry[TaskSpec] = Registry("task", home="ropekit.eval.tasks", marker="register_task(")
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add ``spec`` to :data:`TASKS` under ``spec.name``.
+
+    Raises:
+        ValueError: the name is empty or taken.
+    """
+    return TASKS.register(spec.name, spec)
+
+
+for _spec in (
+    _niah("niah_single_1", "noise", value_kind="number"),
+    _niah("niah_single_2", "text", value_kind="word"),
+    _niah("niah_single_3", "text", value_kind="uuid"),
+    _niah("niah_multikey_1", "text", keys=4),
+    _niah("niah_multikey_2", "needles"),
+    _niah("niah_multikey_3", "needles", key_kind="uuid", value_kind="uuid"),
+    _niah("niah_multivalue", "text", values=4),
+    _niah("niah_multiquery", "text", keys=4, queries=4),
+    TaskSpec("vt", "tracing", "noise", tracking_sample, {"chains": 1, "hops": 4}),
+    TaskSpec("cwe", "aggregation", "noise", common_words_sample, {"common": 3, "freq_common": 6, "freq_uncommon": 2}),
+    TaskSpec("fwe", "aggregation", "noise", frequent_words_sample, {"alpha": 2.0, "top": 3}),
+):
+    register_task(_spec)
 
 
 def parse_tasks(text: str) -> tuple[str, ...]:
@@ -96,19 +120,27 @@ def parse_tasks(text: str) -> tuple[str, ...]:
         ValueError: an empty list or an unknown name (the message lists the valid ones).
     """
     items = [t.strip() for t in str(text).split(",")]
+    names = TASKS.names()
     if items == ["all"]:
-        return tuple(TASKS)
+        return names
     if not all(items):
-        raise ValueError(f"tasks must be comma-separated names, got {text!r}; valid: all, {', '.join(TASKS)}")
+        raise ValueError(f"tasks must be comma-separated names, got {text!r}; valid: all, {', '.join(names)}")
     for item in items:
-        if item not in TASKS:
-            raise ValueError(f"unknown task {item!r}; valid: all, {', '.join(TASKS)}")
+        if item not in names:
+            raise ValueError(f"unknown task {item!r}; valid: all, {', '.join(names)}")
     return tuple(dict.fromkeys(items))
 
 
+def task_seed(task: str) -> int:
+    """The task's part of its samples' seed: CRC-32 of its name (stable across runs, processes and platforms,
+    unlike ``hash``), so adding or reordering tasks leaves every other task's samples as they were."""
+    return zlib.crc32(task.encode("utf-8"))
+
+
 def sample_rng(seed: int, length: int, task: str, index: int) -> np.random.Generator:
-    """The generator of sample ``index`` of ``task`` at ``length``: a pure function of the four."""
-    return np.random.default_rng([seed, length, list(TASKS).index(task) if task in TASKS else 99, index])
+    """The generator of sample ``index`` of ``task`` at ``length``: a pure function of the four (the task by its
+    name, :func:`task_seed`)."""
+    return np.random.default_rng([seed, length, task_seed(task), index])
 
 
 def make_sample(
@@ -132,8 +164,6 @@ def make_sample(
         overrides: generator parameters (``haystack``, ``keys``, ``asks``, ``hops``, …).
     """
     spec = TASKS.get(task)
-    if spec is None:
-        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
     return spec.sample(
         sample_rng(seed, length, task, index), length, pieces or Pieces(encode), text, depth=depth, **overrides
     )
@@ -150,7 +180,7 @@ def check_task_weights(weights: Mapping[str, float]) -> dict[str, float]:
         raise ValueError(f"task_weights must map task names to weights, e.g. {{'vt': 2}}, got {weights!r}")
     for name, weight in weights.items():
         if name not in TASKS:
-            raise ValueError(f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS)}")
+            raise ValueError(f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS.names())}")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
             raise ValueError(f"task_weights: {name}={weight!r}; a weight must be a finite number >= 0")
     full = {name: float(weights.get(name, 1.0)) for name in TASKS}
@@ -183,7 +213,7 @@ def mixture_sample(
     Used to train the bundled model on the suite; the haystack is the task's own or the training text. Returns the
     sequence and the answer's length in tokens (the answer is the sequence's last tokens).
     """
-    spec = TASKS[pick_task(rng, weights)]
+    spec = TASKS.get(pick_task(rng, weights))
     haystack = spec.haystack if rng.random() < 0.5 else ("text" if spec.haystack != "text" else "noise")
     sample = spec.sample(rng, length, pieces, text, include_answer=True, haystack=haystack)
     return sample.sequence(), len(sample.questions[0].target)
