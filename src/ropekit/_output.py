@@ -47,17 +47,20 @@ class OutputExists(FileExistsError):
 
     def __init__(self, out: str | Path, names: Iterable[str] = (), *, option: str = "out") -> None:
         self.out, self.names, self.option = Path(out), sorted(names), option
-        if self.names:
-            shown = ", ".join(self.names[:SHOWN])
-            more = f" and {len(self.names) - SHOWN} more" if len(self.names) > SHOWN else ""
-            them = "them" if len(self.names) > 1 else "it"
-            message = (
-                f"{option} {str(out)!r} already holds {shown}{more}; pass force=True to replace {them} (the other "
-                "files there are left alone)"
-            )
-        else:
-            message = f"{option} {str(out)!r} exists; pass force=True to replace it"
-        super().__init__(message)
+        super().__init__(self.describe(option, "force=True"))
+
+    def describe(self, option: str, force: str) -> str:
+        """The message, with ``option`` for the output and ``force`` for what replaces it (a front end passes its
+        own names, e.g. ``--out`` and ``--force``)."""
+        if not self.names:
+            return f"{option} {str(self.out)!r} exists; pass {force} to replace it"
+        shown = ", ".join(self.names[:SHOWN])
+        more = f" and {len(self.names) - SHOWN} more" if len(self.names) > SHOWN else ""
+        them = "them" if len(self.names) > 1 else "it"
+        return (
+            f"{option} {str(self.out)!r} already holds {shown}{more}; pass {force} to replace {them} (the other "
+            "files there are left alone)"
+        )
 
 
 def _real(path: str | Path) -> Path:

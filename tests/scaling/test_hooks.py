@@ -230,7 +230,7 @@ def test_cli_longrope_takes_its_factor_lists_from_param() -> None:
     ("param", "message"),
     [
         ("beta_fst=16", "--param beta_fst: unknown parameter(s) ['beta_fst']"),
-        ("beta_fast", "NAME=VALUE"),
+        ("beta_fast", "--param items must look like name=value"),
         ("beta_slow=0", "beta_slow"),
     ],
 )

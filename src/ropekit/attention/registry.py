@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 from ropekit._registry import Registry
-from ropekit._validate import require_float, require_int
+from ropekit._validate import parse_number, require_float, require_int
+from ropekit.errors import UnknownParameters
 
 __all__ = ["ATTENTIONS", "AttentionConfig", "Region", "get_attention", "list_attentions", "register"]
 
@@ -84,7 +85,8 @@ class AttentionConfig:
     """Base class of every attention method's config; subclasses set ``name`` and add their parameters.
 
     Hooks: :meth:`regions` (the definition), :meth:`from_options` (parameters derived from the training length
-    and the length evaluated, for the ones not given) and :meth:`describe`.
+    and the length evaluated, for the ones not given), :meth:`parse_param` (a parameter's text on the command line)
+    and :meth:`describe`.
     """
 
     name: ClassVar[str] = ""
@@ -98,6 +100,12 @@ class AttentionConfig:
     def parameters(cls) -> tuple[str, ...]:
         """The config's field names (what ``--param`` may set)."""
         return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def parse_param(cls, name: str, text: str) -> int | float:
+        """A parameter's value from its text in ``--param NAME=VALUE``: a number (integers stay integers); the
+        value is checked when the config is built."""
+        return parse_number(name, text)
 
     @classmethod
     def defaults(cls, train_length: int, length: int) -> dict[str, Any]:
@@ -115,7 +123,8 @@ class AttentionConfig:
         require_int("length", length, minimum=1)
         unknown = sorted(set(params) - set(cls.parameters()))
         if unknown:
-            raise ValueError(f"{cls.name} has no parameter(s) {unknown}; allowed: {list(cls.parameters())}")
+            message = f"{cls.name} has no parameter(s) {unknown}; allowed: {list(cls.parameters())}"
+            raise UnknownParameters(unknown, list(cls.parameters()), message)
         merged = {**cls.defaults(train_length, max(length, 1)), **params}
         return cls(**{k: v for k, v in merged.items() if k in cls.parameters()})
 

@@ -145,7 +145,7 @@ def check_output_file(
     try:
         check_output(path, kind="file", force=force, option="out")
     except (OSError, ValueError) as error:
-        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+        raise fail(error_message(error, {"out": option, "force": "--force"})) from None
     if not os.access(path.absolute().parent, os.W_OK | os.X_OK):
         raise fail(f"{option} {str(path)!r} cannot be written: the folder is not writable")
     return path
@@ -159,7 +159,7 @@ def refuse_overwrite(directory: Path, names: tuple[str, ...], option: str = "--o
     try:
         refuse_existing(directory, names, force=force)
     except OutputExists as error:
-        raise fail(name_option(str(error), {"out": option, "force": "--force"})) from None
+        raise fail(error_message(error, {"out": option, "force": "--force"})) from None
 
 
 @contextmanager
@@ -174,7 +174,7 @@ def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool
         with stage(out, force=force) as staged:
             yield staged
     except OSError as error:
-        message = name_option(str(error), {"out": option, "force": "--force"})
+        message = error_message(error, {"out": option, "force": "--force"})
         if not message.startswith(option):
             message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
         raise fail(message) from None
@@ -237,7 +237,7 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     then names no option is prefixed with the options it mentions.
     """
     message = re.sub(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)", lambda m: _as_option(m, names), message)
-    message = re.sub(r"(?<![\w.-])([a-z]\w*_\w+)\b", lambda m: names.get(m.group(1), m.group(0)), message)
+    message = _snake_names(message, names)
     lead = re.match(r"(\w+)(?=:|\s'|\smust\b)", message)  # "model 'x' has", "window must"; not "out of memory"
     if lead and lead.group(1) in names:
         return names[lead.group(1)] + message[lead.end() :]
@@ -252,6 +252,11 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     if not options:
         return message
     return f"{'/'.join(options)}: {message}"
+
+
+def _snake_names(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with each snake_case argument of ``names`` written as its option (``head_dim`` -> ``--head-dim``)."""
+    return re.sub(r"(?<![\w.-])([a-z]\w*_\w+)\b", lambda m: names.get(m.group(1), m.group(0)), text)
 
 
 def _as_option(match: re.Match[str], names: Mapping[str, str]) -> str:
@@ -270,7 +275,24 @@ def option_errors(**names: str) -> Iterator[None]:
     try:
         yield
     except (TypeError, ValueError, OverflowError, FileNotFoundError, FileExistsError) as error:
-        raise fail(name_option(str(error), names)) from error
+        raise fail(error_message(error, names)) from error
+
+
+def error_message(error: BaseException, names: Mapping[str, str]) -> str:
+    """The one-line message of a library ``error``: an :class:`~ropekit.errors.InvalidArgument` whose argument one
+    of ``names`` sets is written with that option (:func:`ropekit.cli.flags.flag_of`); other errors, which carry no
+    argument, go through :func:`name_option`. Other arguments the message mentions in snake_case are written as
+    their options too. An :class:`~ropekit._output.OutputExists` is described with the options of its output and
+    of ``force``."""
+    from ropekit._output import OutputExists
+    from ropekit.cli.flags import flag_of
+    from ropekit.errors import InvalidArgument
+
+    if isinstance(error, OutputExists) and error.option in names and "force" in names:
+        return error.describe(names[error.option], names["force"])
+
+    option = flag_of(error, names) if isinstance(error, InvalidArgument) else None
+    return option + _snake_names(error.detail, names) if option else name_option(str(error), names)
 
 
 def json_option(help: str = "Print JSON instead of tables.") -> Any:
@@ -287,96 +309,8 @@ def version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-#: the CLI option that fills each user-facing field of a scaling method; other fields are ``--param NAME=VALUE``.
-SCALING_OPTIONS = {"factor": "--factor", "original_max_position_embeddings": "--original-length", "base": "--base"}
-
-
 def scaling_choices() -> list[str]:
     """What ``--scaling`` accepts: ``none`` (plain RoPE) and every registered method."""
     from ropekit.scaling import list_scalings
 
     return ["none", *list_scalings()]
-
-
-def parse_params(items: list[str] | tuple[str, ...] | None, option: str = "--param") -> dict[str, Any]:
-    """``["beta_fast=16", "short_factor=1,1.5", "ramp=paper"]`` -> ``{"beta_fast": 16, "short_factor": (1.0, 1.5),
-    "ramp": "paper"}``: numbers, comma-separated number lists, ``true``/``false``, else the text."""
-    params: dict[str, Any] = {}
-    for item in items or ():
-        name, sep, text = str(item).partition("=")
-        name = name.strip()
-        if not sep or not name.isidentifier() or not text.strip():
-            raise fail(f"{option} must look like NAME=VALUE (e.g. beta_fast=16 or short_factor=1,1.5), got {item!r}")
-        if name in params:
-            raise fail(f"{option} {name} is given twice")
-        text = text.strip()
-        if "," in text:
-            params[name] = parse_list(text, f"{option} {name}")
-        elif text.lower() in ("true", "false"):
-            params[name] = text.lower() == "true"
-        elif re.fullmatch(r"[+-]?\d+", text):
-            params[name] = int(text)
-        else:
-            try:
-                params[name] = float(text)
-            except ValueError:
-                params[name] = text
-    return params
-
-
-def build_scaling(
-    name: str,
-    factor: float | None,
-    original_length: int | None,
-    *,
-    base: float | None = None,
-    params: dict[str, Any] | None = None,
-    options: Mapping[str, str] | None = None,
-    **extra: Any,
-):
-    """A scaling config from CLI options (``none``/``default`` give ``None``), built by the method's own
-    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options`.
-
-    Args:
-        name: the ``--scaling`` value.
-        factor, original_length, base: ``--factor``, ``--original-length`` and ``--base`` (each method uses the
-            ones it has a field for; ``--base`` is the new base of ``--scaling base``).
-        params: further fields from ``--param NAME=VALUE`` (:func:`parse_params`).
-        options: the command's own option for a field (e.g. ``{"beta_fast": "--beta-fast"}``), named in errors
-            about that field unless the user gave it as ``--param``; ``extra`` holds the values of those options.
-    """
-    from ropekit.scaling import get_scaling
-    from ropekit.scaling.registry import MissingParameters
-
-    if name in ("none", "default"):
-        if params:
-            raise fail(f"--param {', '.join(params)} needs --scaling (plain RoPE has no parameters)")
-        return None
-    try:
-        method = get_scaling(name)
-    except (TypeError, ValueError):
-        raise fail(f"--scaling: unknown rope_type {name!r}; one of {', '.join(scaling_choices())}") from None
-    values = {**extra, **(params or {})}
-    # a field given as --param wins over the option of the same meaning (e.g. --param base=5e5 beside --base)
-    factor = values.pop("factor", factor)
-    original_length = values.pop("original_max_position_embeddings", original_length)
-    base = values.pop("base", base)
-    config_class = method.config_class
-    names = {**SCALING_OPTIONS, **(options or {}), **{field: f"--param {field}" for field in params or {}}}
-    try:
-        return config_class.from_options(factor=factor, original_length=original_length, base=base, **values)
-    except MissingParameters as error:
-        needed = dict.fromkeys(
-            names[field] if field in SCALING_OPTIONS or field in (options or {}) else f"--param {field}=..."
-            for field in error.missing
-        )
-        raise fail(
-            f"--scaling {name} needs {', '.join(needed)} (required fields of {config_class.__name__}: {error.missing})"
-        ) from error
-    except (TypeError, ValueError) as error:
-        if str(error).startswith("unknown parameter"):
-            unknown = str(error).split(";")[0]
-            given = [names.get(field, f"--param {field}") for field in values if repr(field) in unknown]
-            raise fail(f"{'/'.join(dict.fromkeys(given)) or '--param'}: {error}") from error
-        typed = {key: option for key, option in names.items() if key in values or key in SCALING_OPTIONS}
-        raise fail(name_option(str(error), typed)) from error

@@ -23,6 +23,7 @@ from ropekit.cli.extend_cmd import (
     RAMP,
     SCALING,
     TARGET,
+    alias_texts,
     resolve_scaling,
 )
 
@@ -68,16 +69,10 @@ def engines_command(
     given = bool(scaling) or base is not None or plan
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
         if given:
-            extra = {
-                "ramp": ramp,
-                "beta_fast": beta_fast,
-                "beta_slow": beta_slow,
-                "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
-            }
             spec, original, target, types, _ = resolve_scaling(
                 model=model, scaling=scaling, factor=factor, original_length=original_length, base=base, plan=plan,
-                target_length=target_length, training=False, layer_types=layer_types, extra=extra, factors=factors,
-                params=param,
+                target_length=target_length, training=False, layer_types=layer_types,
+                aliases=alias_texts(ramp, beta_fast, beta_slow, fixed_seq_len), factors=factors, params=param,
             )  # fmt: skip
             folder, gguf = _extended(model, spec, Path(scratch), target, original, types, gguf)
         else:

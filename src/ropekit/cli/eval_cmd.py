@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from ropekit import _defaults as defaults
 from ropekit._costs import MAX_FACTOR
 from ropekit.cli.common import (
     check_range,
@@ -24,12 +25,10 @@ from ropekit.cli.common import (
     refuse_overwrite,
     write_and_print,
 )
-from ropekit.cli.method_options import (
-    METHODS,
-    PARAM,
-    parse_methods,
-    parse_params,
-)
+from ropekit.cli.method_options import METHODS, PARAM, attention_params, parse_methods
+
+STRIDE_HELP = f"Sliding-window stride (--mode sliding only) [default: {defaults.PERPLEXITY_STRIDE}]."
+MULTIPLES_HELP = "Lengths as multiples of the training length."
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
 
@@ -105,11 +104,11 @@ def build_settings(
             depths=parse_list(depths, options["depths"]),
             factor=parse_factor(factor),
             mode=mode,
-            stride=256 if stride is None else stride,
+            stride=defaults.PERPLEXITY_STRIDE if stride is None else stride,
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
-            params=parse_params(params),
+            params=attention_params(params),
         )
 
 
@@ -331,11 +330,11 @@ def _evaluate(
 def perplexity_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option("1,2,4,8,16", help="Lengths as multiples of the training length."),
+    multiples: str = typer.Option(defaults.as_text(defaults.PERPLEXITY_MULTIPLES), help=MULTIPLES_HELP),
     factor: str = FACTOR,
-    mode: str = typer.Option("nonoverlap", help="nonoverlap (PI paper) or sliding (YaRN paper)."),
-    stride: int | None = typer.Option(None, help="Sliding-window stride (--mode sliding only) [default: 256]."),
-    max_tokens: int = typer.Option(16384, help="Tokens scored per length."),
+    mode: str = typer.Option(defaults.PERPLEXITY_MODE, help="nonoverlap (PI paper) or sliding (YaRN paper)."),
+    stride: int | None = typer.Option(None, help=STRIDE_HELP),
+    max_tokens: int = typer.Option(defaults.PERPLEXITY_MAX_TOKENS, help="Tokens scored per length."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and perplexity.csv here."),
     force: bool = FORCE,
     json_output: bool = json_option("Print JSON (rows carry inside/beyond-training-length perplexity)."),
@@ -373,9 +372,9 @@ def perplexity_command(
 def passkey_command(
     model: str = MODEL,
     methods: str = METHODS,
-    multiples: str = typer.Option("1,2,4,8", help="Lengths as multiples of the training length."),
-    depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Needle depths (0 = start)."),
-    trials: int = typer.Option(10, help="Trials per (length, depth) cell."),
+    multiples: str = typer.Option(defaults.as_text(defaults.PASSKEY_MULTIPLES), help=MULTIPLES_HELP),
+    depths: str = typer.Option(defaults.as_text(defaults.PASSKEY_DEPTHS), help="Needle depths (0 = start)."),
+    trials: int = typer.Option(defaults.PASSKEY_TRIALS, help="Trials per (length, depth) cell."),
     seed: int = typer.Option(0, help="Seed of the episodes."),
     factor: str = FACTOR,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write results.json and passkey.csv here."),

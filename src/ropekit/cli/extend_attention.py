@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail
-from ropekit.cli.method_options import parse_params
+from ropekit.cli.method_options import attention_params
 
 ATTENTION = typer.Option(
     None,
@@ -34,7 +34,7 @@ def attention_entry(text: str | None, *, original: int, target: int | None) -> d
             f"--attention must be dual_chunk or dual_chunk:chunk_size=N,local_window=W (the one attention method "
             f"engines read from config.json), got {text!r}"
         )
-    values = parse_params(params, "--attention") if params.strip() else {}
+    values = attention_params(params, "--attention") if params.strip() else {}
     try:
         method = DualChunk.from_options(train_length=original, length=target or original, **values)
         return {CONFIG_KEY: dual_chunk_config(method)}

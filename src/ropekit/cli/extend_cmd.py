@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, parse_params, print_json
+from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, parse_length, print_json
 from ropekit.cli.extend_attention import ATTENTION, attention_entry
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
@@ -61,7 +61,17 @@ def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, 
     try:
         check_output(out, inputs, names=names, force=force, kind="file" if kind == "gguf" else "folder")
     except (OSError, ValueError) as error:
-        raise fail(name_option(str(error), _NAMES)) from None
+        raise fail(error_message(error, _NAMES)) from None
+
+
+def alias_texts(
+    ramp: str | None, beta_fast: float | None, beta_slow: float | None, fixed_seq_len: str | None
+) -> dict[str, str | None]:
+    """The texts of ``--ramp``, ``--beta-fast``, ``--beta-slow`` and ``--fixed-seq-len``: each stands for
+    ``--param NAME=VALUE`` of the field of its name and is read the same way (errors name the option typed)."""
+    length = parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None
+    texts = {"ramp": ramp, "beta_fast": beta_fast, "beta_slow": beta_slow, "fixed_seq_len": length}
+    return {field: None if value is None else str(value) for field, value in texts.items()}
 
 
 def resolve_scaling(
@@ -76,13 +86,16 @@ def resolve_scaling(
     training: bool,
     layer_types: str | None = None,
     extra: dict[str, Any] | None = None,
+    aliases: dict[str, str | None] | None = None,
     factors: Path | None = None,
     params: list[str] | None = None,
 ) -> tuple[Any, int, int | None, tuple[str, ...] | None, str | None]:
     """``(scaling, original length, target length or None, layer types, note)`` from the shared options.
 
     Exits with a one-line error for contradictory or missing options, before any weights load. ``--factor`` is
-    relative to the original (pre-training) length, also for a model whose config already extends it.
+    relative to the original (pre-training) length, also for a model whose config already extends it. ``aliases``
+    holds the texts of the options that stand for one ``--param`` field (:func:`alias_texts`); ``extra``, fields
+    given as values.
     """
     from ropekit.integrations.hf_config import first_scaled_type, load_config, original_length_of, rope_of
 
@@ -126,10 +139,10 @@ def resolve_scaling(
             return BaseChange(base=base), original, target, types, None
     if scaling in ("none", "default"):
         return None, original, target, types, None
-    from ropekit.cli.common import build_scaling
+    from ropekit.cli.params import build_scaling
 
     typed = {k: v for k, v in (extra or {}).items() if v is not None}
-    options = {**_NAMES, "short_factor": "--factors", "long_factor": "--factors"}
+    options = ("beta_fast", "beta_slow", "ramp", "fixed_seq_len", "short_factor", "long_factor")
     if factors is not None:
         try:
             values = json.loads(Path(factors).read_text())
@@ -140,7 +153,7 @@ def resolve_scaling(
         typed.update(short_factor=tuple(values), long_factor=tuple(values))
     if factor is None and target is not None:
         factor = target / original
-    spec = build_scaling(scaling, factor, original, params=parse_params(params), options=options, **typed)
+    spec = build_scaling(scaling, factor, original, params=params, aliases=aliases, options=options, **typed)
     return spec, original, target, types, None
 
 
@@ -179,12 +192,6 @@ def extend_command(
 
     kind = choose_format(out, model, output_format)
     check_out(out, [("model", model)], force=force, kind=kind)
-    extra = {
-        "ramp": ramp,
-        "beta_fast": beta_fast,
-        "beta_slow": beta_slow,
-        "fixed_seq_len": parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None,
-    }
     spec, original, target, types, note = resolve_scaling(
         model=model,
         scaling=scaling,
@@ -195,7 +202,7 @@ def extend_command(
         target_length=target_length,
         training=False,
         layer_types=layer_types,
-        extra=extra,
+        aliases=alias_texts(ramp, beta_fast, beta_slow, fixed_seq_len),
         factors=factors,
         params=param,
     )

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import typer
 
-from ropekit.cli.common import fail, json_option, name_option, option_errors, parse_length, print_json
+from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, parse_length, print_json
 from ropekit.cli.extend_cmd import (
     BASE,
     BETA_FAST,
@@ -25,6 +25,7 @@ from ropekit.cli.extend_cmd import (
     PLAN,
     RAMP,
     SCALING,
+    alias_texts,
     resolve_scaling,
 )
 
@@ -131,7 +132,7 @@ def _run(options: SimpleNamespace) -> None:
     try:  # before the method is resolved from the model: an --out over the model is refused first
         check_run_out(o.out, o.model, o.text, resume=o.resume, force=o.force)
     except (OSError, ValueError) as error:
-        raise fail(name_option(str(error), _NAMES)) from None
+        raise fail(error_message(error, _NAMES)) from None
     request = _request(o, target, console)
     with option_errors(**_NAMES):  # every other check the run makes before training, --dry-run included
         prepared = prepare(request, log=lambda message: console.print(message, highlight=False), out_checked=True)
@@ -170,12 +171,7 @@ def _request(o: SimpleNamespace, target: int, console):
         target_length=o.target_length,
         training=True,
         layer_types=o.layer_types,
-        extra={
-            "ramp": o.ramp,
-            "beta_fast": o.beta_fast,
-            "beta_slow": o.beta_slow,
-            "fixed_seq_len": parse_length(o.fixed_seq_len, "--fixed-seq-len") if o.fixed_seq_len else None,
-        },
+        aliases=alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len),
         factors=o.factors,
         params=o.param,
     )

@@ -7,15 +7,14 @@ import typer
 from ropekit.cli.common import (
     MAX_FACTOR,
     MAX_HEAD_DIM,
-    build_scaling,
     check_range,
     fail,
     json_option,
     option_errors,
     parse_length,
-    parse_params,
     print_json,
 )
+from ropekit.cli.params import build_scaling
 
 #: library argument -> the option that sets it (errors name the option)
 OPTIONS = {
@@ -67,7 +66,7 @@ def frequencies_command(
             head_dim,
             base=base,
             rotary_dim=rotary_dim,
-            scaling=build_scaling(scaling, factor, original, base=base, params=parse_params(param)),
+            scaling=build_scaling(scaling, factor, original, base=base, params=param),
         )
         freqs = frequencies(rope, seq_len=current)
     if json_output:

@@ -9,17 +9,16 @@ import typer
 from ropekit.cli.common import (
     MAX_FACTOR,
     MAX_HEAD_DIM,
-    build_scaling,
     check_range,
     fail,
     json_option,
     option_errors,
     parse_length,
-    parse_params,
     print_json,
 )
 from ropekit.cli.layout_view import layout_table, model_layout_of
 from ropekit.cli.model_option import MODEL, model_defaults, read_model
+from ropekit.cli.params import build_scaling
 
 #: scan B_m(base) up to this many distances for the "feasible up to" line.
 BOUND_SCAN_LIMIT = 1 << 22
@@ -90,7 +89,7 @@ def _reports(head_dim, base, rotary_dim, train, names, factor, original, param):
         plain = wavelength_report(rope, train)
         methods = {}
         for name in names:
-            spec = build_scaling(name, factor, original, base=base, params=parse_params(param))
+            spec = build_scaling(name, factor, original, base=base, params=param)
             scaled = rope.replace(scaling=spec)
             pairs = len(frequencies(scaled).inv_freq)
             if pairs != rope.dim // 2:  # e.g. proportional: frequencies over the whole head

@@ -50,25 +50,13 @@ PARAM = typer.Option(
 )
 
 
-def parse_params(text: str | None, option: str = "--param") -> dict[str, Any]:
-    """``"group=4,window=64,k=2.5"`` → ``{"group": 4, "window": 64, "k": 2.5}`` (integers stay integers)."""
-    if text is None:
-        return {}
-    params: dict[str, Any] = {}
-    for item in str(text).split(","):
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key or not value:
-            raise fail(f"{option} items must look like name=value, got {item.strip()!r} in {text!r}")
-        if key in params:
-            raise fail(f"{option} gives {key!r} twice in {text!r}")
-        try:
-            params[key] = int(value)
-        except ValueError:
-            try:
-                params[key] = float(value)
-            except ValueError:
-                raise fail(f"{option} {key}={value!r}: the value must be a number") from None
-    return params
+def attention_params(text: str | None, option: str = "--param") -> dict[str, Any]:
+    """``"group=4,window=64,k=2.5"`` → ``{"group": 4, "window": 64, "k": 2.5}``: ``--param`` (the one grammar,
+    :func:`ropekit.cli.params.parse_params`) read as the attention methods read their parameters (numbers)."""
+    from ropekit.attention.registry import AttentionConfig
+    from ropekit.cli.params import parse_params
+
+    return parse_params(text, AttentionConfig.parse_param, option)
 
 
 def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:

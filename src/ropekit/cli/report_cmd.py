@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ropekit import _defaults as defaults
 from ropekit.cli.common import json_option, prepare_output_dir, print_json, refuse_overwrite, writing
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
@@ -15,6 +16,7 @@ from ropekit.cli.eval_cmd import (
     METHODS,
     MODEL,
     RESULT_FILES,
+    STRIDE_HELP,
     TEXT,
     build_settings,
     check_runnable,
@@ -78,15 +80,19 @@ def report_command(
     out: Path = typer.Option(DEFAULT_OUT, "--out", "-o", help="Output folder (index.html, PNGs, JSON, CSV)."),
     methods: str = METHODS,
     perplexity_multiples: str = typer.Option(
-        "1,2,4,8,16", "--perplexity-multiples", help="Perplexity lengths as multiples of the training length."
+        defaults.as_text(defaults.PERPLEXITY_MULTIPLES),
+        "--perplexity-multiples",
+        help="Perplexity lengths as multiples of the training length.",
     ),
-    passkey_multiples: str = typer.Option("1,2,4,8", help="Passkey lengths as multiples of the training length."),
-    depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Passkey needle depths."),
-    trials: int = typer.Option(10, help="Passkey trials per cell."),
+    passkey_multiples: str = typer.Option(
+        defaults.as_text(defaults.PASSKEY_MULTIPLES), help="Passkey lengths as multiples of the training length."
+    ),
+    depths: str = typer.Option(defaults.as_text(defaults.PASSKEY_DEPTHS), help="Passkey needle depths."),
+    trials: int = typer.Option(defaults.PASSKEY_TRIALS, help="Passkey trials per cell."),
     factor: str = FACTOR,
-    mode: str = typer.Option("nonoverlap", help="Perplexity mode: nonoverlap or sliding."),
-    stride: int | None = typer.Option(None, help="Sliding-window stride (--mode sliding only) [default: 256]."),
-    max_tokens: int = typer.Option(16384, help="Tokens scored per (method, length)."),
+    mode: str = typer.Option(defaults.PERPLEXITY_MODE, help="Perplexity mode: nonoverlap or sliding."),
+    stride: int | None = typer.Option(None, help=STRIDE_HELP),
+    max_tokens: int = typer.Option(defaults.PERPLEXITY_MAX_TOKENS, help="Tokens scored per (method, length)."),
     seed: int = typer.Option(0, help="Seed of the passkey episodes."),
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
@@ -94,8 +100,12 @@ def report_command(
     param: str | None = PARAM,
     task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
     tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
-    task_multiples: str = typer.Option("1,2,4", help="Task lengths as multiples of the training length."),
-    threshold: float = typer.Option(85.6, help="Effective-length threshold in percent (RULER's 85.6)."),
+    task_multiples: str = typer.Option(
+        defaults.as_text(defaults.TASK_MULTIPLES), help="Task lengths as multiples of the training length."
+    ),
+    threshold: float = typer.Option(
+        defaults.RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {defaults.RULER_THRESHOLD})."
+    ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite a report already in --out."),
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from ropekit._defaults import as_text
 from ropekit.cli.common import (
     MAX_LENGTH,
     check_range,
@@ -36,7 +37,7 @@ from ropekit.cli.eval_cmd import (
     load_model,
     parse_factor,
 )
-from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, parse_methods, parse_params
+from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params, parse_methods
 from ropekit.eval.tasks.limits import LEARNED, MAX_SAMPLES, MULTIPLES, RULER_THRESHOLD, SAMPLES
 
 METHODS = typer.Option(
@@ -48,7 +49,7 @@ METHODS = typer.Option(
 #: files ``--out`` receives (refused without ``--force`` when present)
 TASK_FILES = ("tasks.json",)
 #: ``--multiples``' default, as typed
-DEFAULT_MULTIPLES = ",".join(f"{m:g}" for m in MULTIPLES)
+DEFAULT_MULTIPLES = as_text(MULTIPLES)
 
 
 def build_task_settings(
@@ -140,6 +141,7 @@ def fit_tasks(model, task_settings, tokens, *, lengths_option: str = "--multiple
 
 def prepare_samples(model, settings, tokens, *, lengths_option: str):
     """Every sample, before any forward pass; a length too short for a task is the one-line error of its option."""
+    from ropekit.cli.flags import flag_of
     from ropekit.eval.tasks.run import make_samples
 
     lengths = check_lengths(model, settings, lengths_option=lengths_option)
@@ -147,7 +149,7 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     try:
         return make_samples(model, settings, tokens)
     except ValueError as error:
-        option = "--text" if "haystack text" in str(error) else lengths_option
+        option = flag_of(error, {"text": "--text"}) or lengths_option
         raise fail(f"{option}: {error} (training length {model.train_length})") from error
 
 
@@ -222,7 +224,9 @@ def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
     tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
-    multiples: str = typer.Option(DEFAULT_MULTIPLES, help="Lengths as multiples of the training length."),
+    multiples: str | None = typer.Option(
+        None, help=f"Lengths as multiples of the training length [default: {DEFAULT_MULTIPLES}]."
+    ),
     lengths: str | None = typer.Option(None, help="Lengths in tokens (e.g. 4k,8k); replaces --multiples."),
     samples: int = typer.Option(SAMPLES, help="Samples per (length, task)."),
     seed: int = typer.Option(0, help="Seed of the samples."),
@@ -244,19 +248,19 @@ def tasks_command(
 
     from ropekit.eval.text import read_text, shipped_text, tokenize
 
-    if lengths is not None and multiples != DEFAULT_MULTIPLES:
+    if lengths is not None and multiples is not None:
         raise fail("--lengths and --multiples are alternatives; give one of them")
     settings = build_task_settings(
         methods=methods,
         tasks=tasks,
-        multiples=multiples,
+        multiples=DEFAULT_MULTIPLES if multiples is None else multiples,
         lengths=lengths,
         samples=samples,
         seed=seed,
         depth=depth,
         factor=factor,
         threshold=threshold,
-        params=parse_params(param),
+        params=attention_params(param),
     )
     if out is not None:
         refuse_overwrite(out, TASK_FILES, "--out", force=force)

@@ -94,12 +94,14 @@ def train_command(
 
     Every option is checked (by TinyConfig and TrainConfig, whose defaults these are) before any work.
     """
-    from ropekit.cli.method_options import parse_params
+
+    from ropekit._validate import parse_number
+    from ropekit.cli.params import parse_params
     from ropekit.model.tiny import TinyConfig
     from ropekit.model.train import TrainConfig, check_train_out, train
 
     length = parse_length(train_length, "--train-length")
-    weights = None if task_weights is None else parse_params(task_weights, "--task-weights")
+    weights = None if task_weights is None else parse_params(task_weights, parse_number, "--task-weights")
     names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
     names |= {"rope_base": "--base", "train_length": "--train-length"}
     with option_errors(**names):

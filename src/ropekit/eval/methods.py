@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
+from ropekit.errors import ArgumentType, InvalidArgument, UnknownParameters
 from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
 
 #: the attention methods evaluated by default (after the scalings): Self-Extend, the family's most cited member, which
@@ -127,21 +128,23 @@ def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
     """Every ``--param`` name must belong to an attention method in ``methods``.
 
     Raises:
-        ValueError: a parameter no listed attention method has (names it and the allowed ones).
+        InvalidArgument: about ``params``: a parameter no listed attention method has (an
+            :class:`~ropekit.errors.UnknownParameters` naming it and the allowed ones), or a value out of range.
     """
     names = [a for a in (split_method(m)[1] for m in methods) if a is not None]
     allowed = sorted({p for a in names for p in get_attention(a).parameters()})
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         where = f"allowed for {', '.join(dict.fromkeys(names))}: {allowed}" if names else "no attention method listed"
-        raise ValueError(f"unknown params {unknown}; {where}")
+        raise UnknownParameters(unknown, allowed, f"unknown params {unknown}; {where}")
     for name in dict.fromkeys(names):  # ranges checked now, not lengths into a sweep
         spec = get_attention(name)
         own = {k: v for k, v in params.items() if k in spec.parameters()}
         try:
             spec.from_options(train_length=CHECK_LENGTH, length=CHECK_LENGTH, **own)
         except (TypeError, ValueError) as error:
-            raise type(error)(f"params of {name}: {error}") from error
+            kind = ArgumentType if isinstance(error, TypeError) else InvalidArgument
+            raise kind("params", params, message=f"params of {name}: {error}", leads=False) from error
 
 
 def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | None:

@@ -16,6 +16,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from ropekit._defaults import (
+    PASSKEY_DEPTHS,
+    PASSKEY_MULTIPLES,
+    PASSKEY_TRIALS,
+    PERPLEXITY_MAX_TOKENS,
+    PERPLEXITY_MODE,
+    PERPLEXITY_MULTIPLES,
+    PERPLEXITY_STRIDE,
+)
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import (
     applied_factor,
@@ -43,14 +52,14 @@ class SweepSettings:
     """
 
     methods: tuple[str, ...]
-    multiples: tuple[float, ...] = (1, 2, 4, 8, 16)
-    passkey_multiples: tuple[float, ...] = (1, 2, 4, 8)
-    depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    multiples: tuple[float, ...] = PERPLEXITY_MULTIPLES
+    passkey_multiples: tuple[float, ...] = PASSKEY_MULTIPLES
+    depths: tuple[float, ...] = PASSKEY_DEPTHS
     factor: float | str = "auto"
-    mode: str = "nonoverlap"
-    stride: int = 256
-    max_tokens: int = 16384
-    trials: int = 10
+    mode: str = PERPLEXITY_MODE
+    stride: int = PERPLEXITY_STRIDE
+    max_tokens: int = PERPLEXITY_MAX_TOKENS
+    trials: int = PASSKEY_TRIALS
     seed: int = 0
     #: parameters of the attention methods (``--param``); the ones not given are derived per length
     params: dict[str, Any] = field(default_factory=dict)

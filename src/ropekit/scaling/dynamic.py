@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ropekit._validate import require_int
+from ropekit._validate import parse_tokens, require_int
 from ropekit.scaling._hf import max_length
 from ropekit.scaling.ntk import check_ntk_dim
 from ropekit.scaling.registry import (
@@ -61,6 +61,11 @@ class DynamicScaling(ScalingConfig):
     factor: float
     original_max_position_embeddings: int
     fixed_seq_len: int | None = None
+
+    @classmethod
+    def parse_param(cls, name: str, text: str) -> Any:
+        """``fixed_seq_len`` is a length (``32k`` = 32768 tokens); the other fields read as every method's do."""
+        return parse_tokens(name, text) if name == "fixed_seq_len" else super().parse_param(name, text)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "factor", check_factor("factor", self.factor))

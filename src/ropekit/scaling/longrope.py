@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ropekit._validate import require_float, require_int
+from ropekit._validate import parse_tokens, require_float, require_int
 from ropekit.scaling._hf import hf_original_length, max_length
 from ropekit.scaling.registry import (
     Frequencies,
@@ -64,6 +64,11 @@ class LongRopeScaling(ScalingConfig):
     factor: float = 1.0
     attention_factor: float | None = None
     fixed_seq_len: int | None = None
+
+    @classmethod
+    def parse_param(cls, name: str, text: str) -> Any:
+        """``fixed_seq_len`` is a length (``32k`` = 32768 tokens); the other fields read as every method's do."""
+        return parse_tokens(name, text) if name == "fixed_seq_len" else super().parse_param(name, text)
 
     def __post_init__(self) -> None:
         for name in ("short_factor", "long_factor"):

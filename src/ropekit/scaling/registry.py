@@ -28,7 +28,8 @@ import numpy as np
 
 from ropekit._costs import MAX_FACTOR
 from ropekit._registry import Registry
-from ropekit._validate import require_float, require_int, require_rotary_dim
+from ropekit._validate import parse_value, require_float, require_int, require_rotary_dim
+from ropekit.errors import UnknownParameters
 from ropekit.scaling._pairs import PairGroups, pair_ranges, require_hf_keys
 
 if TYPE_CHECKING:
@@ -75,11 +76,12 @@ class ScalingConfig:
     """Base class of every method's config. Subclasses set ``rope_type`` and add HF-named fields.
 
     Everything code outside :mod:`ropekit.scaling` needs to know about a method is a hook here, so adding a
-    method is one new file: build it from user-facing options (:meth:`from_options`), read and write its
-    transformers parameters (:meth:`from_hf`, :meth:`to_hf`, :meth:`hf_rotary_dim`), say when its frequencies
-    follow the sequence length (:meth:`recompute_length`) and describe itself in a plan (``plan_order``,
-    ``plan_why``, :meth:`plan_summary`). The defaults suit a method whose fields map one to one onto
-    transformers keys and whose frequencies do not depend on the length.
+    method is one new file: build it from user-facing options (:meth:`from_options`), read a field's text from the
+    command line (:meth:`parse_param`), read and write its transformers parameters (:meth:`from_hf`,
+    :meth:`to_hf`, :meth:`hf_rotary_dim`), say when its frequencies follow the sequence length
+    (:meth:`recompute_length`) and describe itself in a plan (``plan_order``, ``plan_why``, :meth:`plan_summary`).
+    The defaults suit a method whose fields map one to one onto transformers keys and whose frequencies do not
+    depend on the length.
     """
 
     rope_type: ClassVar[str] = ""
@@ -158,14 +160,20 @@ class ScalingConfig:
         return cls.from_params(values)
 
     @classmethod
+    def parse_param(cls, name: str, text: str) -> Any:
+        """A field's value from its text in ``--param NAME=VALUE`` (:func:`ropekit._validate.parse_value`: a list of
+        numbers, ``true``/``false``, an integer, a number, else the text); a method whose field reads otherwise
+        overrides this. The value is checked when the config is built."""
+        return parse_value(name, text)
+
+    @classmethod
     def from_params(cls, params: dict[str, Any]) -> ScalingConfig:
         """Build from fields by name, refusing unknown names (listing the allowed ones)."""
         known = {f.name for f in dataclasses.fields(cls) if f.init}
         unknown = sorted(set(params) - known)
         if unknown:
-            raise ValueError(
-                f"unknown parameter(s) {unknown} for rope_type {cls.rope_type!r}; allowed: {sorted(known)}"
-            )
+            message = f"unknown parameter(s) {unknown} for rope_type {cls.rope_type!r}; allowed: {sorted(known)}"
+            raise UnknownParameters(unknown, sorted(known), message)
         return cls(**params)
 
     # -- transformers parameters ---------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from ropekit.errors import InvalidArgument
+
 #: RULER's noise haystack (the sentence it repeats; ``type_haystack: noise``)
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 #: haystack kinds: RULER's repeated noise sentences, the evaluation text (``--text``), or other needles
@@ -165,14 +167,15 @@ class Haystack:
         """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
 
         Raises:
-            ValueError: ``text`` has no more than ``count`` tokens.
+            InvalidArgument: ``text`` has no more than ``count`` tokens (a ``ValueError`` about ``text``).
         """
         if count <= 0:
             return np.zeros(0, dtype=np.int64), [0]
         if self.kind == "text":
             size = len(self.text)
             if size <= count:
-                raise ValueError(f"the haystack text has {size:,} tokens; this sample needs more than {count:,}")
+                message = f"the haystack text has {size:,} tokens; this sample needs more than {count:,}"
+                raise InvalidArgument("text", size, allowed=f"more than {count:,} tokens", message=message)
             start = int(rng.integers(0, size - count))
             return np.asarray(self.text[start : start + count], dtype=np.int64), range(count + 1)
         units, total, bounds = [], 0, [0]

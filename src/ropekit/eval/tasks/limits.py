@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-#: lengths as multiples of the training length
-MULTIPLES = (1, 2, 4)
+from ropekit._defaults import RULER_THRESHOLD as RULER_THRESHOLD  # shared with the report
+from ropekit._defaults import TASK_MULTIPLES
+
+#: lengths as multiples of the training length (shared with the report: :mod:`ropekit._defaults`)
+MULTIPLES = TASK_MULTIPLES
 #: samples per (length, task), and the most ``--samples`` accepts
 SAMPLES = 20
 MAX_SAMPLES = 100_000
-#: the effective-length threshold in percent: RULER's, Llama-2-7B's mean score at 4K
-RULER_THRESHOLD = 85.6
 #: a task counts as learned when the model's own score at its training length is at least this (fraction)
 LEARNED = 0.5
 
