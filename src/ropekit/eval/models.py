@@ -85,6 +85,10 @@ class EvalModel(Protocol):
     native_scaling: ScalingConfig | None
     #: token ids put between two documents of an evaluation text (the tokenizer's end-of-sequence token)
     separator: list[int]
+    #: token ids that end a generated answer (the tokenizer's end of sequence; none for byte-level models)
+    stop_tokens: frozenset[int]
+    #: every token is at most one byte (answers may stop early once no token can change the score)
+    byte_level: bool
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Use ``scaling`` from now on (``None``: plain RoPE with the model's base)."""
@@ -97,6 +101,9 @@ class EvalModel(Protocol):
 
     def encode(self, text: bytes) -> torch.Tensor:
         """Text → 1-D int64 ids."""
+
+    def detokenize(self, tokens: list[int]) -> str:
+        """Generated ids → the answer's text (special tokens dropped)."""
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready description recorded with every result."""
@@ -173,6 +180,8 @@ class TinyEvalModel(HeadScoring):
         self.native_scaling = config.scaling
         self.vocab_size = config.vocab_size
         self.separator = self.encode(SEPARATOR).tolist()
+        self.stop_tokens: frozenset[int] = frozenset()
+        self.byte_level = True
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Raises ``LookupError`` (a sweep skips the method) for a scaling on a model without RoPE to scale."""
@@ -193,6 +202,11 @@ class TinyEvalModel(HeadScoring):
         from ropekit.model.tokenizer import byte_ids
 
         return torch.from_numpy(byte_ids(text))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        from ropekit.model.tokenizer import byte_text
+
+        return byte_text(tokens)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -278,6 +292,9 @@ class HFEvalModel(HeadScoring):
         self.tokenizer = load_tokenizer(path)
         self.vocab_size = int(getattr(config, "vocab_size", None) or config.get_text_config().vocab_size)
         self.separator = self._separator()
+        eos = None if self.tokenizer is None else self.tokenizer.eos_token_id
+        self.stop_tokens = frozenset() if eos is None else frozenset({int(eos)})
+        self.byte_level = self.tokenizer is None
         if before_weights is not None:
             before_weights(self)
         load: dict[str, Any] = {**options, "attn_implementation": "sdpa", "dtype": chosen or "auto"}
@@ -328,6 +345,13 @@ class HFEvalModel(HeadScoring):
         from ropekit.model.tokenizer import byte_ids
 
         return torch.from_numpy(byte_ids(text))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        if self.tokenizer is not None:
+            return self.tokenizer.decode(tokens, skip_special_tokens=True)
+        from ropekit.model.tokenizer import byte_text
+
+        return byte_text(tokens)
 
     def describe(self) -> dict[str, Any]:
         description = {

@@ -97,19 +97,31 @@ class TaskSettings:
 
 
 def detokenize(model: Any, tokens: list[int]) -> str:
-    """The model's output as text: its tokenizer's decoding, or bytes for byte-level models."""
+    """The model's output as text: its own ``detokenize``, else its tokenizer's decoding, else bytes."""
+    if hasattr(model, "detokenize"):
+        return model.detokenize(tokens)
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None:
         return tokenizer.decode(tokens, skip_special_tokens=True)
-    return bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace")
+    from ropekit.model.tokenizer import byte_text
+
+    return byte_text(tokens)
 
 
 def stop_tokens(model: Any) -> frozenset[int]:
-    """Token ids that end an answer (the tokenizer's end of sequence); none for byte-level models."""
+    """Token ids that end an answer: the model's own ``stop_tokens``, else its tokenizer's end of sequence; none for
+    byte-level models."""
+    if hasattr(model, "stop_tokens"):
+        return frozenset(model.stop_tokens)
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None and tokenizer.eos_token_id is not None:
         return frozenset({int(tokenizer.eos_token_id)})
     return frozenset()
+
+
+def byte_level(model: Any) -> bool:
+    """Whether every token of ``model`` is at most one byte (its own ``byte_level``, else: it has no tokenizer)."""
+    return bool(getattr(model, "byte_level", getattr(model, "tokenizer", None) is None))
 
 
 def make_samples(
@@ -255,7 +267,7 @@ def run_tasks(
     }
     result = TaskResult(context)
     stop = stop_tokens(model)
-    byte_level = getattr(model, "tokenizer", None) is None  # detokenize: at most one byte per token
+    bytewise = byte_level(model)
     lengths = settings.token_lengths(train_length)
     for method in settings.methods:
         attention = None
@@ -278,7 +290,7 @@ def run_tasks(
                     decoder.extend(torch.from_numpy(sample.context), keep=0)
                     forward += len(sample.context)
                     for question in sample.questions:
-                        refs = question.answers if byte_level else None  # exact early stop (decode.settled)
+                        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
                         answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
                         forward += answer.forward_tokens
                         shortcuts += answer.shortcut
