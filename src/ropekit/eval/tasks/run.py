@@ -283,9 +283,18 @@ def run_tasks(
                 if on_tokens is not None:  # keep a progress bar's total exact
                     on_tokens(sum(sample_cost(s) for n in lengths for t in settings.tasks for s in samples[n, t]))
                 break
+            served = None
+            if hasattr(model, "answer_all"):  # a server: every question of this length at once, a bounded pool
+                progress = None if on_tokens is None else (lambda s: on_tokens(sample_cost(s)))
+                served = model.answer_all([s for t in settings.tasks for s in samples[length, t]], progress)
             for task in settings.tasks:
                 scores, shortcuts, forward = [], 0, 0
                 for sample in samples[length, task]:
+                    if served is not None:
+                        texts, tokens = served[id(sample)]
+                        forward += tokens
+                        scores += [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
+                        continue
                     decoder = make_decoder(model)
                     decoder.extend(torch.from_numpy(sample.context), keep=0)
                     forward += len(sample.context)
