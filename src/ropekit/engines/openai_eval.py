@@ -124,13 +124,15 @@ class OpenAIEvalModel:
         }
         try:
             reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
-            if self.ids_accepted is None:
-                self.ids_accepted = True
+            self.ids_accepted = True if self.ids_accepted is None else self.ids_accepted
         except ServerError as error:
             if self.ids_accepted is not None or "HTTP 4" not in str(error):
                 raise _context_error(error, len(ids) + budget) from None
             self.ids_accepted = False  # the server refused token ids: text that re-tokenises to them
-            reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
+            try:
+                reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
+            except ServerError as again:
+                raise _context_error(again, len(ids) + budget) from None
         counted = (reply.get("usage") or {}).get("prompt_tokens")
         if counted is not None and int(counted) != len(ids):
             raise ServerError(
@@ -194,14 +196,20 @@ class OpenAIEvalModel:
         Raises:
             ValueError: the server returns no prompt log-probabilities (perplexity is refused).
         """
-        choice = self.complete(ids.tolist(), 1, echo=True, logprobs=1)
+        refusal = (
+            f"perplexity through the server needs its prompt log-probabilities (echo with logprobs), and "
+            f"{self.server_model!r} at {self.url} returned none (llama.cpp's Python server: --logits_all true)"
+        )
+        try:
+            choice = self.complete(ids.tolist(), 1, echo=True, logprobs=1)
+        except ServerError as error:
+            if "context" in str(error):
+                raise
+            raise ValueError(f"{refusal}; it answered: {error}") from None
         found = (choice.get("logprobs") or {}).get("token_logprobs") or []
         values = found[1 : len(ids)]
         if len(values) != len(ids) - 1 or any(v is None for v in values):
-            raise ValueError(
-                f"perplexity through the server needs its prompt log-probabilities (echo with logprobs), and "
-                f"{self.server_model!r} at {self.url} returned none (llama.cpp's Python server: --logits_all true)"
-            )
+            raise ValueError(refusal)
         return -torch.tensor(values, dtype=torch.float64)
 
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
