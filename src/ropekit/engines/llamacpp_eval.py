@@ -3,8 +3,10 @@
 :class:`LlamaCppEvalModel` implements the evaluation-model protocol (:class:`ropekit.eval.models.EvalModel`), so
 ``run_tasks``, ``perplexity_at`` and ``passkey_grid`` drive it as they drive the torch models:
 
-- token ids come from llama.cpp's own tokenizer (for SmolLM2 the same ids as transformers' reading of the file, so
-  the samples are the torch path's samples; the tests check it);
+- token ids come from transformers' reading of the file's tokenizer, as on the torch path, so the samples are the
+  same token ids on both engines (llama.cpp's own tokenizer splits some whitespace runs differently: SmolLM2's
+  shipped-text ids differ from the 11,643rd token on); without transformers, from llama.cpp's tokenizer
+  (``describe()["tokenizer"]`` says which);
 - a scaling method is run through llama.cpp's load-time RoPE options (:func:`ropekit.integrations.gguf_rope.
   llamacpp_options`): plain RoPE with any base, linear and YaRN; a method that needs per-pair factors is skipped with
   the reason (write it into the file with ``ropekit extend --out x.gguf`` and evaluate that file's ``native``);
@@ -54,6 +56,17 @@ def file_scaling(path: Path, head_dim: int) -> ScalingConfig | None:
     return None if params is None else from_hf_config({"head_dim": head_dim, "rope_parameters": params}).scaling
 
 
+def transformers_tokenizer(path: Path) -> Any:
+    """transformers' reading of the file's tokenizer (the torch path's), or ``None`` without transformers."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return None
+    from ropekit.integrations.hf_config import load_tokenizer
+
+    return load_tokenizer(path)
+
+
 class LlamaCppEvalModel:
     """A GGUF file evaluated by llama.cpp; the :class:`~ropekit.eval.models.EvalModel` protocol.
 
@@ -86,10 +99,16 @@ class LlamaCppEvalModel:
         self.train_length = int(original or self.file.context_length)
         self.vocab = self.llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
         self.vocab_size = self.vocab.n_vocab()
-        eos = int(self.vocab.token_eos())
-        self.stop_tokens = frozenset({eos}) if eos >= 0 else frozenset()
+        self.tokenizer = transformers_tokenizer(path)
+        if self.tokenizer is not None:
+            from ropekit.eval.models import tokenizer_stops
+
+            self.stop_tokens = tokenizer_stops(self.tokenizer)
+        else:
+            eos = int(self.vocab.token_eos())
+            self.stop_tokens = frozenset({eos}) if eos >= 0 else frozenset()
         self.byte_level = False
-        self.separator = [eos] if eos >= 0 else self.encode(b"\n\n").tolist()
+        self.separator = sorted(self.stop_tokens)[:1] or self.encode(b"\n\n").tolist()
         self.options: dict[str, float | int] = {}
         self.llm: Any = None
         self._made: tuple[tuple[Any, ...], int] | None = None
@@ -175,9 +194,15 @@ class LlamaCppEvalModel:
         return torch.stack(rows)
 
     def encode(self, text: bytes) -> torch.Tensor:
+        if self.tokenizer is not None:
+            from ropekit.eval.models import tokenizer_ids
+
+            return tokenizer_ids(self.tokenizer, text)
         return torch.tensor(self.vocab.tokenize(text, add_bos=False, special=False), dtype=torch.int64)
 
     def detokenize(self, tokens: list[int]) -> str:
+        if self.tokenizer is not None:
+            return self.tokenizer.decode(tokens, skip_special_tokens=True)
         return self.vocab.detokenize(tokens).decode("utf-8", errors="replace")
 
     def describe(self) -> dict[str, Any]:
@@ -191,7 +216,7 @@ class LlamaCppEvalModel:
             "rope": {"rotary_dim": self.rope.dim, "base": self.rope.base},
             "native_scaling": None if self.native_scaling is None else self.native_scaling.rope_type,
             "rope_options": dict(self.options),
-            "tokenizer": "llama.cpp",
+            "tokenizer": "llama.cpp" if self.tokenizer is None else "transformers",
             "gguf": gguf_info(self.path),
         }
 

@@ -73,6 +73,18 @@ def torch_dtype(name: str) -> torch.dtype | None:
     return None if name == "auto" else getattr(torch, name)
 
 
+def tokenizer_ids(tokenizer: Any, text: bytes) -> torch.Tensor:
+    """Text → 1-D int64 ids by a transformers tokenizer, no special tokens added (every evaluation's encoding)."""
+    ids = tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
+    return torch.tensor(ids, dtype=torch.int64)
+
+
+def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
+    """The end-of-sequence id of a transformers tokenizer as the stop tokens (none when it has none)."""
+    eos = tokenizer.eos_token_id
+    return frozenset() if eos is None else frozenset({int(eos)})
+
+
 class EvalModel(Protocol):
     """What the evaluations need from a model."""
 
@@ -292,8 +304,7 @@ class HFEvalModel(HeadScoring):
         self.tokenizer = load_tokenizer(path)
         self.vocab_size = int(getattr(config, "vocab_size", None) or config.get_text_config().vocab_size)
         self.separator = self._separator()
-        eos = None if self.tokenizer is None else self.tokenizer.eos_token_id
-        self.stop_tokens = frozenset() if eos is None else frozenset({int(eos)})
+        self.stop_tokens = frozenset() if self.tokenizer is None else tokenizer_stops(self.tokenizer)
         self.byte_level = self.tokenizer is None
         if before_weights is not None:
             before_weights(self)
@@ -338,8 +349,7 @@ class HFEvalModel(HeadScoring):
 
     def encode(self, text: bytes) -> torch.Tensor:
         if self.tokenizer is not None:
-            ids = self.tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
-            return torch.tensor(ids, dtype=torch.int64)
+            return tokenizer_ids(self.tokenizer, text)
         if self.vocab_size < 256:
             raise ValueError(f"{self.name!r} has no tokenizer and a vocabulary of {self.vocab_size} < 256 bytes")
         from ropekit.model.tokenizer import byte_ids
