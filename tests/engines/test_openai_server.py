@@ -1,6 +1,11 @@
 """``--engine openai`` against llama.cpp's own server (``llama-cpp-python[server]``), started here on 127.0.0.1 with
 SmolLM2's GGUF file and stopped afterwards; only loopback traffic.
 
+That server takes prompts only as text, and a sample's ids (its pieces tokenized one by one) are not the ids of its
+text tokenized whole ("again." + " " + "The" against "again." + " The"), so the engine refuses it (tested). The
+other tests start it through ``_ids_server.py``, which lets it take the prompt as token ids, as llama.cpp's C++
+server, vLLM and SGLang do.
+
 The oracle is ``--engine llamacpp`` on the same file: the same scores on the same samples, the server's greedy text
 starting with the engine's answer (the engine stops once the canonical answer is out), the same perplexity.
 """
@@ -31,7 +36,8 @@ N_CTX = 2048
 class Server:
     """llama-cpp-python's server on a free loopback port; ``start`` and ``stop`` (a server that dies)."""
 
-    def __init__(self, model: Path, log: Path) -> None:
+    def __init__(self, model: Path, log: Path, *, ids: bool = True) -> None:
+        self.ids = ids
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -39,7 +45,8 @@ class Server:
         self.model, self.log, self.process = model, log, None
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1"]
+        launcher = [str(Path(__file__).with_name("_ids_server.py"))] if self.ids else ["-m", "llama_cpp.server"]
+        command = [sys.executable, *launcher, "--model", str(self.model), "--host", "127.0.0.1"]
         command += ["--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1"]
         command += ["--logits_all", "true", "--verbose", "false"]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -124,7 +131,23 @@ def test_answers_equal_the_llamacpp_engine(smollm2_path, server, engine, samples
     assert [(r["task"], r["score"]) for r in theirs.rows] == [(r["task"], r["score"]) for r in ours.rows]
     described = theirs.context["model"]
     assert described["kind"] == "openai" and described["server_model"]
-    assert model.ids_accepted is False  # llama-cpp-python's server takes text; it re-tokenised to the same ids
+    assert model.ids_accepted is True
+
+
+def test_a_server_taking_only_text_is_refused_on_a_re_tokenisation_mismatch(smollm2_path, samples, tmp_path) -> None:
+    from ropekit.engines.openai_client import ServerError
+
+    _, made = samples
+    sample = made[LENGTH, "niah_single_1"][0]
+    text_only = Server(smollm2_path, tmp_path / "server.log", ids=False)
+    text_only.start()
+    try:
+        model = served(smollm2_path, text_only)
+        with pytest.raises(ServerError, match="re-tokenises to different ids") as caught:
+            model.answer_all([sample])
+        assert "\n" not in str(caught.value) and model.ids_accepted is False
+    finally:
+        text_only.stop()
 
 
 def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path, server, samples, tmp_path) -> None:
@@ -148,7 +171,7 @@ def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path
     again.client.post = lambda path, body: posts.append(path) or post(path, body)
     result = again.answer_all(group)
     asked = sum(len(s.questions) for s in group[2:])
-    assert len(posts) - 1 == asked  # the first post finds out that the server takes text, not ids
+    assert len(posts) == asked
     assert [result[id(s)] for s in group[:2]] == [first[id(s)] for s in group[:2]]
 
 

@@ -126,9 +126,9 @@ class OpenAIEvalModel:
             reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
             self.ids_accepted = True if self.ids_accepted is None else self.ids_accepted
         except ServerError as error:
-            if self.ids_accepted is not None or "HTTP 4" not in str(error):
+            if self.ids_accepted is not None or "answered HTTP" not in str(error):
                 raise _context_error(error, len(ids) + budget) from None
-            self.ids_accepted = False  # the server refused token ids: text that re-tokenises to them
+            self.ids_accepted = False  # the first prompt as ids was refused (llama.cpp's Python server: HTTP 500)
             try:
                 reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
             except ServerError as again:
