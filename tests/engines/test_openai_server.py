@@ -36,8 +36,8 @@ N_CTX = 2048
 class Server:
     """llama-cpp-python's server on a free loopback port; ``start`` and ``stop`` (a server that dies)."""
 
-    def __init__(self, model: Path, log: Path, *, ids: bool = True) -> None:
-        self.ids = ids
+    def __init__(self, model: Path, log: Path, *, ids: bool = True, logits_all: bool = False) -> None:
+        self.ids, self.logits_all = ids, logits_all
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -48,7 +48,7 @@ class Server:
         launcher = [str(Path(__file__).with_name("_ids_server.py"))] if self.ids else ["-m", "llama_cpp.server"]
         command = [sys.executable, *launcher, "--model", str(self.model), "--host", "127.0.0.1"]
         command += ["--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1"]
-        command += ["--logits_all", "true", "--verbose", "false"]
+        command += ["--logits_all", str(self.logits_all).lower(), "--verbose", "false"]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log.open("a"), env=env)
         deadline = time.monotonic() + 90
@@ -95,7 +95,7 @@ def served(path, server, **options):
     from ropekit.engines.openai_client import OpenAIClient
     from ropekit.engines.openai_eval import OpenAIEvalModel
 
-    client = OpenAIClient(server.url, retries=1, backoff=0.1, timeout=120)
+    client = OpenAIClient(server.url, retries=1, backoff=0.1, timeout=600)
     return OpenAIEvalModel(path, server.url, client=client, **options)
 
 
@@ -184,13 +184,29 @@ def test_a_context_shorter_than_the_samples_is_one_line(smollm2_path, server) ->
     assert "\n" not in str(caught.value)
 
 
-def test_perplexity_from_prompt_logprobs_equals_the_engines(smollm2_path, server, engine) -> None:
+def test_perplexity_without_prompt_logprobs_is_refused_by_name(smollm2_path, server, engine) -> None:
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.eval.sweep import evaluation_text
 
     ids, _ = evaluation_text(engine)
     model = served(smollm2_path, server)
-    theirs = perplexity_at(model, ids, 512, engine.train_length, max_tokens=512)
+    with pytest.raises(ValueError, match="needs its prompt log-probabilities") as caught:
+        perplexity_at(model, ids, 256, engine.train_length, max_tokens=256)
+    assert model.server_model in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_perplexity_from_prompt_logprobs_equals_the_engines(smollm2_path, engine, tmp_path) -> None:
+    from ropekit.eval.perplexity import perplexity_at
+    from ropekit.eval.sweep import evaluation_text
+
+    ids, _ = evaluation_text(engine)
+    server = Server(smollm2_path, tmp_path / "server.log", logits_all=True)
+    server.start()
+    try:
+        theirs = perplexity_at(served(smollm2_path, server), ids, 512, engine.train_length, max_tokens=512)
+    finally:
+        server.stop()
     ours = perplexity_at(engine, ids, 512, engine.train_length, max_tokens=512)
     assert abs(theirs.perplexity / ours.perplexity - 1) < 1e-3
     assert torch.isfinite(torch.tensor(theirs.perplexity))

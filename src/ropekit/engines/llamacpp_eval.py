@@ -139,7 +139,7 @@ class LlamaCppEvalModel:
     def set_attention(self, method: Any) -> list[str] | None:
         """Raises ``LookupError`` for any attention method (llama.cpp runs none of ropekit's)."""
         if method is not None:
-            raise LookupError(f"--engine llamacpp runs no attention method ({method.describe()['method']})")
+            raise LookupError(f"llama.cpp runs no attention method of ropekit's ({method.name})")
         return None
 
     def context(self, tokens: int) -> Any:
