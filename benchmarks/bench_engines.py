@@ -61,7 +61,7 @@ def main() -> None:
     from ropekit.eval.tasks.run import TaskSettings, make_samples
 
     path = smollm2()
-    engines = {"torch": load_eval_model(path), "llamacpp": LlamaCppEvalModel(path, threads=args.threads)}
+    engines = {"llamacpp": LlamaCppEvalModel(path, threads=args.threads), "torch": load_eval_model(path)}
     rows = []
     for length in (int(n) for n in args.lengths.split(",")):
         settings = TaskSettings(methods=("none",), tasks=(args.task,), lengths=(length,), samples=args.samples)
