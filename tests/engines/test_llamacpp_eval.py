@@ -13,7 +13,8 @@ import torch
 
 pytest.importorskip("llama_cpp")
 
-pytestmark = [pytest.mark.llamacpp, pytest.mark.real, pytest.mark.hf]
+#: slow: transformers reads the file's tokenizer (tens of seconds), the torch path decodes 1024-token samples
+pytestmark = [pytest.mark.llamacpp, pytest.mark.real, pytest.mark.hf, pytest.mark.slow]
 
 LENGTH = 1024
 TASKS = ("niah_single_1", "niah_multikey_1", "vt")

@@ -27,7 +27,8 @@ pytest.importorskip("llama_cpp")
 for _package in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
     pytest.importorskip(_package)
 
-pytestmark = [pytest.mark.llamacpp, pytest.mark.real]
+#: slow: a server start and 1024-token prompts take minutes on a loaded 2-core machine
+pytestmark = [pytest.mark.llamacpp, pytest.mark.real, pytest.mark.slow]
 
 LENGTH = 1024
 N_CTX = 2048

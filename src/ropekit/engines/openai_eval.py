@@ -126,8 +126,9 @@ class OpenAIEvalModel:
             reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
             self.ids_accepted = True if self.ids_accepted is None else self.ids_accepted
         except ServerError as error:
-            if self.ids_accepted is not None or "answered HTTP" not in str(error):
-                raise _context_error(error, len(ids) + budget) from None
+            wrapped = _context_error(error, len(ids) + budget)
+            if wrapped is not error or self.ids_accepted is not None or "answered HTTP" not in str(error):
+                raise wrapped from None
             self.ids_accepted = False  # the first prompt as ids was refused (llama.cpp's Python server: HTTP 500)
             try:
                 reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
