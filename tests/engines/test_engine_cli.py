@@ -49,6 +49,8 @@ def test_llamacpp_needs_a_gguf_file() -> None:
     assert "--engine llamacpp needs --model to be a .gguf file" in line
 
 
+@pytest.mark.slow
+@pytest.mark.real
 def test_an_unreachable_server_is_one_line(smollm2_path) -> None:
     pytest.importorskip("llama_cpp")
     with socket.socket() as probe:
@@ -59,6 +61,7 @@ def test_an_unreachable_server_is_one_line(smollm2_path) -> None:
     assert f"--url {url}" in line and "unreachable" in line
 
 
+@pytest.mark.slow
 @pytest.mark.llamacpp
 @pytest.mark.real
 @pytest.mark.hf
