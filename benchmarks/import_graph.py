@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ropekit"
 #: the core: frequencies and rotation (DESIGN.md, "Dependencies point down this list")
 CORE = ("config", "hf_format", "scaling", "tables", "permute", "functional", "module", "kernels", "theory", "_validate")
 #: what the core must never import
-UPPER = ("model", "eval", "finetune", "integrations", "experiments", "cli", "plots")
+UPPER = ("model", "eval", "finetune", "integrations", "experiments", "cli", "plots", "engines")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ropekit.cli.common import (
     refuse_overwrite,
     write_and_print,
 )
+from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL
 from ropekit.cli.method_options import METHODS, PARAM, attention_params, parse_methods
 
 STRIDE_HELP = f"Sliding-window stride (--mode sliding only) [default: {defaults.PERPLEXITY_STRIDE}]."
@@ -112,12 +113,25 @@ def build_settings(
         )
 
 
-def load_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None):
+def load_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None):
     """The evaluation model, with clear errors for missing paths and unsupported architectures.
 
     ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.
+    ``engine``: ``(name, url, concurrency)`` of ``--engine`` (``None``: torch).
     """
     from ropekit.eval.models import DTYPES, load_eval_model
+
+    if engine is not None and engine[0] != "torch":
+        from ropekit.cli.engine_options import check_engine, load_engine_model
+
+        check_engine(*engine, device_map=device_map, dtype=dtype)
+        loaded = load_engine_model(engine[0], model, engine[1], engine[2])
+        if before_weights is not None:
+            try:
+                before_weights(loaded)
+            except ValueError as error:
+                raise fail(f"--text: {error}") from error
+        return loaded
 
     if dtype not in DTYPES:
         raise fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
@@ -309,13 +323,18 @@ def _evaluate(
     names: dict[str, str],
     dtype: str = "auto",
     text: Path | None = None,
+    engine: tuple[str, str | None, int] | None = None,
 ) -> None:
+    if engine is not None:
+        from ropekit.cli.engine_options import check_engine
+
+        check_engine(*engine, device_map=device_map, dtype=dtype)
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
         written = ("results.json", *(("perplexity.csv",) if perplexity else ()), *(("passkey.csv",) if passkey else ()))
         refuse_overwrite(out, written, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
-    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
+    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check, engine=engine)
     tokens = sweep_text.tokenized(eval_model)
     check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
     if out is not None:
@@ -342,6 +361,9 @@ def perplexity_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    engine: str = ENGINE,
+    url: str | None = URL,
+    concurrency: int = CONCURRENCY,
 ) -> None:
     """Perplexity against length per method: over all scored tokens and over those beyond the training length."""
     settings = build_settings(
@@ -364,6 +386,7 @@ def perplexity_command(
         passkey=False,
         dtype=dtype,
         text=text,
+        engine=(engine, url, concurrency),
         names={"multiples": "--multiples"},
     )
 
@@ -384,6 +407,9 @@ def passkey_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    engine: str = ENGINE,
+    url: str | None = URL,
+    concurrency: int = CONCURRENCY,
 ) -> None:
     """Passkey retrieval accuracy over lengths × needle depths per method."""
     settings = build_settings(
@@ -407,5 +433,6 @@ def passkey_command(
         passkey=True,
         dtype=dtype,
         text=text,
+        engine=(engine, url, concurrency),
         names={"passkey_multiples": "--multiples"},
     )

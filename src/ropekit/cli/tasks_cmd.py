@@ -25,6 +25,7 @@ from ropekit.cli.common import (
     refuse_overwrite,
     write_and_print,
 )
+from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL, check_engine
 from ropekit.cli.eval_cmd import (
     DEVICE_MAP,
     DTYPE,
@@ -242,6 +243,9 @@ def tasks_command(
     device_map: str | None = DEVICE_MAP,
     dtype: str = DTYPE,
     text: Path | None = TEXT,
+    engine: str = ENGINE,
+    url: str | None = URL,
+    concurrency: int = CONCURRENCY,
 ) -> None:
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
     from rich.console import Console
@@ -269,7 +273,8 @@ def tasks_command(
         source = read_text(text) if text is not None else shipped_text()
     except (OSError, ValueError) as error:
         raise fail(f"--text: {error}") from error
-    eval_model = load_model(model, device_map, dtype=dtype)
+    check_engine(engine, url, concurrency, device_map=device_map, dtype=dtype)
+    eval_model = load_model(model, device_map, dtype=dtype, engine=(engine, url, concurrency))
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     lengths_option = "--lengths" if lengths is not None else "--multiples"
     dropped = {}
@@ -283,6 +288,8 @@ def tasks_command(
     prepared = prepare_samples(eval_model, settings, tokens, lengths_option=lengths_option)
     if out is not None:
         prepare_output_dir(out, "--out")
+        if hasattr(eval_model, "resume_from"):  # a server's answers so far: a rerun after it died resumes
+            eval_model.resume_from(out / "answers.jsonl", fresh=force)
     result = run_with_progress(eval_model, settings, tokens, prepared)
     result.context["dropped"] = dropped
     write_and_print(result, out, json_output, print_summary, force=force)

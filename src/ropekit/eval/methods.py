@@ -155,8 +155,10 @@ def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | Non
         full-attention layers); ``None`` otherwise.
 
     Raises:
-        LookupError: a model without RoPE (a sweep skips the method).
+        LookupError: a model without RoPE, or an engine without the method (a sweep skips the method).
     """
+    if hasattr(model, "set_attention"):  # an engine's own (llama.cpp, a server)
+        return model.set_attention(method)
     inner = model.model
     from ropekit.model.tiny import TinyLM
 

@@ -73,6 +73,18 @@ def torch_dtype(name: str) -> torch.dtype | None:
     return None if name == "auto" else getattr(torch, name)
 
 
+def tokenizer_ids(tokenizer: Any, text: bytes) -> torch.Tensor:
+    """Text → 1-D int64 ids by a transformers tokenizer, no special tokens added (every evaluation's encoding)."""
+    ids = tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
+    return torch.tensor(ids, dtype=torch.int64)
+
+
+def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
+    """The end-of-sequence id of a transformers tokenizer as the stop tokens (none when it has none)."""
+    eos = tokenizer.eos_token_id
+    return frozenset() if eos is None else frozenset({int(eos)})
+
+
 class EvalModel(Protocol):
     """What the evaluations need from a model."""
 
@@ -85,6 +97,10 @@ class EvalModel(Protocol):
     native_scaling: ScalingConfig | None
     #: token ids put between two documents of an evaluation text (the tokenizer's end-of-sequence token)
     separator: list[int]
+    #: token ids that end a generated answer (the tokenizer's end of sequence; none for byte-level models)
+    stop_tokens: frozenset[int]
+    #: every token is at most one byte (answers may stop early once no token can change the score)
+    byte_level: bool
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Use ``scaling`` from now on (``None``: plain RoPE with the model's base)."""
@@ -97,6 +113,9 @@ class EvalModel(Protocol):
 
     def encode(self, text: bytes) -> torch.Tensor:
         """Text → 1-D int64 ids."""
+
+    def detokenize(self, tokens: list[int]) -> str:
+        """Generated ids → the answer's text (special tokens dropped)."""
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready description recorded with every result."""
@@ -175,6 +194,8 @@ class TinyEvalModel(HeadScoring):
         self.native_scaling = config.scaling
         self.vocab_size = config.vocab_size
         self.separator = self.encode(SEPARATOR).tolist()
+        self.stop_tokens: frozenset[int] = frozenset()
+        self.byte_level = True
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Raises ``LookupError`` (a sweep skips the method) for a scaling on a model without RoPE to scale."""
@@ -195,6 +216,11 @@ class TinyEvalModel(HeadScoring):
         from ropekit.model.tokenizer import byte_ids
 
         return torch.from_numpy(byte_ids(text))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        from ropekit.model.tokenizer import byte_text
+
+        return byte_text(tokens)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -284,6 +310,8 @@ class HFEvalModel(HeadScoring):
         self.tokenizer = load_tokenizer(path)
         self.vocab_size = int(getattr(config, "vocab_size", None) or config.get_text_config().vocab_size)
         self.separator = self._separator()
+        self.stop_tokens = frozenset() if self.tokenizer is None else tokenizer_stops(self.tokenizer)
+        self.byte_level = self.tokenizer is None
         if before_weights is not None:
             before_weights(self)
         load: dict[str, Any] = {**options, "attn_implementation": "sdpa", "dtype": chosen or "auto"}
@@ -327,13 +355,19 @@ class HFEvalModel(HeadScoring):
 
     def encode(self, text: bytes) -> torch.Tensor:
         if self.tokenizer is not None:
-            ids = self.tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
-            return torch.tensor(ids, dtype=torch.int64)
+            return tokenizer_ids(self.tokenizer, text)
         if self.vocab_size < 256:
             raise ValueError(f"{self.name!r} has no tokenizer and a vocabulary of {self.vocab_size} < 256 bytes")
         from ropekit.model.tokenizer import byte_ids
 
         return torch.from_numpy(byte_ids(text))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        if self.tokenizer is not None:
+            return self.tokenizer.decode(tokens, skip_special_tokens=True)
+        from ropekit.model.tokenizer import byte_text
+
+        return byte_text(tokens)
 
     def describe(self) -> dict[str, Any]:
         description = {

@@ -40,6 +40,11 @@ class KVCache:
             self.values[layer] = torch.cat((self.values[layer], values), dim=1)
         return self.keys[layer], self.values[layer]
 
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` cached tokens of every layer (a longer ``length`` keeps everything)."""
+        self.keys = [k[:, :length] for k in self.keys]
+        self.values = [v[:, :length] for v in self.values]
+
 
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int) -> torch.Tensor:
     """Causal grouped-query attention of ``seq`` new queries over ``past`` cached and ``seq`` new keys.

@@ -15,3 +15,8 @@ VOCAB_SIZE = 260
 def byte_ids(text: bytes) -> np.ndarray:
     """Byte-level token ids of ``text``: ``(len(text),)`` int64, a writable copy (``torch.from_numpy`` shares it)."""
     return np.frombuffer(text, np.uint8).astype(np.int64)
+
+
+def byte_text(tokens: list[int]) -> str:
+    """The text of byte-level ``tokens`` (ids 0–255; other ids are specials and dropped), invalid UTF-8 replaced."""
+    return bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace")

@@ -83,8 +83,7 @@ class TinyDecoder:
             torch.set_num_threads(before)
 
     def crop(self, length: int) -> None:
-        self.cache.keys = [k[:, :length] for k in self.cache.keys]  # (batch, length, kv_heads, head_dim)
-        self.cache.values = [v[:, :length] for v in self.cache.values]
+        self.cache.crop(length)
 
 
 class HFDecoder:
@@ -168,7 +167,9 @@ def settled(tokens: list[int], refs: Sequence[str], budget: int) -> bool:
     reference needs its unmatched rest (after the longest suffix of the output that begins it) within the tokens
     left. Stopping there gives the score that decoding to the budget would give.
     """
-    text = bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace").lower()
+    from ropekit.model.tokenizer import byte_text
+
+    text = byte_text(tokens).lower()
     left = budget - len(tokens)
     missing = [ref.lower() for ref in refs if ref.lower() not in text]
     if not missing:

@@ -105,15 +105,22 @@ class TaskSettings:
 
 
 def detokenize(model: Any, tokens: list[int]) -> str:
-    """The model's output as text: its tokenizer's decoding, or bytes for byte-level models."""
+    """The model's output as text: its own ``detokenize``, else its tokenizer's decoding, else bytes."""
+    if hasattr(model, "detokenize"):
+        return model.detokenize(tokens)
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None:
         return tokenizer.decode(tokens, skip_special_tokens=True)
-    return bytes(t for t in tokens if 0 <= t < 256).decode("utf-8", errors="replace")
+    from ropekit.model.tokenizer import byte_text
+
+    return byte_text(tokens)
 
 
 def stop_tokens(model: Any) -> frozenset[int]:
-    """Token ids that end an answer (the tokenizer's end of sequence); none for byte-level models."""
+    """Token ids that end an answer: the model's own ``stop_tokens``, else its tokenizer's end of sequence; none for
+    byte-level models."""
+    if hasattr(model, "stop_tokens"):
+        return frozenset(model.stop_tokens)
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None and tokenizer.eos_token_id is not None:
         return frozenset({int(tokenizer.eos_token_id)})
@@ -149,6 +156,11 @@ def check_plan(model: Any, settings: TaskSettings) -> list[int]:
         free_memory=free_memory(),
     )
     return lengths
+
+
+def byte_level(model: Any) -> bool:
+    """Whether every token of ``model`` is at most one byte (its own ``byte_level``, else: it has no tokenizer)."""
+    return bool(getattr(model, "byte_level", getattr(model, "tokenizer", None) is None))
 
 
 def make_samples(
@@ -308,7 +320,7 @@ def run_tasks(
     }
     result = TaskResult(context)
     stop = stop_tokens(model)
-    byte_level = getattr(model, "tokenizer", None) is None  # detokenize: at most one byte per token
+    bytewise = byte_level(model)
     lengths = settings.token_lengths(train_length)
     for method in settings.methods:
         attention = None
@@ -324,14 +336,23 @@ def run_tasks(
                 if on_tokens is not None:  # keep a progress bar's total exact
                     on_tokens(sum(sample_cost(s) for n in lengths for t in settings.tasks for s in samples[n, t]))
                 break
+            served = None
+            if hasattr(model, "answer_all"):  # a server: every question of this length at once, a bounded pool
+                progress = None if on_tokens is None else (lambda s: on_tokens(sample_cost(s)))
+                served = model.answer_all([s for t in settings.tasks for s in samples[length, t]], progress)
             for task in settings.tasks:
                 scores, shortcuts, forward = [], 0, 0
                 for sample in samples[length, task]:
+                    if served is not None:
+                        texts, tokens = served[id(sample)]
+                        forward += tokens
+                        scores += [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
+                        continue
                     decoder = make_decoder(model)
                     decoder.extend(torch.from_numpy(sample.context), keep=0)
                     forward += len(sample.context)
                     for question in sample.questions:
-                        refs = question.answers if byte_level else None  # exact early stop (decode.settled)
+                        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
                         answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
                         forward += answer.forward_tokens
                         shortcuts += answer.shortcut

@@ -1,0 +1,77 @@
+"""``--engine``, ``--url``, ``--concurrency`` on ``eval tasks``, ``eval perplexity`` and ``eval passkey``: a bad
+choice is a one-line error naming the option before anything loads; on SmolLM2 (``real``, ``llamacpp``) the
+llama.cpp engine's ``tasks.json`` scores equal the torch path's on the same samples."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from ropekit.cli.app import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+def error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["tasks", "perplexity", "passkey"])
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        (["--engine", "vllm"], "--engine must be one of torch, llamacpp, openai"),
+        (["--engine", "openai"], "--engine openai needs --url"),
+        (["--url", "http://127.0.0.1:1/v1"], "--url applies to --engine openai"),
+        (["--engine", "llamacpp", "--device-map", "auto"], "--device-map applies to --engine torch"),
+        (["--engine", "llamacpp", "--dtype", "bfloat16"], "--dtype applies to --engine torch"),
+        (["--engine", "openai", "--url", "http://127.0.0.1:1/v1", "--concurrency", "0"], "--concurrency must be"),
+    ],
+)
+def test_a_bad_engine_choice_is_one_line(command: str, options: list[str], fragment: str) -> None:
+    assert fragment in error_line(run("eval", command, "--model", "x.gguf", *options))
+
+
+def test_llamacpp_needs_a_gguf_file() -> None:
+    pytest.importorskip("llama_cpp")
+    line = error_line(run("eval", "tasks", "--model", "tiny", "--engine", "llamacpp"))
+    assert "--engine llamacpp needs --model to be a .gguf file" in line
+
+
+@pytest.mark.slow
+@pytest.mark.real
+def test_an_unreachable_server_is_one_line(smollm2_path) -> None:
+    pytest.importorskip("llama_cpp")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    line = error_line(run("eval", "tasks", "--model", smollm2_path, "--engine", "openai", "--url", url))
+    assert f"--url {url}" in line and "unreachable" in line
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+@pytest.mark.real
+@pytest.mark.hf
+def test_llamacpp_scores_equal_the_torch_path(smollm2_path, tmp_path) -> None:
+    pytest.importorskip("llama_cpp")
+    common = ["eval", "tasks", "--model", smollm2_path, "--methods", "none", "--tasks", "niah_single_1,vt"]
+    common += ["--lengths", "1024", "--samples", "2", "--json"]
+    ours = run(*common, "--engine", "llamacpp")
+    theirs = run(*common)
+    assert ours.exit_code == 0 and theirs.exit_code == 0, ours.output + theirs.output
+    rows = [[(r["task"], r["score"]) for r in json.loads(out.stdout)["rows"]] for out in (ours, theirs)]
+    assert rows[0] == rows[1]
+    assert json.loads(ours.stdout)["context"]["model"]["kind"] == "llamacpp"

@@ -1,0 +1,213 @@
+"""``--engine openai`` against llama.cpp's own server (``llama-cpp-python[server]``), started here on 127.0.0.1 with
+SmolLM2's GGUF file and stopped afterwards; only loopback traffic.
+
+That server takes prompts only as text, and a sample's ids (its pieces tokenized one by one) are not the ids of its
+text tokenized whole ("again." + " " + "The" against "again." + " The"), so the engine refuses it (tested). The
+other tests start it through ``_ids_server.py``, which lets it take the prompt as token ids, as llama.cpp's C++
+server, vLLM and SGLang do.
+
+The oracle is ``--engine llamacpp`` on the same file: the same scores on the same samples, the server's greedy text
+starting with the engine's answer (the engine stops once the canonical answer is out), the same perplexity.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("llama_cpp")
+for _package in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
+    pytest.importorskip(_package)
+
+#: slow: a server start and 1024-token prompts take minutes on a loaded 2-core machine
+pytestmark = [pytest.mark.llamacpp, pytest.mark.real, pytest.mark.slow]
+
+LENGTH = 1024
+N_CTX = 2048
+
+
+class Server:
+    """llama-cpp-python's server on a free loopback port; ``start`` and ``stop`` (a server that dies)."""
+
+    def __init__(self, model: Path, log: Path, *, ids: bool = True, logits_all: bool = False) -> None:
+        self.ids, self.logits_all = ids, logits_all
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.model, self.log, self.process = model, log, None
+
+    def start(self) -> None:
+        launcher = [str(Path(__file__).with_name("_ids_server.py"))] if self.ids else ["-m", "llama_cpp.server"]
+        command = [sys.executable, *launcher, "--model", str(self.model), "--host", "127.0.0.1"]
+        command += ["--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1"]
+        command += ["--logits_all", str(self.logits_all).lower(), "--verbose", "false"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log.open("a"), env=env)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(self.url + "/models", timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("the server did not answer within 90 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+
+
+@pytest.fixture(scope="module")
+def server(smollm2_path, tmp_path_factory):
+    running = Server(smollm2_path, tmp_path_factory.mktemp("server") / "server.log")
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def engine(smollm2_path):
+    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+
+    model = LlamaCppEvalModel(smollm2_path, threads=1)
+    yield model
+    model.close()
+
+
+def served(path, server, **options):
+    from ropekit.engines.openai_client import OpenAIClient
+    from ropekit.engines.openai_eval import OpenAIEvalModel
+
+    client = OpenAIClient(server.url, retries=1, backoff=0.1, timeout=600)
+    return OpenAIEvalModel(path, server.url, client=client, **options)
+
+
+@pytest.fixture(scope="module")
+def samples(engine):
+    from ropekit.eval.tasks.run import TaskSettings, make_samples
+
+    settings = TaskSettings(methods=("none",), tasks=("niah_single_1", "vt"), lengths=(LENGTH,), samples=2)
+    return settings, make_samples(engine, settings)
+
+
+def test_answers_equal_the_llamacpp_engine(smollm2_path, server, engine, samples, tmp_path) -> None:
+    """Per question: the server's greedy text starts with the engine's answer (which stops once the canonical answer
+    is out) and scores the same; per task, the same rows through ``run_tasks``."""
+    from ropekit.eval.tasks.decode import greedy_answer
+    from ropekit.eval.tasks.run import run_tasks
+    from ropekit.eval.tasks.scoring import score
+
+    settings, made = samples
+    model = served(smollm2_path, server, concurrency=2, journal=tmp_path / "answers.jsonl")
+    group = [s for key in sorted(made) for s in made[key]]
+    texts = model.answer_all(group)
+    for sample in group:
+        decoder = engine.decoder()
+        decoder.extend(torch.from_numpy(sample.context), keep=0)
+        for question, text in zip(sample.questions, texts[id(sample)][0], strict=True):
+            answer = greedy_answer(decoder, question.ids, question.target, question.budget, engine.stop_tokens)
+            ours = engine.detokenize(answer.tokens)
+            assert text.startswith(ours)
+            assert score(text, question.answers, question.metric) == score(ours, question.answers, question.metric)
+    theirs = run_tasks(model, settings, samples=made)  # from the journal: asks the server nothing more
+    ours = run_tasks(engine, settings, samples=made)
+    assert [(r["task"], r["score"]) for r in theirs.rows] == [(r["task"], r["score"]) for r in ours.rows]
+    described = theirs.context["model"]
+    assert described["kind"] == "openai" and described["server_model"]
+    assert model.ids_accepted is True
+
+
+def test_a_server_taking_only_text_is_refused_on_a_re_tokenisation_mismatch(smollm2_path, samples, tmp_path) -> None:
+    from ropekit.engines.openai_client import ServerError
+
+    _, made = samples
+    sample = made[LENGTH, "niah_single_1"][0]
+    text_only = Server(smollm2_path, tmp_path / "server.log", ids=False)
+    text_only.start()
+    try:
+        model = served(smollm2_path, text_only)
+        with pytest.raises(ServerError, match="re-tokenises to different ids") as caught:
+            model.answer_all([sample])
+        assert "\n" not in str(caught.value) and model.ids_accepted is False
+    finally:
+        text_only.stop()
+
+
+def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path, server, samples, tmp_path) -> None:
+    from ropekit.engines.openai_client import ServerError
+
+    _, made = samples
+    group = [s for key in sorted(made) for s in made[key]]
+    journal = tmp_path / "answers.jsonl"
+    model = served(smollm2_path, server, journal=journal)
+    first = model.answer_all(group[:2])
+    server.stop()  # the server dies with the rest of the samples unanswered
+    try:
+        with pytest.raises(ServerError, match="unreachable") as caught:
+            model.answer_all(group)
+        assert "\n" not in str(caught.value)
+    finally:
+        server.start()
+    again = served(smollm2_path, server, journal=journal)
+    posts = []
+    post = again.client.post
+    again.client.post = lambda path, body: posts.append(path) or post(path, body)
+    result = again.answer_all(group)
+    asked = sum(len(s.questions) for s in group[2:])
+    assert len(posts) == asked
+    assert [result[id(s)] for s in group[:2]] == [first[id(s)] for s in group[:2]]
+
+
+def test_a_context_shorter_than_the_samples_is_one_line(smollm2_path, server) -> None:
+    from ropekit.engines.openai_client import ServerError
+
+    model = served(smollm2_path, server)
+    with pytest.raises(ServerError, match="shorter than the samples") as caught:
+        model.answer(list(range(1000, 1000 + N_CTX + 10)), 8)
+    assert "\n" not in str(caught.value)
+
+
+def test_perplexity_without_prompt_logprobs_is_refused_by_name(smollm2_path, server, engine) -> None:
+    from ropekit.eval.perplexity import perplexity_at
+    from ropekit.eval.sweep import evaluation_text
+
+    ids, _ = evaluation_text(engine)
+    model = served(smollm2_path, server)
+    with pytest.raises(ValueError, match="needs its prompt log-probabilities") as caught:
+        perplexity_at(model, ids, 256, engine.train_length, max_tokens=256)
+    assert model.server_model in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_perplexity_from_prompt_logprobs_equals_the_engines(smollm2_path, engine, tmp_path) -> None:
+    from ropekit.eval.perplexity import perplexity_at
+    from ropekit.eval.sweep import evaluation_text
+
+    ids, _ = evaluation_text(engine)
+    server = Server(smollm2_path, tmp_path / "server.log", logits_all=True)
+    server.start()
+    try:
+        theirs = perplexity_at(served(smollm2_path, server), ids, 512, engine.train_length, max_tokens=512)
+    finally:
+        server.stop()
+    ours = perplexity_at(engine, ids, 512, engine.train_length, max_tokens=512)
+    assert abs(theirs.perplexity / ours.perplexity - 1) < 1e-3
+    assert torch.isfinite(torch.tensor(theirs.perplexity))
