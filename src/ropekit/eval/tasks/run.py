@@ -289,6 +289,35 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
     return summary if own is not None else {**summary, "note": NOT_JUDGED}
 
 
+def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:
+    """What a task result records about its run: versions, the model, the text and the settings."""
+    from ropekit import __version__
+
+    return {
+        "ropekit_version": __version__,
+        "model": model.describe(),
+        "eval_text": tokens.source,
+        "eval_text_sha256": tokens.sha256,
+        "settings": settings.to_dict(),
+        "train_length": model.train_length,
+    }
+
+
+def _answer_locally(model: Any, sample: Sample, stop: Any, bytewise: bool) -> tuple[list[float], int, int]:
+    """One sample decoded in this process: its context prefilled once, each question answered greedily from that
+    prefix. Returns the questions' scores, how many answers stopped early, and the forward tokens."""
+    decoder = make_decoder(model)
+    decoder.extend(torch.from_numpy(sample.context), keep=0)
+    scores, shortcuts, forward = [], 0, len(sample.context)
+    for question in sample.questions:
+        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
+        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
+        forward += answer.forward_tokens
+        shortcuts += answer.shortcut
+        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
+    return scores, shortcuts, forward
+
+
 def run_tasks(
     model: Any,
     settings: TaskSettings,
@@ -305,20 +334,10 @@ def run_tasks(
         on_tokens: called with the forward tokens of each finished sample (for a progress bar in tokens).
         on_step: called with a short label after each (method, length, task).
     """
-    from ropekit import __version__
-
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     samples = samples if samples is not None else make_samples(model, settings, tokens)
     train_length = model.train_length
-    context = {
-        "ropekit_version": __version__,
-        "model": model.describe(),
-        "eval_text": tokens.source,
-        "eval_text_sha256": tokens.sha256,
-        "settings": settings.to_dict(),
-        "train_length": train_length,
-    }
-    result = TaskResult(context)
+    result = TaskResult(_context(model, settings, tokens))
     stop = stop_tokens(model)
     bytewise = byte_level(model)
     lengths = settings.token_lengths(train_length)
@@ -348,15 +367,10 @@ def run_tasks(
                         forward += tokens
                         scores += [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
                         continue
-                    decoder = make_decoder(model)
-                    decoder.extend(torch.from_numpy(sample.context), keep=0)
-                    forward += len(sample.context)
-                    for question in sample.questions:
-                        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
-                        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
-                        forward += answer.forward_tokens
-                        shortcuts += answer.shortcut
-                        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
+                    sample_scores, sample_shortcuts, sample_forward = _answer_locally(model, sample, stop, bytewise)
+                    scores += sample_scores
+                    shortcuts += sample_shortcuts
+                    forward += sample_forward
                     if on_tokens is not None:
                         on_tokens(sample_cost(sample))
                 result.rows.append(

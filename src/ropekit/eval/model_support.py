@@ -1,0 +1,61 @@
+"""Helpers every evaluation model shares: the ``--dtype`` names, out-of-memory detection that names the length, and
+a transformers tokenizer's ids and stop tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+#: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for allocation failures: CUDA's ``torch.OutOfMemoryError``, ``MemoryError``, and the CPU allocator's
+    ``RuntimeError`` ("DefaultCPUAllocator: can't allocate memory")."""
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
+
+
+def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
+    """``forward(ids)``, turning an out-of-memory failure into a ``ValueError`` that names the length.
+
+    Raises:
+        ValueError: the forward pass ran out of memory.
+    """
+    try:
+        return forward(ids)
+    except (RuntimeError, MemoryError) as error:
+        if not is_out_of_memory(error):
+            raise
+        raise ValueError(
+            f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); evaluate shorter lengths "
+            "(smaller multiples), a smaller dtype, or for a transformers model spread it over devices with "
+            "device_map='auto'"
+        ) from error
+
+
+def torch_dtype(name: str) -> torch.dtype | None:
+    """``--dtype`` name → torch dtype (``None`` for ``auto``).
+
+    Raises:
+        ValueError: the name is not one of :data:`DTYPES`.
+    """
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
+    return None if name == "auto" else getattr(torch, name)
+
+
+def tokenizer_ids(tokenizer: Any, text: bytes) -> torch.Tensor:
+    """Text → 1-D int64 ids by a transformers tokenizer, no special tokens added (every evaluation's encoding)."""
+    ids = tokenizer(text.decode("utf-8", errors="replace"), add_special_tokens=False)["input_ids"]
+    return torch.tensor(ids, dtype=torch.int64)
+
+
+def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
+    """The end-of-sequence id of a transformers tokenizer as the stop tokens (none when it has none)."""
+    eos = tokenizer.eos_token_id
+    return frozenset() if eos is None else frozenset({int(eos)})
