@@ -1,9 +1,10 @@
-"""``ropekit eval {perplexity,passkey}``: measurements on the bundled model or any local model.
+"""``ropekit eval {perplexity,passkey,tasks}``: measurements on the bundled model or any local model.
 
 Every option is checked before the model loads; the lengths, the methods that can run on the model and the output
 folder are checked once it has loaded and before the sweep. A sweep that fails part-way keeps what it measured:
 the methods finished before the failure are written to ``--out``. The measuring itself is
-:func:`ropekit.eval.run.run_methods`; the shared options are in :mod:`ropekit.cli.eval_options`.
+:func:`ropekit.eval.run.run_methods`; the shared options are in :mod:`ropekit.cli.eval_options`, and ``tasks`` in
+:mod:`ropekit.cli.tasks_cmd`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ropekit.cli.eval_options import (
 )
 from ropekit.cli.eval_setup import check_runnable, load_model, read_sweep_text
 from ropekit.cli.method_options import METHODS, PARAM
+from ropekit.cli.tasks_cmd import tasks_command
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
 
@@ -165,3 +167,6 @@ def passkey_command(
         engine=(engine, url, concurrency),
         names={"passkey_multiples": "--multiples"},
     )
+
+
+app.command("tasks")(tasks_command)

@@ -1,6 +1,6 @@
 """``ropekit eval tasks``: RULER-style synthetic tasks per scaling method and length, and the effective length.
 
-Registered on the ``eval`` group (``ropekit eval tasks``). Every option is checked before the model loads; every
+Registered on the ``eval`` group (``ropekit eval tasks``) by :mod:`ropekit.cli.eval_cmd`. Every option is checked before the model loads; every
 sample is generated (and every length checked against every task) before the first forward pass. The run itself is
 :func:`ropekit.eval.run.run_task_suite`.
 """
@@ -13,7 +13,6 @@ import typer
 
 from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_overwrite, write_and_print
 from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL, check_engine
-from ropekit.cli.eval_cmd import app
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
 from ropekit.cli.eval_setup import fit_tasks, load_model, prepare_samples
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
@@ -29,7 +28,6 @@ METHODS = typer.Option(
 TASK_FILES = ("tasks.json",)
 
 
-@app.command("tasks")
 def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
