@@ -267,7 +267,7 @@ def test_eval_with_only_methods_the_model_cannot_run(no_sweep):
 
 
 def test_tables_report_skipped_methods(capsys):
-    from ropekit.cli.eval_cmd import print_tables
+    from ropekit.cli.eval_show import print_tables
     from ropekit.eval.sweep import SweepResult
 
     print_tables(SweepResult({}, skipped=[{"method": "longrope", "reason": "needs searched factors"}]))
@@ -455,7 +455,7 @@ def test_train_and_experiment_accept_lengths_with_suffixes(tmp_path, no_training
 
 
 def test_perplexity_tables_show_the_tokens_beyond_the_training_length(capsys):
-    from ropekit.cli.eval_cmd import print_tables
+    from ropekit.cli.eval_show import print_tables
     from ropekit.eval.sweep import SweepResult
 
     rows = [
@@ -482,7 +482,7 @@ def test_plan_shows_the_base_as_given():
 
 
 def test_settings_are_dataclasses_built_by_keyword():
-    from ropekit.cli.eval_cmd import build_settings
+    from ropekit.cli.eval_options import build_settings
 
     settings = build_settings(methods="none,yarn", multiples="1,2", factor="auto")
     assert dataclasses.asdict(settings)["methods"] == ("none", "yarn") and settings.multiples == (1.0, 2.0)

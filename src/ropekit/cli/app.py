@@ -77,7 +77,6 @@ def _register() -> None:
     for name, (module, function) in COMMANDS.items():
         command = getattr(importlib.import_module(f"ropekit.cli.{module}"), function)
         app.command(name, help=prose(command.__doc__))(command)
-    importlib.import_module("ropekit.cli.tasks_cmd")  # adds 'tasks' to the eval group
     for name, (module, attribute) in GROUPS.items():
         group = getattr(importlib.import_module(f"ropekit.cli.{module}"), attribute)
         for info in group.registered_commands:

@@ -1,39 +1,30 @@
-"""``ropekit report``: the main job — theory view, perplexity curves, passkey heatmaps and a summary."""
+"""``ropekit report``: the main job — theory view, perplexity curves, passkey heatmaps and a summary.
+
+The evaluation is :func:`ropekit.eval.run.evaluate` and the folder :func:`ropekit.eval.run.write_report`; this
+command checks the options, the model and the lengths first, and shows the progress and the summary.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from ropekit import _defaults as defaults
-from ropekit.cli.common import json_option, prepare_output_dir, print_json, refuse_overwrite, writing
-from ropekit.cli.eval_cmd import (
+from ropekit.cli.common import check_range, json_option, prepare_output_dir, print_json, refuse_overwrite, writing
+from ropekit.cli.eval_options import (
     DEVICE_MAP,
     DTYPE,
     FACTOR,
-    METHODS,
     MODEL,
     RESULT_FILES,
     STRIDE_HELP,
     TEXT,
     build_settings,
-    check_runnable,
-    load_model,
-    print_tables,
-    read_sweep_text,
-    run_with_progress,
+    build_task_settings,
 )
-from ropekit.cli.method_options import PARAM
-from ropekit.cli.tasks_cmd import build_task_settings, fit_tasks, prepare_samples
-from ropekit.cli.tasks_cmd import run_with_progress as run_task_progress
-
-if TYPE_CHECKING:
-    from ropekit.eval.models import EvalModel
-    from ropekit.eval.tasks.base import Sample
-    from ropekit.eval.tasks.run import TaskSettings
-    from ropekit.eval.text import TokenizedText
+from ropekit.cli.eval_setup import check_runnable, fit_tasks, load_model, prepare_samples, read_sweep_text
+from ropekit.cli.method_options import METHODS, PARAM
 
 DEFAULT_OUT = Path("report")
 
@@ -41,8 +32,6 @@ DEFAULT_OUT = Path("report")
 def report_task_settings(settings, samples: int, tasks: str, multiples: str, threshold: float, factor: str):
     """The task section's settings (``None`` with ``--task-samples 0``): the sweep's methods (attention methods
     included), its parameters, seed and factor."""
-    from ropekit.cli.common import check_range
-
     check_range("--task-samples", samples, minimum=0)
     if samples == 0:
         return None
@@ -110,10 +99,7 @@ def report_command(
     json_output: bool = json_option("Print the summary (findings, paths) as JSON instead of tables."),
 ) -> None:
     """Evaluate every method on a model and write a self-contained HTML report."""
-    import json
     import time
-
-    from ropekit.eval.report import write_report
 
     started = time.perf_counter()
     names = {"multiples": "--perplexity-multiples"}
@@ -137,58 +123,54 @@ def report_command(
     sweep_text = read_sweep_text(text, settings, perplexity=True, passkey=True)
     eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
     tokens = sweep_text.tokenized(eval_model)
-    check_runnable(
-        eval_model,
-        settings,
-        perplexity=True,
-        passkey=True,
-        names={**names, "passkey_multiples": "--passkey-multiples"},
-        text=tokens,
-    )
-    task_settings, task_samples_made, dropped = _prepare_tasks(eval_model, task_settings, tokens)
+    names["passkey_multiples"] = "--passkey-multiples"
+    check_runnable(eval_model, settings, perplexity=True, passkey=True, names=names, text=tokens)
+    samples = _prepare_tasks(eval_model, task_settings, tokens)
     prepare_output_dir(out, "--out", default=DEFAULT_OUT)
-    result = run_with_progress(eval_model, settings, perplexity=True, passkey=True, out=out, text=tokens, force=force)
-    task_result = None
-    if task_settings is not None:
-        task_result = run_task_progress(eval_model, task_settings, tokens, task_samples_made)
-        task_result.context["dropped"] = dropped
+    _write(eval_model, settings, task_settings, tokens, samples, out, force, json_output, started)
+
+
+def _write(eval_model, settings, task_settings, tokens, samples, out: Path, force: bool, json_output: bool, started):
+    """Run the evaluation under the progress bar, write the report into ``out`` and print its summary."""
+    import json
+    import time
+
+    from ropekit.cli.eval_progress import rich_progress, sweep_failed, tasks_failed
+    from ropekit.cli.eval_show import print_report_summary, print_tables
+    from ropekit.eval.run import EvaluationFailed, evaluate, write_report_files
+
+    try:
+        evaluation = evaluate(
+            eval_model,
+            settings,
+            tasks=task_settings,
+            text=tokens,
+            progress=rich_progress,
+            samples=samples,
+            started=started,
+        )
+    except EvaluationFailed as failure:
+        raise sweep_failed(failure, out, force) from failure.error
+    except (ValueError, MemoryError, RuntimeError) as error:  # the task section
+        raise tasks_failed(error) from error
     with writing(out, force=force) as staged:
-        write_report(eval_model, settings, result, staged, time.perf_counter() - started, tasks=task_result)
+        write_report_files(evaluation, staged)
     index = out / "index.html"
     summary = json.loads((out / "summary.json").read_text())
     if json_output:
         print_json({"index": str(index), "out": str(out), **summary})
         return
-    print_tables(result)
-    _print_summary(summary, index, time.perf_counter() - started)
+    print_tables(evaluation.sweep)
+    print_report_summary(summary, index, time.perf_counter() - started)
 
 
-def _prepare_tasks(
-    eval_model: EvalModel, task_settings: TaskSettings | None, tokens: TokenizedText
-) -> tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict]:
-    """``(task settings, samples, dropped)`` for the task section: the tasks that fit the model's lengths (the
-    dropped ones with why) and their samples, made before the sweep so that a problem shows before minutes of it;
-    ``(None, None, {})`` without tasks."""
+def _prepare_tasks(eval_model, task_settings, tokens):
+    """:func:`ropekit.eval.run.prepare_tasks`' answer for the task section, made before the sweep so that a problem
+    shows before minutes of it, each error naming ``--task-multiples``; ``None`` without tasks."""
     if task_settings is None:
-        return None, None, {}
+        return None
     task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     if task_settings is None:
         return None, None, dropped
     samples = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
     return task_settings, samples, dropped
-
-
-def _print_summary(summary: dict, index: Path, elapsed_s: float) -> None:
-    """The report's summary table (method x measure), its verdict line and where the report is."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    table = Table(title="summary")
-    for column in summary["table"]["columns"]:
-        table.add_column(column)
-    for row in summary["table"]["rows"]:
-        table.add_row(*(str(row.get(column, "")) for column in summary["table"]["columns"]))
-    console.print(table)
-    console.print(f"[bold]verdict[/]: {summary['verdict']}")
-    console.print(f"[bold]report[/]: {index} ({elapsed_s:.0f} s)")

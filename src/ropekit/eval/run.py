@@ -1,0 +1,212 @@
+"""The library entry point of evaluation: perplexity, passkey and the RULER-style tasks of one model, and the report.
+
+``ropekit eval perplexity|passkey|tasks`` and ``ropekit report`` all run through here; a script does the same::
+
+    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.run import evaluate, write_report
+    from ropekit.eval.sweep import SweepSettings
+
+    model = load_eval_model("tiny")
+    evaluation = evaluate(model, SweepSettings(methods=("none", "yarn"), multiples=(1.0, 2.0)))
+    write_report(evaluation, "report")
+
+Progress is a callback (:data:`Progress`): the CLI passes its rich progress bar, a script passes nothing (quiet).
+Errors are the library's own (``ValueError``, ``MemoryError``, ``RuntimeError``); a sweep that fails part-way raises
+:class:`EvaluationFailed`, which carries the methods measured before the failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import EvalModel
+    from ropekit.eval.sweep import SweepResult, SweepSettings
+    from ropekit.eval.tasks.base import Sample
+    from ropekit.eval.tasks.run import TaskResult, TaskSettings
+    from ropekit.eval.text import TokenizedText
+
+#: ``progress(name, total, notes)``: a context manager for one stage (``"eval"``: the sweep, ``"tasks"``: the task
+#: suite) of ``total`` forward tokens, after ``notes`` (what it will cost) are shown; it yields
+#: ``(on_step, on_tokens)``: ``on_step(label)`` after each step, ``on_tokens(n)`` for each ``n`` tokens done.
+Progress = Callable[
+    [str, int, list[str]], contextlib.AbstractContextManager[tuple[Callable[[str], None], Callable[[int], None]]]
+]
+
+#: SweepSettings fields that only one kind of evaluation uses (left out of the other's recorded settings)
+PERPLEXITY_ONLY = ("multiples", "mode", "stride", "max_tokens")
+PASSKEY_ONLY = ("passkey_multiples", "depths", "trials", "seed")
+
+
+@contextlib.contextmanager
+def quiet(name: str, total: int, notes: list[str]) -> Iterator[tuple[Callable[[str], None], Callable[[int], None]]]:
+    """The progress that shows nothing (the default)."""
+    yield (lambda label: None), (lambda tokens: None)
+
+
+class EvaluationFailed(Exception):
+    """A sweep failed at ``method``; ``partial`` holds the methods measured before it (``None``: none), with
+    ``context["partial"]`` set. The original error is ``__cause__``."""
+
+    def __init__(self, method: str, error: BaseException, partial: SweepResult | None) -> None:
+        super().__init__(str(error))
+        self.method = method
+        self.error = error
+        self.partial = partial
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """One model's evaluation: the sweep (perplexity and passkey), the task section (``None`` without one) and the
+    seconds it took from :func:`evaluate`'s start (or the caller's ``started``)."""
+
+    model: EvalModel
+    settings: SweepSettings
+    sweep: SweepResult
+    tasks: TaskResult | None = None
+    elapsed_s: float = 0.0
+
+
+def run_methods(
+    model: EvalModel,
+    settings: SweepSettings,
+    *,
+    perplexity: bool = True,
+    passkey: bool = True,
+    text: TokenizedText | None = None,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """:func:`ropekit.eval.sweep.run_sweep` method by method, merged, with progress in forward tokens (so that the
+    ETA weighs a 32k window 4x an 8k one, and more for attention). A failure raises :class:`EvaluationFailed`."""
+    from ropekit.eval.sweep import cost_lines, evaluation_text, forward_tokens, run_sweep
+
+    text_tokens = len(evaluation_text(model, text)[0])
+    notes = cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey)
+    cost = forward_tokens(settings, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
+    merged: SweepResult | None = None
+    with (progress or quiet)("eval", max(1, sum(cost.values())), notes) as (on_step, on_tokens):
+        for method in settings.methods:
+            try:
+                part = run_sweep(
+                    model,
+                    dataclasses.replace(settings, methods=(method,)),
+                    perplexity=perplexity,
+                    passkey=passkey,
+                    text=text,
+                    on_step=on_step,
+                    on_tokens=on_tokens,
+                )
+            except (ValueError, MemoryError, RuntimeError) as error:
+                if merged is not None:
+                    merged.context["partial"] = True
+                raise EvaluationFailed(method, error, merged) from error
+            if merged is None:
+                merged = part
+            else:
+                merged.perplexity += part.perplexity
+                merged.passkey += part.passkey
+                merged.skipped += part.skipped
+    unused = PASSKEY_ONLY if not passkey else PERPLEXITY_ONLY if not perplexity else ()
+    merged.context["settings"] = {k: v for k, v in settings.to_dict().items() if k not in unused}
+    return merged
+
+
+def prepare_tasks(
+    model: EvalModel, settings: TaskSettings, text: TokenizedText
+) -> tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict[str, str]]:
+    """``(settings, samples, dropped)``: the tasks that fit the model's lengths (``dropped``: the others, with why)
+    and every sample, made before any forward pass; ``(None, None, dropped)`` when no task fits. Bad lengths raise
+    ``ValueError``."""
+    from ropekit.eval.tasks.run import check_plan, fitting_tasks, make_samples
+
+    check_plan(model, settings)
+    dropped = fitting_tasks(model, settings, text)
+    kept = tuple(t for t in settings.tasks if t not in dropped)
+    if not kept:
+        return None, None, dropped
+    settings = dataclasses.replace(settings, tasks=kept)
+    return settings, make_samples(model, settings, text), dropped
+
+
+def run_task_suite(
+    model: EvalModel,
+    settings: TaskSettings,
+    text: TokenizedText,
+    samples: dict[tuple[int, str], list[Sample]],
+    *,
+    progress: Progress | None = None,
+) -> TaskResult:
+    """:func:`ropekit.eval.tasks.run.run_tasks` with progress in forward tokens; the cost is the progress's note."""
+    from ropekit.eval.tasks.run import forward_tokens, run_tasks
+
+    total = forward_tokens(samples, len(settings.methods))
+    count = sum(len(group) for group in samples.values())
+    budget = sum(q.budget for group in samples.values() for s in group for q in s.questions)
+    note = (
+        f"forward tokens: {total:,} over {len(settings.methods)} method(s) × {count:,} samples (each prefilled "
+        f"once; a wrong answer adds up to its budget: at most {budget * len(settings.methods):,} more)"
+    )
+    with (progress or quiet)("tasks", max(1, total), [note]) as (on_step, on_tokens):
+        return run_tasks(model, settings, text=text, samples=samples, on_tokens=on_tokens, on_step=on_step)
+
+
+def evaluate(
+    model: EvalModel,
+    settings: SweepSettings,
+    *,
+    tasks: TaskSettings | None = None,
+    text: TokenizedText | None = None,
+    progress: Progress | None = None,
+    samples: tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict[str, str]] | None = None,
+    started: float | None = None,
+) -> Evaluation:
+    """Perplexity and passkey for every method of ``settings``, then the ``tasks`` section (when given), on
+    ``model``.
+
+    Args:
+        text: the evaluation text, tokenized (default: the shipped held-out text).
+        progress: shows each stage (default: nothing shown).
+        samples: :func:`prepare_tasks`' answer, when the caller made it already (the CLI does, before the sweep,
+            to name its own options in errors); made here otherwise.
+        started: a ``time.perf_counter()`` reading to count the run time from (default: now).
+    """
+    from ropekit.eval.text import shipped_text, tokenize
+
+    started = time.perf_counter() if started is None else started
+    if text is None:
+        text = tokenize(shipped_text(), model.encode, model.separator)
+    if tasks is not None and samples is None:
+        samples = prepare_tasks(model, tasks, text)
+    sweep = run_methods(model, settings, text=text, progress=progress)
+    task_result = None
+    if samples is not None and samples[0] is not None:
+        task_settings, made, dropped = samples
+        task_result = run_task_suite(model, task_settings, text, made, progress=progress)
+        task_result.context["dropped"] = dropped
+    return Evaluation(model, settings, sweep, task_result, time.perf_counter() - started)
+
+
+def write_report_files(evaluation: Evaluation, folder: Path) -> Path:
+    """Write the report of ``evaluation`` (``index.html``, figures, JSON, CSV) straight into ``folder``; return the
+    HTML path. :func:`write_report` stages it instead."""
+    from ropekit.eval import report
+
+    return report.write_report(
+        evaluation.model, evaluation.settings, evaluation.sweep, folder, evaluation.elapsed_s, tasks=evaluation.tasks
+    )
+
+
+def write_report(evaluation: Evaluation, out: str | Path, *, force: bool = False) -> Path:
+    """Write the report of ``evaluation`` into the folder ``out``, staged and published whole (files already there
+    replaced only with ``force``; an ``OSError`` otherwise); return the HTML path."""
+    from ropekit._output import staged_output
+
+    out = Path(out)
+    with staged_output(out, force=force) as staged:
+        write_report_files(evaluation, staged)
+    return out / "index.html"
