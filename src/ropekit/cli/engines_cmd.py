@@ -75,11 +75,13 @@ def engines_command(
                 aliases=alias_texts(ramp, beta_fast, beta_slow, fixed_seq_len), factors=factors, params=param,
             )  # fmt: skip
             folder, gguf = _extended(model, spec, Path(scratch), target, original, types, gguf)
+            source = _source(model, Path(scratch), original, types) if logits and model.suffix == ".gguf" else None
         else:
+            source = None
             if model.suffix == ".gguf":
                 raise fail("--model: a .gguf file needs method flags (--scaling, --base or --plan)")
             folder, original = model, parse_length(original_length, "--original-length") if original_length else None
-        rows = _compare(folder, original, logits, chosen, gguf, quiet=json_output)
+        rows = _compare(folder, original, logits, chosen, gguf, source, quiet=json_output)
     if json_output:
         print_json({"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]})
         return
@@ -102,12 +104,21 @@ def _extended(model, spec, scratch: Path, target, original, types, gguf):
     return result.out, gguf
 
 
-def _compare(folder: Path, original, logits: int, chosen, gguf, *, quiet: bool):
+def _source(model: Path, scratch: Path, original, types) -> tuple[Path, Path]:
+    """``(unextended folder, source GGUF)``: the GGUF model's own weights with its own RoPE, on which the llama.cpp
+    row measures the quantisation floor."""
+    from ropekit.finetune.export import extend
+
+    plain = extend(model, None, scratch / "source", original_length=original, layer_types=types)
+    return plain.out, model
+
+
+def _compare(folder: Path, original, logits: int, chosen, gguf, source, *, quiet: bool):
     from ropekit.engines.compare import compare_folder, probe_for
 
     probe = probe_for(folder, original_length=original, logit_tokens=logits)
     report = (lambda message: None) if quiet else (lambda message: typer.echo(f"running {message} ...", err=True))
-    return compare_folder(folder, probe, engines=chosen, gguf=gguf, progress=report)
+    return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report)
 
 
 def _print(rows) -> None:

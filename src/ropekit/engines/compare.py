@@ -44,28 +44,42 @@ def compare_folder(
     *,
     engines: Sequence[str] = ENGINES,
     gguf: Path | None = None,
+    source: tuple[Path, Path] | None = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> tuple[EngineRow, list[EngineRow]]:
     """``(reference row, one row per engine)`` for ``folder`` (an extended model) under ``probe``.
 
     ``gguf``: the GGUF file llama.cpp and Ollama run (``None``: their rows give the file to write).
+    ``source``: ``(unextended folder, source GGUF)``, on which the llama.cpp row measures its quantisation floor.
     """
     progress("transformers (reference)")
     reference = reference_answer(folder, probe)
     ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), _hf_launch(folder))
     config = json.loads((Path(folder) / "config.json").read_text())
+    baseline = None
+    if source is not None and gguf is not None and probe.ids and "llama.cpp" in engines:
+        progress("transformers on the unextended model (llama.cpp's quantisation floor)")
+        baseline = (reference_answer(source[0], probe).logits, source[1])
     rows = []
     for name in engines:
         progress(name)
-        rows.append(_row(name, folder, config, probe, reference, gguf))
+        rows.append(_row(name, folder, config, probe, reference, gguf, baseline))
     return ref_row, rows
 
 
 def _row(
-    name: str, folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, gguf: Path | None
+    name: str,
+    folder: Path,
+    config: dict[str, Any],
+    probe: Probe,
+    reference: Answer,
+    gguf: Path | None,
+    baseline: tuple[Any, Path] | None,
 ) -> EngineRow:
     module = {"MLX-LM": mlx_lm, "llama.cpp": llama_cpp, "vLLM": vllm, "SGLang": sglang, "Ollama": ollama}[name]
     try:
+        if module is llama_cpp:
+            return module.row(folder, config, probe, reference, gguf=gguf, baseline=baseline)
         return module.row(folder, config, probe, reference, gguf=gguf)
     except Exception as error:  # an engine's own code failing on this model is its row, not the end of the table
         why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
