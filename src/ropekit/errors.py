@@ -1,6 +1,6 @@
 """The exceptions the library raises about its callers' arguments, carrying the argument they are about.
 
-A front end (the CLI) names the option the user typed from :attr:`InvalidArgument.argument`, never from the
+A front end (the CLI) names the option the user typed from ``InvalidArgument.argument``, never from the
 message text, so rewording a message cannot change which option the user is told about. This module imports
 nothing from ropekit (the core, the evaluation code and the CLI all use it).
 

@@ -4,7 +4,7 @@ transformers 5.x keeps RoPE settings in ``rope_parameters`` (with ``rope_type``,
 ``partial_rotary_factor``); 4.x used ``rope_scaling`` (legacy key ``type``) beside a top-level ``rope_theta``.
 Both are read. This module holds the rules every rope type shares; each method's own keys and quirks are read
 and written by its config class (``from_hf``/``to_hf`` in :mod:`ropekit.scaling`, documented there, once).
-The shared transformers quirks (checked against transformers 5.18) and how ropekit treats each one:
+The shared transformers quirks (checked against the transformers version in :data:`ropekit._versions.CHECKED`) and how ropekit treats each one:
 
 * ``rope_scaling`` wins over ``rope_parameters`` when a config has both (transformers does
   ``rope_scaling or rope_parameters``). ropekit: the same, with a warning when they disagree on a key.

@@ -2,7 +2,7 @@
 
 Each rotating pair reads one of the three position axes (:meth:`ropekit.config.MRope.axis_of_pairs`: blocked for
 Qwen2-VL and Qwen2.5-VL, interleaved for Qwen3-VL); its angle is that position times the pair's frequency. A scaling
-method changes the frequencies only, exactly as transformers 5.18 computes it (``rope_init_fn`` first, then the
+method changes the frequencies only, exactly as transformers computes it (``rope_init_fn`` first, then the
 sections on top): so every static method (linear, yarn, llama3, ntk, ...) composes exactly, and the length-following
 ones (``dynamic``, ``longrope``) are refused by :class:`~ropekit.config.RopeConfig`.
 

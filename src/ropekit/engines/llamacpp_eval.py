@@ -7,8 +7,9 @@
   same token ids on both engines (llama.cpp's own tokenizer splits some whitespace runs differently: SmolLM2's
   shipped-text ids differ from the 11,643rd token on); without transformers, from llama.cpp's tokenizer
   (``describe()["tokenizer"]`` says which);
-- a scaling method is run through llama.cpp's load-time RoPE options (:func:`ropekit.integrations.gguf_rope.
-  llamacpp_options`): plain RoPE with any base, linear and YaRN; a method that needs per-pair factors is skipped with
+- a scaling method is run through llama.cpp's load-time RoPE options
+  (:func:`ropekit.integrations.gguf_rope.llamacpp_options`): plain RoPE with any base, linear and YaRN; a method
+  that needs per-pair factors is skipped with
   the reason (write it into the file with ``ropekit extend --out x.gguf`` and evaluate that file's ``native``);
 - answers share one prefill per haystack: :class:`LlamaCppDecoder` feeds tokens into llama.cpp's key/value cache and
   cuts it back (``llama_memory_seq_rm``) after each question, with logits only for the positions asked for;

@@ -1,6 +1,6 @@
 """Reading a GGUF file's RoPE as llama.cpp does, so that ropekit evaluates the model llama.cpp runs.
 
-transformers' GGUF loader (5.18) maps ``rope.freq_base`` to ``rope_theta`` but drops ``rope.scaling.*`` and the
+transformers' GGUF loader maps ``rope.freq_base`` to ``rope_theta`` but drops ``rope.scaling.*`` and the
 ``rope_freqs`` tensor for the Llama family: a YaRN or Llama 3 GGUF file would load as plain RoPE. ropekit reads those
 fields itself (:func:`read_file_rope`, with llama.cpp's defaults) and gives the transformers ``rope_parameters`` that
 compute the same frequencies and attention factor (:func:`gguf_rope_parameters`); files whose RoPE uses inputs ropekit

@@ -1,6 +1,6 @@
 """llama.cpp's RoPE (what a GGUF file's metadata and llama.cpp's runtime flags mean) against ropekit's scaling.
 
-llama.cpp (the tree vendored by llama-cpp-python 0.3.36: ``src/llama-model.cpp`` ``load_hparams``,
+llama.cpp (the tree vendored by the llama-cpp-python version in :data:`ropekit._versions.CHECKED`: ``src/llama-model.cpp`` ``load_hparams``,
 ``src/llama-context.cpp``, ``ggml/src/ggml-cpu/ops.cpp`` ``rope_yarn``) rotates pair i of the ``n_rot = d`` rotating
 dims with, for θ_i = b^(−2i/d) (b = ``rope.freq_base``), s = ``rope.scaling.factor`` (its ``freq_scale`` is 1/s;
 ``none`` forces s = 1) and ff_i the ``rope_freqs`` tensor (1 without it; llama.cpp *divides* by it)::
@@ -31,7 +31,7 @@ from ropekit.scaling.static_form import static_form
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
 
-#: GGUF architectures whose llama.cpp graph multiplies the ``rope_freqs`` tensor into RoPE (llama.cpp 0.3.36,
+#: GGUF architectures whose llama.cpp graph multiplies the ``rope_freqs`` tensor into RoPE (llama.cpp as vendored by the checked llama-cpp-python,
 #: ``src/models/*.cpp`` creating ``LLM_TENSOR_ROPE_FREQS``); only ``llama`` is checked against llama.cpp here.
 ROPE_FREQS_ARCHITECTURES = (
     "llama",
@@ -179,7 +179,7 @@ def llamacpp_options(rope: LlamaCppRope) -> dict[str, float | int]:
 
     Raises:
         ValueError: ``rope`` needs per-pair factors, or an attention factor YaRN's flags cannot set (llama.cpp
-            0.3.36 recomputes ``yarn_attn_factor`` itself when YaRN is on).
+            recomputes ``yarn_attn_factor`` itself when YaRN is on).
     """
     if rope.freq_factors is not None:
         raise ValueError(

@@ -5,7 +5,7 @@ transformers' ``*ForCausalLM.forward`` is ``body → lm_head → final-logit tra
 stop at the body's final hidden states and form the logits here, ``chunk`` positions at a time, so ``(seq × vocab)``
 logits never exist at once — at 32k tokens and a 49k vocabulary they would be 6.4 GB in float32.
 
-The transforms (checked against transformers 5.18's modeling files): Gemma 2/3 ``final_logit_softcapping``
+The transforms (checked against transformers' modeling files): Gemma 2/3 ``final_logit_softcapping``
 (``tanh(z / c) · c``), Cohere ``logit_scale`` (multiplies), Granite ``logits_scaling`` (divides). An architecture
 doing anything else is refused by :func:`check_head` (it compares this head with the model's own forward) before
 an evaluation or a training run starts, rather than scored or trained on a different loss.
@@ -38,7 +38,7 @@ def decoder(model: nn.Module) -> nn.Module:
     lm = causal_lm(model)
     body = lm.get_decoder()
     if body is lm and isinstance(getattr(lm, "model", None), nn.Module):
-        # Llama4ForCausalLM: its base_model_prefix ("language_model") names no attribute, so transformers 5.18's
+        # Llama4ForCausalLM: its base_model_prefix ("language_model") names no attribute, so transformers'
         # get_decoder gives the LM itself; its body is .model
         body = lm.model
     return body

@@ -208,7 +208,7 @@ def _write_native_config(
 
 
 def _save_with_keys(model: nn.Module, keys: dict[str, Any]) -> None:
-    """``model.save_pretrained`` that adds ``keys`` to the config.json it writes: in transformers 5.18 the config
+    """``model.save_pretrained`` that adds ``keys`` to the config.json it writes: in transformers the config
     object cannot hold them (``rope_scaling`` is an alias of ``rope_parameters`` there)."""
     save = type(model).save_pretrained
 

@@ -305,7 +305,7 @@ def extended_config(
             if written.rope_parameters["rope_type"] == "longrope":
                 raise ValueError(
                     f"{scaling.rope_type} on a per-layer-type model needs rope_type 'longrope' for {layer_type}, which "
-                    "transformers 5.18 cannot run per layer type (dynamic_rope_update raises UnboundLocalError on its "
+                    "transformers cannot run per layer type (dynamic_rope_update raises UnboundLocalError on its "
                     "second call beyond original_max_position_embeddings); use a method transformers names (yarn with "
                     "its own ramp, linear, llama3) or a base change (ntk, or a new base)"
                 )

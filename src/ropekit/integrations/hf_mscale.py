@@ -1,6 +1,6 @@
 """Attention layouts of transformers models that change what a RoPE swap or an attention method must do.
 
-* **DeepSeek's softmax-scale term.** transformers 5.18's DeepSeek-V2-style attention classes (those whose module
+* **DeepSeek's softmax-scale term.** transformers' DeepSeek-V2-style attention classes (those whose module
   defines ``yarn_apply_mscale``: DeepSeek-V2, V3, V3.2, Mistral 4, LongCat-Flash, MiniCPM3, GLM-4-MoE-Lite, ...)
   multiply the softmax scale by g(s, mscale_all_dim)² once, when the layer is built, from the config's YaRN factor.
   :func:`sync_softmax_scale` sets it again for the scaling :func:`~ropekit.integrations.hf.apply_scaling` installs

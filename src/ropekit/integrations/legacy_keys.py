@@ -5,11 +5,11 @@ transformers 5 writes a model's RoPE only as ``rope_parameters``. Readers of the
 ``rope_theta`` = 10,000 and no scaling. So every config ropekit writes also carries:
 
 * one RoPE: ``rope_theta`` = its base and ``rope_scaling`` = the same dict as ``rope_parameters`` (``null`` for
-  plain RoPE). transformers 5.18 (``PreTrainedConfig.convert_rope_params_to_dict``) takes ``rope_scaling`` in place
+  plain RoPE). transformers (``PreTrainedConfig.convert_rope_params_to_dict``) takes ``rope_scaling`` in place
   of ``rope_parameters`` when both are given, so an equal dict means the same;
 * per layer type with exactly ``full_attention`` and ``sliding_attention`` (Gemma 3): the 4.x form ``rope_theta``
   (full), ``rope_local_base_freq`` (sliding) and ``rope_scaling`` (full attention's scaling, ``null`` when plain);
-  transformers 5.18's Gemma 3 config merges ``rope_scaling`` into ``full_attention``.
+  transformers' Gemma 3 config merges ``rope_scaling`` into ``full_attention``.
 
 Each candidate is checked with transformers' own config class: loading the dict with the older keys must give the
 same ``rope_parameters`` as without them. Where it does not, or there is no such form (other layer types, a

@@ -1,6 +1,6 @@
 """Llama 4's own long-context mechanism, as its config states it: what it does at a length (for ``plan``).
 
-Two settings of ``Llama4TextConfig`` (``llama4_text``, or the ``text_config`` of ``llama4``), as transformers 5.18's
+Two settings of ``Llama4TextConfig`` (``llama4_text``, or the ``text_config`` of ``llama4``), as transformers'
 ``modeling_llama4`` applies them:
 
 * **Attention temperature** (``attn_temperature_tuning``, ``floor_scale``, ``attn_scale``; the method transformers
@@ -28,7 +28,7 @@ from ropekit.integrations.rope_layers import rope_layout
 
 __all__ = ["Llama4LongContext", "llama4_long_context"]
 
-#: ``Llama4TextConfig``'s defaults (transformers 5.18), for keys a config.json leaves out
+#: ``Llama4TextConfig``'s defaults (transformers), for keys a config.json leaves out
 _DEFAULTS = {"attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1, "attention_chunk_size": 8192}
 
 

@@ -1,7 +1,7 @@
 """The native transformers form of any RoPE: what ``extend``, ``finetune`` and a patched model's config write.
 
 This module only translates the export decision of :func:`ropekit.scaling.static_form.static_form` into
-transformers' keys. The rule, one for every method (checked against transformers 5.18's ``modeling_rope_utils``):
+transformers' keys. The rule, one for every method (checked against transformers' ``modeling_rope_utils``):
 
 * Methods transformers names itself (``linear``, ``yarn`` with its own ramp, ``llama3``, ``proportional``, and the
   length-following ``dynamic`` and ``longrope``) are written as themselves. ``dynamic`` reads its original length
@@ -24,7 +24,7 @@ transformers' keys. The rule, one for every method (checked against transformers
 
 Per-layer-type models (Gemma 3: ``rope_parameters`` keyed by layer type) keep that form: the scaling is written for
 the chosen layer types (:func:`~ropekit.integrations.hf_config.scaled_layer_types`: ``full_attention`` when present,
-as transformers scales Gemma 3, else every layer type), each at its own base, and the other layer types are copied unchanged. There the ``longrope`` form is refused: transformers 5.18's
+as transformers scales Gemma 3, else every layer type), each at its own base, and the other layer types are copied unchanged. There the ``longrope`` form is refused: transformers'
 ``dynamic_rope_update`` for a per-layer-type ``longrope`` raises ``UnboundLocalError`` on its second call beyond the
 original length (it caches the long frequencies under ``{layer_type}_long_inv_freq`` but reads a local variable).
 """

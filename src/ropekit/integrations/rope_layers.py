@@ -3,7 +3,7 @@
 Some models interleave layers that take no position at all (NoPE, "no positional embedding") with RoPE layers:
 
 * SmolLM3 (``model_type`` ``smollm3``): ``no_rope_layers``, one entry per layer, ``1`` = the layer applies RoPE,
-  ``0`` = NoPE (the name reads backwards: transformers 5.18's ``SmolLM3Attention`` sets ``use_rope =
+  ``0`` = NoPE (the name reads backwards: transformers' ``SmolLM3Attention`` sets ``use_rope =
   no_rope_layers[layer_idx]``). Left out (``None``), it is ``int((i + 1) % no_rope_layer_interval != 0)``: every
   ``no_rope_layer_interval``-th layer (default 4) is NoPE.
 * Llama 4 (``llama4_text``, or the ``text_config`` of ``llama4``): the same key and rule, except that an empty list

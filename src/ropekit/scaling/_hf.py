@@ -44,7 +44,7 @@ def hf_float(key: str, value: object, *, above: float | None = None) -> float:
 def hf_original_length(params: dict[str, Any], model: dict[str, Any], name: str) -> int:
     """L0 for yarn, longrope and llama3, in transformers' order.
 
-    transformers quirk (5.18): the top-level ``original_max_position_embeddings`` wins (Phi-3 writes it there),
+    transformers quirk: the top-level ``original_max_position_embeddings`` wins (Phi-3 writes it there),
     then the rope dict's, then ``max_position_embeddings``; a null or 0 counts as absent (``or``). ropekit: the
     same order; a value that is not a positive whole number raises ``ValueError`` naming its key.
     """

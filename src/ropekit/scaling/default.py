@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 class DefaultScaling(ScalingConfig):
     """No scaling: θ_i = b^(−2i/d) over the rotary dim d, attention factor 1.
 
-    transformers quirk (5.18): ``LlamaRotaryEmbedding.compute_default_rope_parameters`` ignores
+    transformers quirk: ``LlamaRotaryEmbedding.compute_default_rope_parameters`` ignores
     ``partial_rotary_factor`` and spreads the exponents over the whole head, while the models that rotate part
     of the head (Phi, Phi-3, GPT-NeoX) use ``int(head_dim * partial_rotary_factor)``. ropekit always uses the
     rotary dim, which equals what transformers computes for every model that applies partial rotary.

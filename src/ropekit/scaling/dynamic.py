@@ -33,7 +33,7 @@ class DynamicScaling(ScalingConfig):
     * ``fixed_seq_len=N``: the base is computed once for n = max(N, L) and never changes, so a KV cache stays
       consistent. This is a ropekit option; transformers cannot express it.
 
-    transformers quirks (5.18) and how ropekit treats them:
+    transformers quirks and how ropekit treats them:
 
     * The original length L is the model's ``max_position_embeddings``; an ``original_max_position_embeddings``
       in the rope dict is ignored. ``from_hf_config`` does the same, and ``to_hf_dict`` writes no length: whoever

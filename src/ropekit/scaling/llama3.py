@@ -31,7 +31,7 @@ class Llama3Scaling(ScalingConfig):
 
     Llama 3.1 uses factor 8, low_freq_factor 1, high_freq_factor 4, L0 8192 with base 5e5.
 
-    transformers quirks (5.18) and how ropekit treats them:
+    transformers quirks and how ropekit treats them:
 
     * transformers computes the blend in float32, where smooth = (L0/λ − lf)/(hf − lf) cancels near the low
       band edge and the error is multiplied by up to s: its result can be ~1e-5 relative away from the exact

@@ -42,7 +42,7 @@ class LongRopeScaling(ScalingConfig):
         short_factor, long_factor: one positive rescale factor per pair (length rotary_dim/2). transformers
             only warns about a wrong length or a non-number; ropekit raises ``ValueError``.
         original_max_position_embeddings: L0.
-        factor: s = L/L0 (>= 1), used only for the attention factor. transformers quirk (5.18): it derives the
+        factor: s = L/L0 (>= 1), used only for the attention factor. transformers quirk: it derives the
             factor from ``max_position_embeddings / original_max_position_embeddings`` when it is missing or null
             and accepts ratios below 1 (giving A = 1); ``from_hf_config`` derives it the same way and clamps it
             to 1, which gives the same A. An explicit factor < 1 raises ``ValueError`` here (transformers only

@@ -21,7 +21,7 @@ class ProportionalScaling(ScalingConfig):
     ``head_dim/2`` entries: the first ``rotary_dim/2`` pairs rotate with θ_i = b^(−2i/head_dim)/s, the rest have
     frequency 0 (they pass through). Pairs are (i, i + head_dim/2), so apply it with ``rotary_dim = head_dim``.
 
-    transformers quirks (5.18) and how ropekit treats them:
+    transformers quirks and how ropekit treats them:
 
     * The number of rotating pairs is ``int(partial_rotary_factor * head_dim // 2)``; ``from_hf_config`` uses
       the same expression and ``to_hf_dict`` writes a factor that maps back to the same count.

@@ -211,7 +211,7 @@ class ScalingConfig:
     def hf_rotary_dim(cls, head_dim: int, partial_rotary_factor: float) -> int:
         """The rotary dim transformers derives: ``int(head_dim * partial_rotary_factor)``, a truncation.
 
-        transformers quirk (5.18): 56/110 gives 55, not 56 (``to_hf_dict`` writes a factor that truncates back to
+        transformers quirk: 56/110 gives 55, not 56 (``to_hf_dict`` writes a factor that truncates back to
         the exact rotary dim).
         """
         return int(head_dim * partial_rotary_factor)

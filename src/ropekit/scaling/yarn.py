@@ -41,7 +41,7 @@ def correction_pair(rotations: float, dim: int, base: float, original_length: in
 class YarnScaling(ScalingConfig):
     """YaRN.
 
-    transformers quirks (5.18) and how ropekit treats them:
+    transformers quirks and how ropekit treats them:
 
     * ``beta_fast``/``beta_slow`` of 0 or null mean 32 and 1 (transformers uses ``beta or default``).
       ``from_hf_config`` reproduces that; this class itself requires values > 0.
@@ -127,7 +127,7 @@ class YarnScaling(ScalingConfig):
         """g(s, mscale_all_dim)², the softmax-scale term of DeepSeek-V2/V3-style attention; 1 without
         ``mscale_all_dim`` (or with 0).
 
-        transformers 5.18 multiplies the attention scale ``qk_head_dim ** -0.5`` by it in the model classes that
+        transformers multiplies the attention scale ``qk_head_dim ** -0.5`` by it in the model classes that
         define ``yarn_apply_mscale`` (DeepSeek-V2, V3, V3.2, Mistral 4, LongCat-Flash, MiniCPM3, GLM-4-MoE-Lite),
         whatever ``attention_factor`` is; Llama-style classes do not. With the default A = g(s, m)/g(s, m_all), q·k
         logits scale by A² · g(s, m_all)² = g(s, m)² in those models.
