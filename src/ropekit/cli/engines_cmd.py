@@ -61,6 +61,8 @@ def engines_command(
     from ropekit.engines.compare import ENGINES as ALL
 
     chosen = tuple(e.strip() for e in engines.split(",")) if engines else ALL
+    if not (model.is_file() and model.suffix == ".gguf") and not (model / "config.json").is_file():
+        raise fail(f"--model {str(model)!r}: give a transformers model folder (with config.json) or a .gguf file")
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
         raise fail(f"--engines {engines!r}: unknown {unknown}; available: {', '.join(ALL)}")

@@ -44,7 +44,7 @@ def import_llama_cpp() -> Any:
     try:
         import llama_cpp
     except ImportError as error:
-        raise ValueError("--engine llamacpp needs llama-cpp-python: pip install 'ropekit[llamacpp]'") from error
+        raise ValueError("the llamacpp engine needs llama-cpp-python: pip install 'ropekit[llamacpp]'") from error
     return llama_cpp
 
 
