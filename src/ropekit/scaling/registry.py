@@ -1,8 +1,7 @@
 """The registry of context-extension methods, keyed by the Hugging Face ``rope_type`` name.
 
-A method is one frozen config dataclass (a :class:`ScalingConfig`) and one pure function
-``(spec, rope, *, seq_len=None) -> Frequencies``. Dispatch is only ever ``SCALINGS[name]`` (a
-:class:`~ropekit._registry.Registry`). This module is numpy-only: the theory tools and the torch module share it.
+A method is one frozen config dataclass (a :class:`ScalingConfig`) and one pure function ``(spec, rope, *,
+seq_len=None) -> Frequencies``, dispatched by ``SCALINGS[name]``. Numpy only: theory and torch code share it.
 
 How to add a method: one new file in this package, nothing else (the package imports every module that uses the
 decorator; ``--help`` reads the ``rope_type`` line); the hooks of :class:`ScalingConfig` say what else it declares::
@@ -197,10 +196,8 @@ class ScalingConfig:
         return cls.from_params({key: value for key, value in params.items() if value is not None})
 
     def to_hf(self, rope: RopeConfig) -> tuple[str, float, dict[str, Any]]:
-        """``(rope_type, rope_theta, parameters)`` of the transformers dict that describes ``rope``.
-
-        Methods transformers lacks return an equivalent ``default`` with a changed base where one exists.
-        """
+        """``(rope_type, rope_theta, parameters)`` of the transformers dict that describes ``rope`` (methods
+        transformers lacks: an equivalent ``default`` with a changed base where one exists)."""
         return self.rope_type, rope.base, self.hf_params()
 
     def hf_model_keys(self, max_position_embeddings: int | None) -> dict[str, Any]:
