@@ -37,8 +37,13 @@ N, L0 = 512, 256
 #: llama.cpp against ropekit with plain RoPE at 1× over N tokens, measured on the shipped file (mean and max
 #: |logit difference|; perplexity 12.886 against 12.803): quantised activations, float32 against float64 angles
 CALIBRATION_MEAN, CALIBRATION_MAX = 0.155, 1.66
-#: the tolerances for the scaled runs: the calibration with a margin
-TOL_MEAN, TOL_MAX = 0.25, 3.0
+#: the tolerances for the scaled runs: the calibration with a margin. Builds of the same llama.cpp differ in the
+#: rounding of scaled q·k products: YaRN s = 2 (type yarn) gave max 2.06 and perplexity +0.03% on one build and
+#: max 3.58 and +1.3% on another (AVX2, flash attention off; with it on, 1.46 and +0.3%, but the paper-ramp file
+#: then +1.25%), while the mean stays near the plain floor (0.157-0.170) and a wrong RoPE is 3x farther
+TOL_MEAN, TOL_MAX = 0.25, 4.0
+#: perplexity beyond L0 within this fraction of ropekit's (the same builds: +0.03% to +1.3%)
+TOL_PPL = 0.015
 
 METHODS = {
     "linear": LinearScaling(factor=2.0),
@@ -56,16 +61,9 @@ METHODS = {
 }
 
 
-#: llama.cpp runs with flash attention: its non-flash CPU path rounds the scaled q·k products differently from build
-#: to build (on one AVX2 build of 0.3.36, YaRN s = 2 reached max |Δlogit| 3.58 and perplexity +1.3% against
-#: ropekit, where the flash path gives 1.46 and +0.3%; plain RoPE is at the floor either way)
-FLASH = True
-
-
 def llamacpp_run(path: Path, ids: list[int], *, keep: slice = slice(0), **options) -> tuple[np.ndarray, np.ndarray]:
     """``(nll, logits)`` of llama.cpp on ``ids``: the loss of each next token (shape ``(n − 1,)``) and the logits at
     the positions ``keep`` (float64), decoded 512 at a time without holding all ``n × vocab`` logits."""
-    options = {"flash_attn": FLASH, **options}
     llm = llama_cpp.Llama(
         str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=1, n_threads_batch=1, verbose=False, **options
     )
@@ -157,7 +155,7 @@ def test_llamacpp_runs_the_extended_file_as_ropekit_runs_the_method(
     looser = LOOSER.get(name, 1.0)
     assert difference.mean() <= looser * TOL_MEAN and difference.max() <= looser * TOL_MAX
     assert to_plain.mean() >= 2 * difference.mean()
-    assert abs(ratio - 1) <= 0.01
+    assert abs(ratio - 1) <= TOL_PPL
     if name == "yarn-attention":  # llama.cpp's logits are nearest ropekit's at the written A, not at A ± 4%
         for nearby in (0.96 * spec.attention_factor, 1.04 * spec.attention_factor):
             other = ropekit_logits(ropekit_model, ids[:N], dataclasses.replace(spec, attention_factor=nearby))

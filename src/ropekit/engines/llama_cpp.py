@@ -124,9 +124,7 @@ def logits(path: Path, ids: list[int]) -> np.ndarray:
     """llama.cpp's logits (float64, ``(len(ids), vocab)``) on ``ids``, 512 at a time, n_ctx = ``len(ids)``."""
     import llama_cpp
 
-    llm = llama_cpp.Llama(  # flash attention: the non-flash CPU path's rounding of scaled q·k varies by build
-        str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=1, flash_attn=True, verbose=False
-    )
+    llm = llama_cpp.Llama(str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=1, verbose=False)
     vocab, rows = llm.n_vocab(), []
     for start in range(0, len(ids), 512):
         chunk = ids[start : start + 512]
