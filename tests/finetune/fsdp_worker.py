@@ -84,7 +84,11 @@ def _worker(rank: int, processes: int, port: int, config: str, args: list[str]) 
         print(f"accelerate chose {chosen} for this FSDP config on CPU; running it as FSDP", flush=True)
     from ropekit.cli.app import app
 
-    app(args, prog_name="ropekit")  # its exit code (130 after Ctrl-C) becomes the worker's
+    try:
+        app(args, prog_name="ropekit")  # its exit code (130 after Ctrl-C) becomes the worker's
+    finally:  # gloo's threads must not outlive the interpreter's exit ("terminate called without an active exception")
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
 
 def _free_port() -> int:

@@ -73,7 +73,7 @@ def _same_meaning(without: dict[str, Any], with_keys: dict[str, Any]) -> str | N
     try:
         config_class = CONFIG_MAPPING[model_type]
         read = [_rope_parameters(config_class, config) for config in (without, with_keys)]
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         return f"transformers cannot read model type {model_type!r} to check the older keys ({error})"
     if read[0] != read[1]:
         return f"transformers would read them as another RoPE ({read[1]} instead of {read[0]})"
