@@ -67,3 +67,16 @@ def test_verdict_falls_back_to_passkey_then_perplexity() -> None:
         "At 512 tokens yarn has the lowest perplexity (4); next ntk (5, 1.25× higher)."
     )
     assert verdict([], [], None, 256) == "No method was evaluated."
+
+
+def test_the_verdict_names_every_method_tied_for_second() -> None:
+    tied = {
+        "effective": [
+            _effective("none", 256, [256, 256], 256, [256, 256]),
+            _effective("yarn", 256, [256, 256], 256, [256, 512]),
+            _effective("self_extend", 512, [256, 512], 512, [512, 1024]),
+        ]
+    }
+    line = verdict(PPL, KEY, tied, 256)
+    assert "2× the next best, none, yarn (256)" in line
+    assert "overlap" in line  # self_extend's lower end (512) does not clear yarn's upper end (512)

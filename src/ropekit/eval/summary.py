@@ -75,6 +75,11 @@ def summary_table(
     return columns, rows
 
 
+def interval_key(key: str) -> str:
+    """The interval field of an effective-length field."""
+    return "relative_interval" if key == "relative_effective_length" else "interval"
+
+
 def _task_verdict(effective: dict[str, dict[str, Any]], train_length: int) -> str | None:
     key = "relative_effective_length"
     if not any(e.get(key) is not None for e in effective.values()):
@@ -84,7 +89,7 @@ def _task_verdict(effective: dict[str, dict[str, Any]], train_length: int) -> st
     if not best.get(key):
         return None
     kind = "relative effective length" if key == "relative_effective_length" else "effective length"
-    interval = best.get("relative_interval" if key == "relative_effective_length" else "interval") or [None, None]
+    interval = best.get(interval_key(key)) or [None, None]
     line = (
         f"{best['method']} keeps the longest {kind} on the tasks: {best[key]:,} tokens "
         f"({best[key] / train_length:g}× the training length)"
@@ -93,19 +98,22 @@ def _task_verdict(effective: dict[str, dict[str, Any]], train_length: int) -> st
         return line + "."
     runner = ranked[1]
     runner_value = runner.get(key) or 0
-    runner_interval = runner.get("relative_interval" if key == "relative_effective_length" else "interval") or [0, 0]
     if runner_value == best[key]:
         return line + f", tied with {runner['method']}."
     if not runner_value:
         return line + "; no other method has one."
     ratio = f"{best[key] / runner_value:g}×"
-    sure = (interval[0] or 0) > (runner_interval[1] or 0)
+    tied = [e["method"] for e in ranked[1:] if (e.get(key) or 0) == runner_value]
+    runner_name = runner["method"] if len(tied) == 1 else ", ".join(tied)
+    sure = (interval[0] or 0) > max(
+        (e.get(interval_key(key)) or [0, 0])[1] or 0 for e in ranked[1:] if e["method"] in tied
+    )
     how_sure = (
         "the 95% intervals separate them"
         if sure
         else "their 95% intervals overlap, so more samples would be needed to call it"
     )
-    return line + f", {ratio} the next best, {runner['method']} ({runner_value:,}); {how_sure}."
+    return line + f", {ratio} the next best, {runner_name} ({runner_value:,}); {how_sure}."
 
 
 def verdict(
