@@ -75,3 +75,12 @@ def test_llamacpp_scores_equal_the_torch_path(smollm2_path, tmp_path) -> None:
     rows = [[(r["task"], r["score"]) for r in json.loads(out.stdout)["rows"]] for out in (ours, theirs)]
     assert rows[0] == rows[1]
     assert json.loads(ours.stdout)["context"]["model"]["kind"] == "llamacpp"
+
+
+@pytest.mark.parametrize("model", ["tiny", "missing-folder", "notes.txt"])
+def test_engines_needs_a_transformers_folder_or_a_gguf_file(model: str) -> None:
+    result = run("engines", "--model", model)
+    assert result.exit_code == 2
+    assert f"--model {model!r}: give a transformers model folder (with config.json) or a .gguf file" in error_line(
+        result
+    )
