@@ -8,45 +8,16 @@ from pathlib import Path
 import typer
 
 from ropekit.cli.common import fail, json_option, parse_length, print_json
-from ropekit.cli.extend_cmd import (
-    BASE,
-    BETA_FAST,
-    BETA_SLOW,
-    FACTOR,
-    FACTORS,
-    FIXED,
-    LAYER_TYPES,
-    MODEL,
-    ORIGINAL,
-    PARAM,
-    PLAN,
-    RAMP,
-    SCALING,
-    TARGET,
-    alias_texts,
-    resolve_scaling,
-)
+from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 GGUF = typer.Option(None, "--gguf", help="The GGUF file llama.cpp runs (default: written from a .gguf --model).")
 LOGITS = typer.Option(256, "--logits", help="Random token ids whose logits are compared (0: none).")
 ENGINES = typer.Option(None, "--engines", help="Comma-separated engines (default: all).")
 
 
+@scaling_options()
 def engines_command(
-    model: Path = MODEL,
-    scaling: str | None = SCALING,
-    factor: float | None = FACTOR,
-    original_length: str | None = ORIGINAL,
-    base: float | None = BASE,
-    plan: bool = PLAN,
-    target_length: str | None = TARGET,
-    ramp: str | None = RAMP,
-    beta_fast: float | None = BETA_FAST,
-    beta_slow: float | None = BETA_SLOW,
-    fixed_seq_len: str | None = FIXED,
-    factors: Path | None = FACTORS,
-    param: list[str] | None = PARAM,
-    layer_types: str | None = LAYER_TYPES,
+    method: ScalingOptions,
     gguf: Path | None = GGUF,
     logits: int = LOGITS,
     engines: str | None = ENGINES,
@@ -60,6 +31,7 @@ def engines_command(
     """
     from ropekit.engines.compare import ENGINES as ALL
 
+    model, original_length = method.model, method.original_length
     chosen = tuple(e.strip() for e in engines.split(",")) if engines else ALL
     if not (model.is_file() and model.suffix == ".gguf") and not (model / "config.json").is_file():
         raise fail(f"--model {str(model)!r}: give a transformers model folder (with config.json) or a .gguf file")
@@ -68,14 +40,9 @@ def engines_command(
         raise fail(f"--engines {engines!r}: unknown {unknown}; available: {', '.join(ALL)}")
     if logits < 0:
         raise fail(f"--logits must be >= 0, got {logits}")
-    given = bool(scaling) or base is not None or plan
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
-        if given:
-            spec, original, target, types, _ = resolve_scaling(
-                model=model, scaling=scaling, factor=factor, original_length=original_length, base=base, plan=plan,
-                target_length=target_length, training=False, layer_types=layer_types,
-                aliases=alias_texts(ramp, beta_fast, beta_slow, fixed_seq_len), factors=factors, params=param,
-            )  # fmt: skip
+        if method.given:
+            spec, original, target, types, _ = method.resolve(training=False)
             folder, gguf = _extended(model, spec, Path(scratch), target, original, types, gguf)
             source = _source(model, Path(scratch), original, types) if logits and model.suffix == ".gguf" else None
         else:

@@ -11,23 +11,7 @@ from types import SimpleNamespace
 import typer
 
 from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, parse_length, print_json
-from ropekit.cli.extend_cmd import (
-    BASE,
-    BETA_FAST,
-    BETA_SLOW,
-    FACTOR,
-    FACTORS,
-    FIXED,
-    LAYER_TYPES,
-    MODEL,
-    ORIGINAL,
-    PARAM,
-    PLAN,
-    RAMP,
-    SCALING,
-    alias_texts,
-    resolve_scaling,
-)
+from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 _NAMES = {
     "target_length": "--target-length",
@@ -58,14 +42,9 @@ _NAMES = {
 }
 
 
+@scaling_options(target_length=typer.Option(..., "--target-length", help="Training window = new context, e.g. 32k."))
 def finetune_command(
-    model: Path = MODEL,
-    scaling: str | None = SCALING,
-    factor: float | None = FACTOR,
-    original_length: str | None = ORIGINAL,
-    base: float | None = BASE,
-    plan: bool = PLAN,
-    target_length: str = typer.Option(..., "--target-length", help="Training window = new context, e.g. 32k."),
+    method: ScalingOptions,
     text: Path = typer.Option(..., "--text", help="Training text: UTF-8 file, .jsonl with 'text', or a folder."),
     steps: int = typer.Option(400, help="Optimizer steps."),
     lr: float = typer.Option(2e-5, help="Peak learning rate (AdamW; warm-up then cosine to 10%)."),
@@ -87,13 +66,6 @@ def finetune_command(
     chunks: int | None = typer.Option(
         None, "--chunks", help="PoSE: chunks per --window (default 2, the paper's); needs --window."
     ),
-    ramp: str | None = RAMP,
-    beta_fast: float | None = BETA_FAST,
-    beta_slow: float | None = BETA_SLOW,
-    fixed_seq_len: str | None = FIXED,
-    factors: Path | None = FACTORS,
-    param: list[str] | None = PARAM,
-    layer_types: str | None = LAYER_TYPES,
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
     eval_tokens: str = typer.Option("16k", help="Tokens scored per perplexity length in the table."),
     passkey_trials: int = typer.Option(5, help="Passkey trials at the target length in the table."),
@@ -116,7 +88,7 @@ def finetune_command(
     --force); an OUT that is, holds or lies inside the model or the text is refused. --factor is relative to the
     original (pre-training) length.
     """
-    _run(SimpleNamespace(**locals()))
+    _run(SimpleNamespace(**locals(), **vars(method)))
 
 
 def _run(options: SimpleNamespace) -> None:
@@ -161,20 +133,7 @@ def _request(o: SimpleNamespace, target: int, console):
     from ropekit.finetune.settings import FinetuneSettings
 
     eval_tokens = parse_length(o.eval_tokens, "--eval-tokens")
-    spec, original, _, types, note = resolve_scaling(
-        model=o.model,
-        scaling=o.scaling,
-        factor=o.factor,
-        original_length=o.original_length,
-        base=o.base,
-        plan=o.plan,
-        target_length=o.target_length,
-        training=True,
-        layer_types=o.layer_types,
-        aliases=alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len),
-        factors=o.factors,
-        params=o.param,
-    )
+    spec, original, _, types, note = o.method.resolve(training=True)
     if note:
         console.print(note, highlight=False)
     fields = ("steps", "lr", "warmup_steps", "batch_size", "grad_accum", "weight_decay", "max_grad_norm", "seed")
