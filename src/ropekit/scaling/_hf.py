@@ -61,3 +61,21 @@ def max_length(model: dict[str, Any]) -> int | None:
     """The model's ``max_position_embeddings`` (validated), or ``None`` when absent or null."""
     value = model.get("max_position_embeddings")
     return None if value is None else hf_int("max_position_embeddings", value)
+
+
+def hf_fields(params: dict[str, Any], model: dict[str, Any], name: str) -> tuple[dict[str, Any], float | None]:
+    """``(fields, derived factor)`` of a length-scaling rope dict (yarn, longrope): its non-null fields with L0 in
+    transformers' order (:func:`hf_original_length`), and, where ``factor`` is missing or null, the factor
+    transformers derives, ``max_position_embeddings / L0`` (``None`` when the dict gives one).
+
+    Raises:
+        ValueError: no L0, or no factor and no ``max_position_embeddings`` to derive it from.
+    """
+    values = {key: value for key, value in params.items() if value is not None}
+    values["original_max_position_embeddings"] = original = hf_original_length(params, model, name)
+    if values.get("factor") is not None:
+        return values, None
+    length = max_length(model)
+    if length is None:
+        raise ValueError(f"rope_type {name!r} without factor needs max_position_embeddings")
+    return values, length / original

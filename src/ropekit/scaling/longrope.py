@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import parse_tokens, require_float, require_int
-from ropekit.scaling._hf import hf_original_length, max_length
+from ropekit.scaling._hf import hf_fields
 from ropekit.scaling.registry import (
     Frequencies,
     MissingParameters,
@@ -141,13 +141,9 @@ class LongRopeScaling(ScalingConfig):
         """L0 in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`); a missing or null factor is
         ``max_position_embeddings / L0``, clamped to 1 (see ``factor`` above)."""
         require_hf_keys(params, cls.hf_required, name)
-        values = {key: value for key, value in params.items() if value is not None}
-        values["original_max_position_embeddings"] = original = hf_original_length(params, model, name)
-        if values.get("factor") is None:
-            length = max_length(model)
-            if length is None:
-                raise ValueError(f"rope_type {name!r} without factor needs max_position_embeddings")
-            values["factor"] = max(length / original, 1.0)
+        values, derived = hf_fields(params, model, name)
+        if derived is not None:
+            values["factor"] = max(derived, 1.0)
         return cls.from_params(values)
 
     def length_switch(self) -> tuple[tuple[int, ...], str] | None:

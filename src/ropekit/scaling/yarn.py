@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.scaling._hf import hf_original_length, max_length
+from ropekit.scaling._hf import hf_fields, max_length
 from ropekit.scaling.registry import (
     Frequencies,
     PairGroups,
@@ -139,17 +139,13 @@ class YarnScaling(ScalingConfig):
         """transformers' reading rules, quirks included (see the class docstring)."""
         if "factor" not in params:  # present but null is allowed: it is derived below
             require_hf_keys({}, ("factor",), name)
-        values = {key: value for key, value in params.items() if value is not None}
-        values["original_max_position_embeddings"] = original = hf_original_length(params, model, name)
-        if values.get("factor") is None:
-            length = max_length(model)
-            if length is None:
-                raise ValueError(f"rope_type {name!r} without factor needs max_position_embeddings")
-            derived = length / original
+        values, derived = hf_fields(params, model, name)
+        if derived is not None:
             if derived < 1:
+                original = values["original_max_position_embeddings"]
                 raise ValueError(
                     "yarn factor is null, so it is max_position_embeddings / original_max_position_embeddings = "
-                    f"{length}/{original} = {derived}, which must be >= 1"
+                    f"{max_length(model)}/{original} = {derived}, which must be >= 1"
                 )
             values["factor"] = derived
         for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
