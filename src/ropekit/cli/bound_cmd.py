@@ -9,15 +9,7 @@ import typer
 
 from ropekit import _costs
 from ropekit._costs import ISLANDS_COST, MAX_CONTEXT, MAX_ROTARY_DIM, ROBUST_ALONE_COST, ROBUST_DEFAULT
-from ropekit.cli.common import (
-    check_bound_work,
-    check_range,
-    fail,
-    json_option,
-    option_errors,
-    parse_length,
-    print_json,
-)
+from ropekit.cli.common import check_bound_work, check_range, fail, json_option, option_errors, parse_length, print_json
 
 #: islands shown in the table (JSON has all of them).
 SHOWN_ISLANDS = 5

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ropekit.cli.common import (
-    MAX_FACTOR,
-    MAX_HEAD_DIM,
-    check_range,
-    fail,
-    json_option,
-    option_errors,
-    parse_length,
-    print_json,
-)
+from ropekit._costs import MAX_FACTOR
+from ropekit.cli.common import MAX_HEAD_DIM, check_range, fail, json_option, option_errors, parse_length, print_json
 from ropekit.cli.params import build_scaling
 
 #: library argument -> the option that sets it (errors name the option)

@@ -6,16 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import (
-    MAX_FACTOR,
-    MAX_HEAD_DIM,
-    check_range,
-    fail,
-    json_option,
-    option_errors,
-    parse_length,
-    print_json,
-)
+from ropekit._costs import MAX_FACTOR
+from ropekit.cli.common import MAX_HEAD_DIM, check_range, fail, json_option, option_errors, parse_length, print_json
 from ropekit.cli.layout_view import layout_table, model_layout_of
 from ropekit.cli.model_option import MODEL, model_defaults, read_model
 from ropekit.cli.params import build_scaling

@@ -10,16 +10,8 @@ import numpy as np
 
 from ropekit._validate import require_float, require_int
 from ropekit.scaling._hf import hf_original_length
-from ropekit.scaling.registry import (
-    Frequencies,
-    PairGroups,
-    ScalingConfig,
-    check_factor,
-    inv_freq,
-    pair_ranges,
-    register_scaling,
-    require_hf_keys,
-)
+from ropekit.scaling._pairs import PairGroups, pair_ranges, require_hf_keys
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig

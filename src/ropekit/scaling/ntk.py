@@ -5,14 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ropekit.scaling.registry import (
-    Frequencies,
-    PairGroups,
-    ScalingConfig,
-    check_factor,
-    inv_freq,
-    register_scaling,
-)
+from ropekit.scaling._pairs import PairGroups
+from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
