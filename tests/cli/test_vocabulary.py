@@ -194,7 +194,7 @@ def test_the_cli_writes_library_arguments_as_its_flags() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Defaults from the dataclasses (train's pin is tests/cli/test_cli_errors.py::test_train_defaults_are_...)
+# Defaults from the dataclasses (train's pin is tests/cli/test_train_cmd.py::test_train_defaults_are_...)
 
 
 def command_defaults(path: str) -> dict[str, Any]:
