@@ -15,14 +15,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 
+from helpers.hf_logits import (
+    ATOL,
+    BASE,
+    COMMON,
+    HEAD_DIM,
+    MATTERS,
+    YARN_32_TO_128,
+    gpt2,
+    ids_of,
+    llama,
+    logits,
+    max_diff,
+    phi3,
+)
 from helpers.hf_models import random_hf_model
 from ropekit import from_hf_config
-from ropekit.config import RopeConfig
 from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling
 from ropekit.scaling import DynamicScaling, LinearScaling, NTKScaling, YarnScaling
 
@@ -30,74 +42,6 @@ transformers = pytest.importorskip("transformers")
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
-#: transformers forms angles in float32 and ropekit in float64; at these sizes that moves logits by ~1e-6
-ATOL = 1e-5
-#: plain RoPE must move the logits by at least this much for a comparison at ATOL to mean anything
-MATTERS = 1e-2
-VOCAB = 300
-BASE = 10000.0
-HEAD_DIM = 16
-#: above transformers' default 0.02 so attention is far from uniform and positions move the logits (by 0.06 to
-#: 0.4 here); not much above, or logits grow and the float32 angle error with them.
-INIT = 0.05
-
-
-#: every model's config beyond the factory's sizes (2 layers, 4 heads and 2 KV heads of 16, vocabulary VOCAB)
-COMMON = {"initializer_range": INIT, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
-
-
-def llama(rope_parameters: dict, max_position_embeddings: int = 64, **extra):
-    return random_hf_model(
-        "llama", positions=max_position_embeddings, rope_parameters=rope_parameters, **COMMON, **extra
-    ).eval()
-
-
-def phi3(partial: float = 1.0):
-    pairs = int(HEAD_DIM * partial) // 2
-    rope = {
-        "rope_type": "longrope",
-        "rope_theta": BASE,
-        "partial_rotary_factor": partial,
-        "short_factor": [1.0 + 0.25 * i for i in range(pairs)],
-        "long_factor": [1.0 + 1.5 * i for i in range(pairs)],
-    }
-    return random_hf_model(
-        "phi3", positions=256, original_max_position_embeddings=64, rope_parameters=rope, **COMMON
-    ).eval()
-
-
-def gpt_neox(rope_parameters: dict | None = None, rotary_pct: float = 0.25):
-    options = {key: value for key, value in COMMON.items() if key != "pad_token_id"}
-    if rope_parameters is not None:
-        options["rope_parameters"] = rope_parameters
-    return random_hf_model("gpt_neox", positions=64, rotary_pct=rotary_pct, **options).eval()
-
-
-def other(arch: str):
-    extra = {"head_dim": HEAD_DIM, "kv_heads": 1} if arch == "gemma" else {}
-    return random_hf_model(arch, positions=64, **COMMON, **extra).eval()
-
-
-def gpt2():
-    """A model without RoPE."""
-    return random_hf_model("gpt2", vocab=VOCAB, hidden=32, layers=1, heads=2, positions=64)
-
-
-def ids_of(length: int, batch: int = 2) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(length)
-    return torch.randint(3, VOCAB, (batch, length), generator=generator)
-
-
-@torch.no_grad()
-def logits(model, ids: torch.Tensor) -> torch.Tensor:
-    return model(input_ids=ids).logits.double()
-
-
-def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).abs().max())
-
-
-YARN_32_TO_128 = {"rope_type": "yarn", "rope_theta": BASE, "factor": 4.0, "original_max_position_embeddings": 32}
 
 CASES: list = [
     # (id, model factory, sequence length, whether the scaling changes anything at that length)
@@ -162,6 +106,18 @@ CASES: list = [
     pytest.param(lambda: other("mistral"), 80, False, id="mistral-default"),
     pytest.param(lambda: other("gemma"), 80, False, id="gemma-default"),
 ]
+
+
+def gpt_neox(rope_parameters: dict | None = None, rotary_pct: float = 0.25):
+    options = {key: value for key, value in COMMON.items() if key != "pad_token_id"}
+    if rope_parameters is not None:
+        options["rope_parameters"] = rope_parameters
+    return random_hf_model("gpt_neox", positions=64, rotary_pct=rotary_pct, **options).eval()
+
+
+def other(arch: str):
+    extra = {"head_dim": HEAD_DIM, "kv_heads": 1} if arch == "gemma" else {}
+    return random_hf_model(arch, positions=64, **COMMON, **extra).eval()
 
 
 @pytest.mark.parametrize(("factory", "length", "matters"), CASES)
@@ -275,253 +231,3 @@ def test_a_rope_config_without_a_rotary_module_is_refused() -> None:
 
     with pytest.raises(ValueError, match="RotaryEmbedding"):
         apply_scaling(Headless(), None)
-
-
-# ---- HFEvalModel on save_pretrained directories --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def yarn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("hf") / "llama-yarn"
-    llama(YARN_32_TO_128, 128).save_pretrained(path)
-    return path
-
-
-def test_eval_model_reads_the_saved_directory(yarn_dir: Path) -> None:
-    from ropekit.eval.models import HFEvalModel, load_eval_model
-
-    model = load_eval_model(yarn_dir)
-    assert isinstance(model, HFEvalModel)
-    assert model.train_length == 32  # YaRN's original length, not max_position_embeddings
-    assert model.native_scaling == YarnScaling(factor=4.0, original_max_position_embeddings=32)
-    assert model.rope == RopeConfig(HEAD_DIM, base=BASE)
-    description = model.describe()
-    assert description["architecture"] == "LlamaForCausalLM"
-    assert description["native_scaling"] == "yarn" and description["tokenizer"] == "bytes"
-    assert description["rope"] == {"head_dim": HEAD_DIM, "rotary_dim": HEAD_DIM, "base": BASE}
-    assert model.encode(b"Az\xff").tolist() == [65, 122, 255]  # no tokenizer: byte ids
-
-
-def test_eval_model_logits_match_transformers_for_native_and_plain(yarn_dir: Path) -> None:
-    from transformers import AutoModelForCausalLM
-
-    from ropekit.eval.models import HFEvalModel
-
-    model = HFEvalModel(yarn_dir)
-    native = AutoModelForCausalLM.from_pretrained(yarn_dir, local_files_only=True).eval()
-    plain = llama({"rope_type": "default", "rope_theta": BASE}, 128)
-    plain.load_state_dict(native.state_dict())
-    ids = ids_of(150, batch=1)
-    model.set_scaling(model.native_scaling)
-    assert model.logits(ids).dtype == torch.float32
-    assert max_diff(model.logits(ids).double(), logits(native, ids)) < ATOL
-    model.set_scaling(None)
-    assert max_diff(model.logits(ids).double(), logits(plain, ids)) < ATOL
-
-
-def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
-    pytest.importorskip("accelerate")
-    from ropekit.eval.models import HFEvalModel
-
-    mapped, direct = HFEvalModel(yarn_dir, device_map="auto"), HFEvalModel(yarn_dir)
-    ids = ids_of(64, batch=1)
-    assert max_diff(mapped.logits(ids).double(), direct.logits(ids).double()) < ATOL
-
-
-def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
-
-    gpt2().save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="GPT2LMHeadModel is not a RoPE model"):
-        HFEvalModel(tmp_path)
-
-
-def test_missing_directory_and_missing_config_are_file_errors(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel, load_eval_model
-
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_eval_model(tmp_path / "nowhere")
-    with pytest.raises(FileNotFoundError, match=r"config\.json"):
-        HFEvalModel(tmp_path)
-
-
-def test_small_vocabulary_without_tokenizer_cannot_take_bytes(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
-
-    llama({"rope_type": "default", "rope_theta": BASE}, vocab_size=100).save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="no tokenizer"):
-        HFEvalModel(tmp_path).encode(b"hello")
-
-
-@pytest.mark.parametrize(
-    "error",
-    [
-        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-        RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried"),
-        MemoryError(),
-    ],
-)
-def test_out_of_memory_becomes_a_clear_error(yarn_dir: Path, monkeypatch, error: BaseException) -> None:
-    from ropekit.eval.models import HFEvalModel
-
-    model = HFEvalModel(yarn_dir)
-
-    def forward(*args, **kwargs):
-        raise error
-
-    monkeypatch.setattr(model.model.base_model, "forward", forward)
-    with pytest.raises(ValueError, match=r"out of memory at sequence length 77 \(batch 2\)") as caught:
-        model.logits(ids_of(77))
-    assert caught.value.__cause__ is error
-
-
-def test_other_runtime_errors_pass_through(yarn_dir: Path, monkeypatch) -> None:
-    from ropekit.eval.models import HFEvalModel
-
-    model = HFEvalModel(yarn_dir)
-
-    def forward(*args, **kwargs):
-        raise RuntimeError("shape mismatch")
-
-    monkeypatch.setattr(model.model.base_model, "forward", forward)
-    with pytest.raises(RuntimeError, match="shape mismatch"):
-        model.logits(ids_of(8))
-
-
-# ---- one RoPE per layer type (Gemma 3) ---------------------------------------------------------------------------
-
-GEMMA3_BASES = {"full_attention": 1e6, "sliding_attention": 1e4}
-
-
-def gemma3(full: dict | None = None, sliding: dict | None = None):
-    """A small random Gemma 3 (layers: sliding, full) whose rope_parameters are keyed by layer type."""
-    rope = {
-        "full_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["full_attention"]} | (full or {}),
-        "sliding_attention": {"rope_type": "default", "rope_theta": GEMMA3_BASES["sliding_attention"]}
-        | (sliding or {}),
-    }
-    return random_hf_model(
-        "gemma3",
-        head_dim=HEAD_DIM,
-        positions=128,
-        sliding_window=32,
-        layer_types=["sliding_attention", "full_attention"],
-        rope_parameters=rope,
-        **COMMON,
-    ).eval()
-
-
-GEMMA3_CASES = [
-    pytest.param({"rope_type": "linear", "factor": 4.0}, None, LinearScaling(factor=4.0), id="linear-full"),
-    pytest.param(
-        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
-        None,
-        YarnScaling(factor=4.0, original_max_position_embeddings=32),
-        id="yarn-full",
-    ),
-    pytest.param(
-        None,
-        {"rope_type": "linear", "factor": 2.0},
-        LinearScaling(factor=2.0),
-        id="linear-sliding",
-    ),
-]
-
-
-@pytest.mark.parametrize(("full", "sliding", "scaling"), GEMMA3_CASES)
-def test_per_layer_type_scaling_equals_transformers(full, sliding, scaling) -> None:
-    """transformers applies a Gemma 3 config's scaling to the layer types that carry it, each at its own base."""
-    reference_model = gemma3(full, sliding)
-    ids = ids_of(100)
-    reference = logits(reference_model, ids)
-    model = gemma3()
-    model.load_state_dict(reference_model.state_dict())
-    plain = logits(model, ids)
-    types = ("full_attention",) if full else ("sliding_attention",)
-    apply_scaling(model, scaling, layer_types=None if full else types)
-    assert model.ropekit_scaled_layer_types == list(types)
-    assert max_diff(logits(model, ids), reference) < ATOL
-    assert max_diff(plain, reference) > MATTERS
-
-
-def test_per_layer_type_rope_is_read_per_type_and_unscaled_types_keep_their_own() -> None:
-    from ropekit.integrations.hf_config import layer_types_of, rope_of
-
-    model = gemma3()
-    assert layer_types_of(model) == ["full_attention", "sliding_attention"]
-    assert rope_of(model) == RopeConfig(HEAD_DIM, base=1e6)  # default: the full-attention layers
-    assert rope_of(model, "sliding_attention") == RopeConfig(HEAD_DIM, base=1e4)
-    ids = ids_of(60)
-    reference = logits(model, ids)
-    apply_scaling(model, None)  # plain RoPE on full layers, own RoPE on sliding ones: the model itself
-    assert max_diff(logits(model, ids), reference) < ATOL
-
-
-def test_layer_types_are_checked() -> None:
-    with pytest.raises(ValueError, match=r"layer_types must name some of \['full_attention', 'sliding_attention'\]"):
-        apply_scaling(gemma3(), LinearScaling(factor=2.0), layer_types=("global",))
-    with pytest.raises(ValueError, match="one RoPE for all layers"):
-        apply_scaling(llama({"rope_type": "default", "rope_theta": BASE}), None, layer_types=("full_attention",))
-
-
-def test_eval_model_reports_the_scaled_layer_types(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
-
-    gemma3().save_pretrained(tmp_path)
-    model = HFEvalModel(tmp_path)
-    assert model.rope == RopeConfig(HEAD_DIM, base=1e6)
-    model.set_scaling(LinearScaling(factor=2.0))
-    description = model.describe()
-    assert description["layer_types"] == ["full_attention", "sliding_attention"]
-    assert description["scaled_layer_types"] == ["full_attention"]
-    assert description["dtype"] == "float32" and description["attention"] == "sdpa"
-
-
-# ---- a patched model saves what it computes-----------------------------------------------------
-
-SAVED_CASES = [
-    pytest.param(lambda: llama({"rope_type": "default", "rope_theta": BASE}), LinearScaling(factor=4.0), id="linear"),
-    pytest.param(
-        lambda: llama({"rope_type": "default", "rope_theta": BASE}),
-        YarnScaling(factor=4.0, original_max_position_embeddings=64, ramp="paper"),
-        id="yarn-paper-as-longrope",
-    ),
-    pytest.param(lambda: llama({"rope_type": "default", "rope_theta": BASE}), NTKScaling(factor=4.0), id="ntk"),
-    pytest.param(
-        lambda: llama({"rope_type": "default", "rope_theta": BASE}),
-        DynamicScaling(factor=2.0, original_max_position_embeddings=64),
-        id="dynamic",
-    ),
-    pytest.param(lambda: phi3(), None, id="phi3-to-plain"),
-    pytest.param(lambda: gemma3(), LinearScaling(factor=4.0), id="gemma3-linear-full"),
-]
-
-
-@pytest.mark.parametrize(("factory", "scaling"), SAVED_CASES)
-def test_save_pretrained_of_a_patched_model_reloads_with_the_same_logits(factory, scaling, tmp_path: Path) -> None:
-    """``apply_scaling`` → ``save_pretrained`` → transformers alone loads the same model (logits to 1e-5), after an
-    earlier scaling too (every call starts from the config as loaded)."""
-    model = factory()
-    ids = ids_of(150)
-    plain = logits(model, ids)
-    apply_scaling(model, NTKScaling(factor=8.0))  # a different scaling first: the last one counts
-    apply_scaling(model, scaling)
-    ours = logits(model, ids)
-    model.save_pretrained(tmp_path)
-    reloaded = type(model).from_pretrained(tmp_path, dtype=torch.float32).eval()
-    assert not any(isinstance(m, HFRotaryAdapter) for m in reloaded.modules())  # transformers' own RoPE
-    assert max_diff(logits(reloaded, ids), ours) < ATOL
-    assert max_diff(plain, ours) > MATTERS
-
-
-def test_save_pretrained_refuses_a_rope_without_native_form(tmp_path: Path) -> None:
-    """Paper-ramp YaRN on Gemma 3 needs a per-layer-type longrope, which transformers 5.18 cannot run: saving is
-    refused (nothing written) instead of writing plain RoPE; a later expressible scaling can be saved again."""
-    model = gemma3()
-    apply_scaling(model, YarnScaling(factor=4.0, original_max_position_embeddings=32, ramp="paper"))
-    with pytest.raises(ValueError, match=r"save_pretrained.*no transformers config expresses"):
-        model.save_pretrained(tmp_path / "refused")
-    assert not (tmp_path / "refused").exists()
-    apply_scaling(model, LinearScaling(factor=2.0))
-    model.save_pretrained(tmp_path / "saved")
-    assert (tmp_path / "saved" / "config.json").is_file()
