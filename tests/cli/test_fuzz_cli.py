@@ -12,9 +12,9 @@ Invariants, for every example:
   * an error (exit 2) names an option or argument the user typed, or a required one they left out.
 
 Expensive work never runs: training, the experiment, the evaluation sweep, the HTML report and the figures are
-replaced by stand-ins that keep the library's argument checks (they call the same validating constructors on
-tiny sizes), and the exact-bound computations are capped at a small length. What is fuzzed is everything the
-CLI does before that work: parsing, validation, output-path checks, model loading errors.
+replaced by stand-ins (:mod:`helpers.cli_stand_ins`) that keep the library's argument checks (they call the same
+validating constructors on tiny sizes), and the exact-bound computations are capped at a small length. What is
+fuzzed is everything the CLI does before that work: parsing, validation, output-path checks, model loading errors.
 
 The default run tries a few hundred examples (derandomized, so CI sees the same ones); ``-m slow`` runs many more
 with fresh randomness. ``CASES`` counts what was tried per command (printed with ``-s``).
@@ -22,7 +22,6 @@ with fresh randomness. ``CASES`` counts what was tried per command (printed with
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -38,8 +37,8 @@ from typer.core import TyperArgument, TyperOption
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from helpers.cli_stand_ins import install_stand_ins
 from ropekit.cli.app import app
-from ropekit.cli.common import MAX_BOUND_WORK
 
 #: wall-clock bound per example (generous: the machine is shared; a real runaway takes minutes)
 CASE_SECONDS = 30.0
@@ -225,107 +224,6 @@ def invocations(draw, path: tuple[str, ...]) -> list[str]:
     return argv
 
 
-# --- stand-ins for the expensive work (each keeps the library's argument checks) ----------------------------------
-
-
-def _install_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ropekit.eval.report as report
-    import ropekit.eval.sweep as sweep
-    import ropekit.eval.tasks.run as tasks_run
-    import ropekit.eval.tasks.scoring as scoring
-    import ropekit.experiments.base_bound as experiment
-    import ropekit.model.train as train_module
-    import ropekit.plots as plots
-    import ropekit.theory.bound as bound
-
-    plan_module = importlib.import_module("ropekit.theory.planning")
-    from ropekit.config import RopeConfig
-    from ropekit.scaling import LinearScaling, frequencies
-
-    def fake_train(config, settings, out, **kwargs):
-        return {"steps": settings.steps, "tokens": 0, "wall_time_s": 0.0, "parameters": 1, "heldout_bpb": 8.0}
-
-    def fake_experiment(settings, out, **kwargs):
-        return {"models": [], "conclusion": ["stand-in"]}
-
-    def fake_sweep(model, settings, *, perplexity=True, passkey=True, **kwargs):
-        result = sweep.SweepResult({"model": model.describe(), "settings": settings.to_dict()})
-        for method in settings.methods:
-            for length in settings.lengths(model.train_length, perplexity=perplexity, passkey=False):
-                result.perplexity.append(
-                    {"method": method, "length": length, "perplexity": 5.0, "inside": 5.0, "beyond": None}
-                )
-            for length in settings.lengths(model.train_length, perplexity=False, passkey=passkey):
-                result.passkey.append(
-                    {"method": method, "length": length, "depth": 0.5, "trials": 1, "correct": 1, "accuracy": 1.0}
-                )
-        return result
-
-    def fake_tasks(model, settings, *, text=None, samples=None, **kwargs):
-        context = {"model": model.describe(), "settings": settings.to_dict(), "train_length": model.train_length}
-        result = tasks_run.TaskResult(context)
-        for method in settings.methods:
-            for length in settings.token_lengths(model.train_length):
-                for task in settings.tasks:
-                    row = {"method": method, "length": length, "task": task, "family": "retrieval"}
-                    result.rows.append({**row, **scoring.cell([1.0])})
-        return result
-
-    def fake_report(model, settings, result, out, elapsed_s):
-        out.mkdir(parents=True, exist_ok=True)
-        result.write(out)
-        (out / "summary.json").write_text(json.dumps({"findings": ["stand-in"]}))
-        (out / "index.html").write_text("<html></html>")
-        return out / "index.html"
-
-    def capped(function, limit: int = 512):
-        """``function`` at a small length, after checking that the real call would finish: the exact bound's
-        cost is L × d (about 4 s for (A) at 1M × 128), and the robust one's islands take minutes above d = 128 or
-        L = 64k, which only an explicit ``--robust`` may ask for."""
-
-        def run(length, dim=128, *args, **kwargs):
-            if isinstance(length, int) and isinstance(dim, int):
-                assert length * dim <= MAX_BOUND_WORK, f"runaway: exact bound at L = {length}, d = {dim}"
-                robust = function.__name__ in ("base_bound", "robust_base_only")
-                asked = "--robust" in ARGV
-                assert not robust or asked or (dim <= 128 and length <= 65536), f"runaway: robust L={length} d={dim}"
-            return function(min(length, limit), dim, *args, **kwargs)
-
-        return run
-
-    def fake_figure(check):
-        def draw(path, *args):
-            check(*args)
-            Path(path).write_bytes(b"stand-in figure")
-            return Path(path)
-
-        return draw
-
-    monkeypatch.setattr(train_module, "train", fake_train)
-    monkeypatch.setattr(experiment, "run_experiment", fake_experiment)
-    monkeypatch.setattr(sweep, "run_sweep", fake_sweep)
-    monkeypatch.setattr(tasks_run, "run_tasks", fake_tasks)
-    monkeypatch.setattr(report, "write_report", fake_report)
-    for name in ("base_bound", "smallest_feasible_base", "robust_base_only"):
-        monkeypatch.setattr(bound, name, capped(getattr(bound, name)))
-    for name in ("base_bound", "smallest_feasible_base"):  # plan imported them by name
-        monkeypatch.setattr(plan_module, name, capped(getattr(plan_module, name)))
-    monkeypatch.setattr(plots, "decay_figure", fake_figure(lambda d, b, m: frequencies(RopeConfig(d, base=b))))
-
-    def bound_figure_work(d, m, r):
-        bound.smallest_feasible_base(m, d)
-        if r >= 1024:
-            bound.base_bound(min(r, m), d)
-
-    monkeypatch.setattr(plots, "bound_figure", fake_figure(bound_figure_work))
-    for name in ("wavelengths_figure", "scaling_figure"):
-        monkeypatch.setattr(
-            plots,
-            name,
-            fake_figure(lambda d, b, t, s: frequencies(RopeConfig(d, base=b, scaling=LinearScaling(factor=s)))),
-        )
-
-
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
     """A working folder with the files the fuzzed paths name, and the stand-ins installed."""
@@ -336,7 +234,7 @@ def sandbox(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.chdir(root)
         monkeypatch.setenv("COLUMNS", "200")
-        _install_stand_ins(monkeypatch)
+        install_stand_ins(monkeypatch, ARGV)
         yield root
     if os.environ.get("PYTEST_XDIST_WORKER") is None and CASES:
         print(f"\nCLI fuzz: {sum(CASES.values())} cases: {dict(sorted(CASES.items()))}")
