@@ -59,6 +59,11 @@ class ArgumentType(InvalidArgument, TypeError):
     """An argument of the wrong type (also a ``TypeError``, as Python's own are)."""
 
 
+class MissingFile(InvalidArgument, FileNotFoundError):
+    """A path argument that names nothing there, or a folder without the file it needs (also a
+    ``FileNotFoundError``, as Python's own are)."""
+
+
 class UnknownParameters(InvalidArgument):
     """Parameter names a method does not have.
 

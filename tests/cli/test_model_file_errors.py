@@ -70,3 +70,45 @@ def test_a_truncated_gguf_is_a_one_line_error(tmp_path, smollm2_path, size):
         line = assert_error(run(*args), "--model", str(model), "truncated")
         assert "huggingface.co" not in line and line.count("--model") == 1
         assert not (tmp_path / "out").exists()
+
+
+# --- the option comes from the argument the error carries, not from its text ---------------------------------------
+
+
+def test_loading_errors_carry_the_model_argument(tmp_path):
+    from ropekit.errors import InvalidArgument, MissingFile
+    from ropekit.eval.models import load_eval_model
+    from ropekit.integrations.gguf import check_gguf
+    from ropekit.integrations.hf_config import load_config, rope_of
+
+    with pytest.raises(MissingFile) as missing:
+        load_config(tmp_path)
+    assert missing.value.argument == "model" and missing.value.value == str(tmp_path)
+    (tmp_path / "config.json").write_text("[1]")
+    with pytest.raises(InvalidArgument) as not_object:
+        load_config(tmp_path)
+    assert not_object.value.argument == "model"
+    with pytest.raises(InvalidArgument) as empty:
+        (tmp_path / "m.gguf").write_bytes(b"")
+        check_gguf(tmp_path / "m.gguf")
+    assert empty.value.argument == "model"
+    with pytest.raises(InvalidArgument) as no_rope:
+        rope_of({"model_type": "gpt2", "n_positions": 64})
+    assert no_rope.value.argument == "model_or_config"
+    with pytest.raises(MissingFile) as nowhere:
+        load_eval_model(tmp_path / "nowhere")
+    assert nowhere.value.argument == "spec" and isinstance(nowhere.value, FileNotFoundError)
+
+
+def test_model_errors_name_the_option_from_the_argument_not_the_text():
+    """A library message that rewords or mentions "model" does not change which option the user is told about."""
+    from ropekit.cli.common import model_error
+    from ropekit.errors import InvalidArgument, MissingFile
+
+    missing = MissingFile("spec", "/x", message="nothing at '/x'", leads=False)
+    assert model_error(missing, "/x") == "--model: nothing at '/x'"
+    assert model_error(InvalidArgument("model", "/x", message="model '/x' is empty"), "/x") == "--model '/x' is empty"
+    other = InvalidArgument("factor", 0.5, "must be >= 1")  # about another argument: the model is the context
+    assert model_error(other, "/x") == "--model '/x': factor must be >= 1, got 0.5"
+    text = ValueError("model: a config value")  # no argument: the message is not read for one
+    assert model_error(text, "/x") == "--model '/x': model: a config value"

@@ -295,6 +295,17 @@ def error_message(error: BaseException, names: Mapping[str, str]) -> str:
     return option + _snake_names(error.detail, names) if option else name_option(str(error), names)
 
 
+def model_error(error: BaseException, model: Any) -> str:
+    """The one-line message of an error loading ``--model`` (``model``: its value): an
+    :class:`~ropekit.errors.InvalidArgument` about the model (:data:`ropekit.cli.flags.MODEL_ARGUMENTS`) is written with
+    ``--model``; any other (the config's own content, transformers') after ``--model 'PATH':``."""
+    from ropekit.cli.flags import MODEL_ARGUMENTS, flag_of
+    from ropekit.errors import InvalidArgument
+
+    option = flag_of(error, MODEL_ARGUMENTS) if isinstance(error, InvalidArgument) else None
+    return option + error.detail if option else f"--model {str(model)!r}: {error}"
+
+
 def json_option(help: str = "Print JSON instead of tables.") -> Any:
     """The ``--json`` flag (shown without a value in the help)."""
     return typer.Option(False, "--json", metavar="", help=help)

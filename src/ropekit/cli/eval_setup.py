@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ropekit.cli.common import MAX_LENGTH, fail, name_option
+from ropekit.cli.common import MAX_LENGTH, fail, model_error
 
 
 def load_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None):
@@ -35,8 +35,7 @@ def load_model(model: str, device_map: str | None, *, dtype: str = "auto", befor
     try:
         loaded = load_eval_model(model, device_map=device_map, dtype=dtype, before_weights=before_weights)
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
-        message = name_option(str(error), {"model": "--model"})  # ropekit's own checks name the model
-        raise fail(message if message.startswith("--model") else f"--model {model!r}: {message}") from error
+        raise fail(model_error(error, model)) from error
     if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
         raise fail(f"--device-map applies to transformers models; --model {model!r} is a ropekit tiny checkpoint")
     return loaded

@@ -32,6 +32,15 @@ FLAGS: dict[str, str] = {
     "force": "--force",
 }
 
+#: the library's arguments that hold what ``--model`` names (a path, or a model or config read from it): what an error
+#: loading ``--model`` may be about
+MODEL_ARGUMENTS: dict[str, str] = {
+    "model": "--model",
+    "spec": "--model",
+    "path": "--model",
+    "model_or_config": "--model",
+}
+
 #: the fields of a scaling method that options other than ``--param`` fill on every command that takes ``--scaling``
 SCALING_FIELDS = ("factor", "original_max_position_embeddings", "base")
 

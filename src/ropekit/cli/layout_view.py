@@ -21,6 +21,7 @@ def read_config(model: str) -> dict:
     import json
     from pathlib import Path
 
+    from ropekit.errors import MissingFile
     from ropekit.integrations.hf_config import load_config
 
     path = Path(model)
@@ -33,7 +34,8 @@ def read_config(model: str) -> dict:
             raise ValueError(f"{model!r} must hold a JSON object, got {type(config).__name__}")
         return config
     if not path.exists():
-        raise FileNotFoundError(f"{model!r} does not exist (a model folder, a config.json or a .gguf file)")
+        message = f"{model!r} does not exist (a model folder, a config.json or a .gguf file)"
+        raise MissingFile("model", model, message=message, leads=False)
     return load_config(path)
 
 

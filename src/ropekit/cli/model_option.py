@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, name_option
+from ropekit.cli.common import fail, model_error
 
 MODEL = typer.Option(
     None,
@@ -71,8 +71,7 @@ def read_model(model: Path | None) -> ModelRope | None:
         layout, llama4 = rope_layout(config), llama4_long_context(config)
         return ModelRope(rope.head_dim, rope.base, rope.dim, original, layout, str(model), llama4, config)
     except (FileNotFoundError, ValueError) as error:
-        message = name_option(str(error), {"model": "--model"})
-        raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None
+        raise fail(model_error(error, model)) from None
 
 
 def model_defaults(

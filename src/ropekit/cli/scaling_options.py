@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 import typer
 
-from ropekit.cli.common import fail, name_option, option_errors, parse_length
+from ropekit.cli.common import fail, model_error, option_errors, parse_length
 
 MODEL = typer.Option(..., "--model", help="A transformers model folder or a .gguf file.")
 SCALING = typer.Option(None, "--scaling", help="Method: linear, ntk, dynamic, yarn, llama3, longrope, ... or none.")
@@ -168,8 +168,7 @@ def _model_rope(model: Path, layer_types: tuple[str, ...] | None, original_lengt
         config = load_config(model)
         rope_of(config)  # refuses a model without RoPE
     except (FileNotFoundError, ValueError) as error:  # the model's own config is at fault, not an option
-        message = name_option(str(error), {"model": "--model"})
-        raise fail(message if message.startswith("--") else f"--model {str(model)!r}: {message}") from None
+        raise fail(model_error(error, model)) from None
     with option_errors(**NAMES):
         rope = rope_of(config, first_scaled_type(config, layer_types))  # the layers the method goes to
         original = (

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
+from ropekit.errors import MissingFile
 from ropekit.eval.model_support import (  # noqa: F401  (DTYPES, guarded_logits, torch_dtype: imported from here too)
     DTYPES,
     guarded_logits,
@@ -245,7 +246,8 @@ class HFEvalModel(HeadScoring):
                 raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
             self.gguf = gguf_info(path)
         elif not (path / "config.json").is_file():
-            raise FileNotFoundError(f"no config.json in {str(path)!r}: not a transformers model directory")
+            message = f"no config.json in {str(path)!r}: not a transformers model directory"
+            raise MissingFile("path", str(path), message=message, leads=False)
         source, options = source_of(path)
         config = AutoConfig.from_pretrained(source, **options)
         if self.gguf is not None:
@@ -363,14 +365,16 @@ def load_eval_model(
         before_weights: called with the model before a transformers model's weights load (after, for the tiny one).
 
     Raises:
-        FileNotFoundError: the path does not exist or holds no model.
+        FileNotFoundError: the path does not exist or holds no model (a :class:`~ropekit.errors.MissingFile` about
+            ``spec``, or ``path`` from :class:`HFEvalModel`).
         ValueError: a bad ``dtype``, or a model ropekit cannot evaluate.
     """
     torch_dtype(dtype)
     path = Path(spec)
     tiny = str(spec) == "tiny"
     if not tiny and not path.exists():
-        raise FileNotFoundError(f"model path {str(path)!r} does not exist (or use 'tiny' for the bundled model)")
+        message = f"model path {str(path)!r} does not exist (or use 'tiny' for the bundled model)"
+        raise MissingFile("spec", str(path), message=message, leads=False)
     if not tiny and (path / "model.safetensors").is_file() and (path / "config.json").is_file():
         import json
 

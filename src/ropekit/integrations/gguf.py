@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ropekit.errors import InvalidArgument, MissingFile
+
 #: the first four bytes of every GGUF file, and the format versions the ``gguf`` reader understands
 GGUF_MAGIC = b"GGUF"
 GGUF_VERSIONS = (2, 3)
@@ -23,30 +25,32 @@ def check_gguf(path: str | Path, option: str = "model") -> Any:
 
     Args:
         path: the ``.gguf`` file.
-        option: the argument (or CLI option) it came from, for the messages.
+        option: the argument it came from, which the errors name and carry.
 
     Returns:
         The file's ``gguf.GGUFReader`` (its metadata and tensor table, read once).
 
     Raises:
-        FileNotFoundError: no such file.
-        ValueError: empty, not a GGUF file, an unknown version, or truncated/damaged (says which); or the ``gguf``
-            package is missing.
+        FileNotFoundError: (a :class:`~ropekit.errors.MissingFile` about ``option``) no such file.
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``option``) empty, not a GGUF file, an unknown
+            version, or truncated/damaged (says which); or the ``gguf`` package is missing.
     """
     path = Path(path)
     where = f"{option} {str(path)!r}"
     if not path.is_file():
-        raise FileNotFoundError(f"{where}: no such GGUF file")
+        raise MissingFile(option, str(path), message=f"{where}: no such GGUF file")
     size = path.stat().st_size
     if size == 0:
-        raise ValueError(f"{where} is empty (0 bytes), not a GGUF file")
+        raise InvalidArgument(option, str(path), message=f"{where} is empty (0 bytes), not a GGUF file")
     with path.open("rb") as handle:
         head = handle.read(8)
     if head[:4] != GGUF_MAGIC:
-        raise ValueError(f"{where} is not a GGUF file (it starts with {head[:4]!r}, a GGUF file with {GGUF_MAGIC!r})")
+        message = f"{where} is not a GGUF file (it starts with {head[:4]!r}, a GGUF file with {GGUF_MAGIC!r})"
+        raise InvalidArgument(option, str(path), message=message)
     version = int.from_bytes(head[4:8], "little") if len(head) == 8 else None
     if version not in GGUF_VERSIONS:
-        raise ValueError(f"{where}: GGUF version {version} is not supported (known: {list(GGUF_VERSIONS)})")
+        message = f"{where}: GGUF version {version} is not supported (known: {list(GGUF_VERSIONS)})"
+        raise InvalidArgument(option, str(path), message=message)
     try:
         import gguf
     except ImportError as error:
@@ -54,12 +58,14 @@ def check_gguf(path: str | Path, option: str = "model") -> Any:
     try:
         reader = gguf.GGUFReader(str(path))
     except (ValueError, OSError, IndexError, KeyError, OverflowError) as error:
-        raise ValueError(
+        message = (
             f"{where} is truncated or damaged ({size:,} bytes; its header or tensor table does not parse: {error})"
-        ) from None
+        )
+        raise InvalidArgument(option, str(path), message=message) from None
     needed = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
     if needed > size:
-        raise ValueError(f"{where} is truncated: it holds {size:,} bytes, its tensors need {needed:,}")
+        message = f"{where} is truncated: it holds {size:,} bytes, its tensors need {needed:,}"
+        raise InvalidArgument(option, str(path), message=message)
     return reader
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ropekit.config import RopeConfig
+from ropekit.errors import InvalidArgument, MissingFile
 from ropekit.hf_format import from_hf_config
 from ropekit.integrations.legacy_keys import with_legacy_keys
 from ropekit.integrations.native import native_rope
@@ -131,15 +132,17 @@ def rope_of(model_or_config: Any, layer_type: str | None = None) -> RopeConfig:
             layers a method goes to by default). Ignored for a model with one RoPE.
 
     Raises:
-        ValueError: not a RoPE model, or an unknown ``layer_type``.
+        ValueError: not a RoPE model (an :class:`~ropekit.errors.InvalidArgument` about ``model_or_config``), or an
+            unknown ``layer_type``.
     """
     config = _config_of(model_or_config)
     if not has_rope(config):
-        raise ValueError(
-            f"{name_of(model_or_config)} is not a RoPE model: its config has no rope_parameters, rope_scaling or "
-            "rope_theta; ropekit scales and extends RoPE models only (Llama, Mistral, Qwen2, Phi-3, GPT-NeoX, "
-            "Gemma, Gemma 3, ...)"
+        name = name_of(model_or_config)
+        message = (
+            f"{name} is not a RoPE model: its config has no rope_parameters, rope_scaling or rope_theta; ropekit "
+            "scales and extends RoPE models only (Llama, Mistral, Qwen2, Phi-3, GPT-NeoX, Gemma, Gemma 3, ...)"
         )
+        raise InvalidArgument("model_or_config", name, message=message, leads=False)
     types = layer_types_of(config)
     if types is None:
         return from_hf_config(dict(config) if isinstance(config, Mapping) else config)
@@ -181,8 +184,10 @@ def load_config(model: str | Path) -> dict[str, Any]:
     """The ``config.json`` dict of a model folder, or of a ``.gguf`` file (read by transformers, not dequantised).
 
     Raises:
-        FileNotFoundError: no such folder/file, or no ``config.json`` in the folder.
-        ValueError: ``config.json`` is not a JSON object, or the ``.gguf`` file is not a whole GGUF file.
+        FileNotFoundError: (a :class:`~ropekit.errors.MissingFile` about ``model``) no such folder or file, or no
+            ``config.json`` in the folder.
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``model``) ``config.json`` is not a JSON
+            object, or the ``.gguf`` file is not a whole GGUF file.
     """
     path = Path(model)
     folder, options = source_of(path)
@@ -197,13 +202,19 @@ def load_config(model: str | Path) -> dict[str, Any]:
         config = apply_gguf_rope(AutoConfig.from_pretrained(folder, **options).to_dict(), path)  # llama.cpp's RoPE
         return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)")
+        raise MissingFile(
+            "model",
+            str(path),
+            message=f"model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)",
+        )
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"model {str(path)!r}: config.json is not valid JSON ({error})") from None
+        message = f"model {str(path)!r}: config.json is not valid JSON ({error})"
+        raise InvalidArgument("model", str(path), message=message) from None
     if not isinstance(config, dict):
-        raise ValueError(f"model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}")
+        message = f"model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}"
+        raise InvalidArgument("model", str(path), message=message)
     return config
 
 
