@@ -149,3 +149,18 @@ def test_checks_before_the_work(tmp_path):
         check_output(out, kind="file", force=True)
     with pytest.raises(ValueError, match="contains the input"):
         check_output(tmp_path, [("model", out / "a")], force=True)
+
+
+def test_path_errors_carry_the_argument_they_are_about(tmp_path):
+    """A front end names its option from ``error.argument``; the errors stay the OS errors they were."""
+    from ropekit.errors import MissingFile, PathExists
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(PathExists) as wrong_kind:
+        check_output(a_file, option="report")
+    assert wrong_kind.value.argument == "report" and isinstance(wrong_kind.value, FileExistsError)
+    assert str(wrong_kind.value).startswith(f"report {str(a_file)!r} is a file")
+    with pytest.raises(MissingFile) as no_parent:
+        check_output(tmp_path / "missing" / "out")
+    assert no_parent.value.argument == "out" and isinstance(no_parent.value, FileNotFoundError)

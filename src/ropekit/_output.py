@@ -32,6 +32,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ropekit.errors import MissingFile, PathExists
+
 #: names listed in full in an :class:`OutputExists` message; beyond them it says how many more
 SHOWN = 12
 
@@ -136,32 +138,39 @@ def check_output(
         The real path of ``out`` (where the output goes).
 
     Raises:
-        FileNotFoundError: ``out`` is a dangling symlink, or its parent folder does not exist.
-        FileExistsError: ``out`` is of the other kind (a file for a folder output, or the reverse), or neither a
+        FileNotFoundError: (a :class:`~ropekit.errors.MissingFile` about ``option``) ``out`` is a dangling
+            symlink, or its parent folder does not exist.
+        FileExistsError: (a :class:`~ropekit.errors.PathExists` about ``option``) ``out`` is of the other kind (a file for a folder output, or the reverse), or neither a
             folder nor a file; :class:`OutputExists` when it holds any of ``names`` and ``force`` is false.
         ValueError: ``out`` is, contains or is inside an input.
     """
     given = Path(out)
     if given.is_symlink() and not given.exists():
-        raise FileNotFoundError(
+        message = (
             f"{option} {str(given)!r} is a symlink to {os.readlink(given)!r}, which does not exist; "
             f"give a {kind} (or a link to one)"
         )
+        raise MissingFile(option, str(given), message=message)
     real = _real(given)
     if not real.parent.is_dir():
         what = "is not a folder" if real.parent.exists() else "does not exist"
-        raise FileNotFoundError(f"{option} {str(given)!r}: the folder {str(real.parent)!r} {what} (create it first)")
+        message = f"{option} {str(given)!r}: the folder {str(real.parent)!r} {what} (create it first)"
+        raise MissingFile(option, str(given), message=message)
     _check_inputs(given, real, inputs, option)
     if real.exists() and not real.is_dir() and not real.is_file():
-        raise FileExistsError(f"{option} {str(given)!r} exists and is neither a folder nor a file")
+        raise PathExists(
+            option, str(given), message=f"{option} {str(given)!r} exists and is neither a folder nor a file"
+        )
     if kind == "file":
         if real.is_dir():
-            raise FileExistsError(f"{option} {str(given)!r} is a folder; give a file name")
+            raise PathExists(option, str(given), message=f"{option} {str(given)!r} is a folder; give a file name")
         if real.exists() and not force:
             raise OutputExists(given, option=option)
     else:
         if real.is_file():
-            raise FileExistsError(f"{option} {str(given)!r} is a file; give a folder (new or existing)")
+            raise PathExists(
+                option, str(given), message=f"{option} {str(given)!r} is a file; give a folder (new or existing)"
+            )
         refuse_existing(given, names, force=force, option=option)
     return real
 
@@ -248,13 +257,14 @@ def publish(staged: Path, out: str | Path, *, force: bool = False, option: str =
         staged.rename(out)
         return []
     if not _is_folder(out):
-        raise FileExistsError(f"{option} {str(given)!r} exists and is not a folder")
+        raise PathExists(option, str(given), message=f"{option} {str(given)!r} exists and is not a folder")
     replaced, conflicts = _survey(staged, out)
     if conflicts:
-        raise FileExistsError(
+        message = (
             f"{option} {str(given)!r} holds {', '.join(conflicts[:SHOWN])} where the output has "
             "the other kind (a file against a folder); move them away first"
         )
+        raise PathExists(option, str(given), message=message)
     if replaced and not force:
         raise OutputExists(given, replaced, option=option)
     _move(staged, out)
@@ -295,7 +305,7 @@ def staged_file(out: str | Path, *, force: bool = False, option: str = "out") ->
     try:
         yield staged / real.name
         if real.is_dir():
-            raise FileExistsError(f"{option} {str(out)!r} is a folder; give a file name")
+            raise PathExists(option, str(out), message=f"{option} {str(out)!r} is a folder; give a file name")
         if _present(real) and not force:
             raise OutputExists(out, option=option)
         os.replace(staged / real.name, real)

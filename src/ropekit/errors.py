@@ -64,6 +64,11 @@ class MissingFile(InvalidArgument, FileNotFoundError):
     ``FileNotFoundError``, as Python's own are)."""
 
 
+class PathExists(InvalidArgument, FileExistsError):
+    """A path argument that names something of the wrong kind (a file where a folder goes, the reverse, or neither)
+    (also a ``FileExistsError``)."""
+
+
 class UnknownParameters(InvalidArgument):
     """Parameter names a method does not have.
 
