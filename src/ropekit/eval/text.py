@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+from ropekit.errors import InvalidArgument, MissingFile
+
 #: the name results record for the shipped held-out text
 SHIPPED = "shipped held-out text (ropekit/data/heldout.txt)"
 
@@ -68,13 +70,13 @@ class TokenizedText:
 
 def _decode(data: bytes, where: str) -> str:
     if b"\x00" in data:
-        raise ValueError(f"text {where} looks binary (it holds NUL bytes); give UTF-8 text or .jsonl")
+        message = f"text {where} looks binary (it holds NUL bytes); give UTF-8 text or .jsonl"
+        raise InvalidArgument("text", where, message=message)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(
-            f"text {where} is not UTF-8 text (invalid byte at offset {error.start}); give UTF-8 text or .jsonl"
-        ) from None
+        message = f"text {where} is not UTF-8 text (invalid byte at offset {error.start}); give UTF-8 text or .jsonl"
+        raise InvalidArgument("text", where, message=message) from None
 
 
 def _documents_of(path: Path, data: bytes, where: str) -> list[bytes]:
@@ -88,9 +90,12 @@ def _documents_of(path: Path, data: bytes, where: str) -> list[bytes]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"text {where} line {number} is not JSON: {error.msg}") from None
+            raise InvalidArgument(
+                "text", where, message=f"text {where} line {number} is not JSON: {error.msg}"
+            ) from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ValueError(f'text {where} line {number} needs a "text" string field, got {line[:60]!r}')
+            message = f'text {where} line {number} needs a "text" string field, got {line[:60]!r}'
+            raise InvalidArgument("text", where, message=message)
         if record["text"].strip():
             documents.append(record["text"].encode("utf-8"))
     return documents
@@ -100,12 +105,13 @@ def read_text(path: str | Path) -> EvalText:
     """Read a text file, a ``.jsonl`` file or a folder of them (see the module docstring); nothing is tokenized.
 
     Raises:
-        FileNotFoundError: the path does not exist.
-        ValueError: it is empty, binary, not UTF-8, a folder without files, or a ``.jsonl`` line without ``text``.
+        FileNotFoundError: (a :class:`~ropekit.errors.MissingFile` about ``text``) the path does not exist.
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``text``) it is empty, binary, not UTF-8, a
+            folder without files, or a ``.jsonl`` line without ``text``.
     """
     root = Path(path)
     if not root.exists():
-        raise FileNotFoundError(f"text {str(root)!r} does not exist")
+        raise MissingFile("text", str(root), message=f"text {str(root)!r} does not exist")
     if root.is_dir():
         files = sorted(
             p
@@ -113,7 +119,7 @@ def read_text(path: str | Path) -> EvalText:
             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
         )
         if not files:
-            raise ValueError(f"text {str(root)!r} is a folder without files")
+            raise InvalidArgument("text", str(root), message=f"text {str(root)!r} is a folder without files")
     else:
         files = [root]
     documents: list[bytes] = []
@@ -126,7 +132,7 @@ def read_text(path: str | Path) -> EvalText:
         listing.update(f"{relative}\0{digest}\n".encode())
         documents += _documents_of(file, data, repr(str(file)))
     if not documents:
-        raise ValueError(f"text {str(root)!r} is empty (no non-blank text)")
+        raise InvalidArgument("text", str(root), message=f"text {str(root)!r} is empty (no non-blank text)")
     return EvalText(str(root), tuple(documents), listing.hexdigest() if root.is_dir() else digest)
 
 

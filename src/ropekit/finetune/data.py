@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ropekit.errors import InvalidArgument
+
 if TYPE_CHECKING:
     from ropekit.eval.text import EvalText
 
@@ -73,9 +75,10 @@ def pack(stream: torch.Tensor, length: int, *, window: int | None = None, heldou
     heldout = max(length + 1, int(heldout_fraction * total))
     train = total - heldout
     if train < size:
-        raise ValueError(
+        message = (
             f"text: gives {total:,} tokens; fine-tuning at {length:,} tokens needs at least {size + heldout:,} "
             f"(one training window of {size:,} plus {heldout:,} held out for evaluation)"
         )
+        raise InvalidArgument("text", total, message=message, leads=True)
     windows = packed_windows(stream[:train], size).clone()  # (windows, size), contiguous for the DataLoader
     return PackedText(windows, stream[train:].clone(), total, left_out=train - windows.numel())

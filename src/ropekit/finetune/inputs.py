@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ropekit.config import RopeConfig
+from ropekit.errors import InvalidArgument
 from ropekit.scaling.registry import ScalingConfig
 
 #: file names that hold a transformers model's weights (one of them must be in a folder ``extend`` copies)
@@ -23,10 +24,11 @@ def check_weights(folder: Path) -> None:
         ValueError: no ``*.safetensors`` / ``pytorch_model*.bin`` (or their index) in ``folder``.
     """
     if not any(any(folder.glob(pattern)) for pattern in _WEIGHTS):
-        raise ValueError(
+        message = (
             f"model {str(folder)!r} holds no weights (no *.safetensors or pytorch_model*.bin file); its copy "
             "would not load: give the folder save_pretrained wrote"
         )
+        raise InvalidArgument("model", str(folder), message=message)
 
 
 def check_not_shorter(
@@ -50,10 +52,13 @@ def check_not_shorter(
     if native.scaling is not None and scaling is not None and target < current:
         factor = scaling.stated_factor()
         how = f" (the original length {original:,} × factor {factor:g})" if factor else ""
-        raise ValueError(
-            f"model: already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "
+        raise InvalidArgument(
+            "model",
+            current,
+            leads=True,
+            message=f"model: already extended to {current:,} tokens (max_position_embeddings, {native.scaling.rope_type} "
             f"scaling); the target {target:,}{how} would shrink it. The factor is relative to the original length "
-            f"{original:,}: ask for a factor of at least {current / original:g}, or a target of at least {current:,}"
+            f"{original:,}: ask for a factor of at least {current / original:g}, or a target of at least {current:,}",
         )
 
 
@@ -66,7 +71,9 @@ def check_tokenizer(model: Path) -> None:
     from ropekit.integrations.hf_config import TOKENIZER_FILES, has_tokenizer
 
     if not has_tokenizer(model):
-        raise ValueError(
-            f"model {str(model)!r} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); fine-tuning reads "
-            "the text with the model's own tokenizer: copy them into the folder (tokenizer.save_pretrained)"
+        raise InvalidArgument(
+            "model",
+            str(model),
+            message=f"model {str(model)!r} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); fine-tuning reads "
+            "the text with the model's own tokenizer: copy them into the folder (tokenizer.save_pretrained)",
         )

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ropekit._validate import require_int
+from ropekit.errors import MissingFile
 from ropekit.finetune.data import PackedText
 from ropekit.finetune.settings import FinetuneSettings
 from ropekit.finetune.train import fsdp_fallback_note, make_accelerator
@@ -228,7 +229,7 @@ def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[s
     check_not_shorter(config, rope, request.scaling, original, target)
     new_config, notes = extended_config(config, request.scaling, target_length=target, layer_types=layer_types)
     if not request.text.exists():
-        raise FileNotFoundError(f"text {str(request.text)!r} does not exist")
+        raise MissingFile("text", str(request.text), message=f"text {str(request.text)!r} does not exist")
     return original, new_config, notes, read_text(request.text)
 
 
