@@ -22,14 +22,7 @@ from ropekit.scaling import frequencies
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
-from helpers.hf_frequencies import (  # noqa: E402
-    EXAMPLES,
-    FACTORS,
-    ORIGINAL_LENGTHS,
-    check_case,
-    hf_config,
-    seq_lens,
-)
+from helpers.hf_frequencies import EXAMPLES, FACTORS, ORIGINAL_LENGTHS, check_case, hf_config, seq_lens  # noqa: E402
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]  # tests/conftest.py
 
