@@ -190,6 +190,10 @@ def test_the_cli_writes_library_arguments_as_its_flags() -> None:
         == ("--window: the largest window that fits is --window 2048")[len("--window: ") :]
     )
     assert name_option("settings.window=3 differs", names) == "settings.window=3 differs"  # not an argument
+    fields = {"beta_fast": "--param beta_fast"}  # an option that holds the argument's name is written once
+    assert name_option("beta_fast must be >= beta_slow, got beta_fast=0.5, beta_slow=1.0", fields) == (
+        "--param beta_fast must be >= beta_slow, got --param beta_fast 0.5, beta_slow=1.0"
+    )
     assert name_option("the model's base is wrong", {"base": "--base"}) == "--base: the model's base is wrong"
 
 

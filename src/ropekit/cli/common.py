@@ -236,8 +236,9 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     starts the message before a quoted value, a colon or "must" (``--model 'x' holds no weights``). A message that
     then names no option is prefixed with the options it mentions.
     """
-    message = re.sub(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)", lambda m: _as_option(m, names), message)
-    message = _snake_names(message, names)
+    message = _ARGUMENT.sub(
+        lambda m: _as_option(m, names) if m.group(1) else names.get(m.group(3), m.group(0)), message
+    )
     lead = re.match(r"(\w+)(?=:|\s'|\smust\b)", message)  # "model 'x' has", "window must"; not "out of memory"
     if lead and lead.group(1) in names:
         return names[lead.group(1)] + message[lead.end() :]
@@ -252,6 +253,11 @@ def name_option(message: str, names: Mapping[str, str]) -> str:
     if not options:
         return message
     return f"{'/'.join(options)}: {message}"
+
+
+#: ``name=value`` (groups 1, 2) or a snake_case name (group 3), rewritten in one pass so that an option written in
+#: (``--param beta_fast``) is not read again
+_ARGUMENT = re.compile(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)|(?<![\w.-])([a-z]\w*_\w+)\b")
 
 
 def _snake_names(text: str, names: Mapping[str, str]) -> str:
