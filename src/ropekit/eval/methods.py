@@ -170,35 +170,3 @@ def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | Non
     from ropekit.integrations.hf_attention import apply_attention
 
     return apply_attention(inner, method).ropekit_attention_layer_types
-
-
-def use_method(
-    model: Any, method: str, *, length: int, train_length: int, factor: float | str, params: dict[str, Any]
-) -> dict[str, Any]:
-    """Put ``method`` on an evaluation model for ``length``: its scaling at :func:`factor_for`'s factor, then its
-    attention method (with ``params``). Returns the fields that describe it in a result row: ``method``,
-    ``factor`` (:func:`applied_factor`), ``scaling`` and ``attention`` (with the layer types it went to).
-
-    Raises:
-        LookupError: the model cannot run the method (a model without RoPE refuses every scaling but ``none``; a
-            method needs parameters that cannot be derived): an evaluation skips it.
-    """
-    at = factor_for(length, train_length, factor)
-    scaling = scaling_for(method, factor=at, train_length=train_length, native=model.native_scaling)
-    model.set_scaling(scaling)
-    attention = attention_for(method, train_length=train_length, length=length, params=params)
-    where = set_attention(model, attention) if attention is not None else None
-    return {
-        "method": method,
-        "factor": applied_factor(scaling),
-        "scaling": describe_scaling(scaling),
-        "attention": None if attention is None else {**attention.describe(), "layer_types": where},
-    }
-
-
-def release_method(model: Any, used: dict[str, Any] | None) -> None:
-    """The model back to its own scaling and plain attention after :func:`use_method` (``used``: what it returned
-    last, ``None`` when it never succeeded)."""
-    model.set_scaling(model.native_scaling)
-    if used is not None and used["attention"] is not None:
-        set_attention(model, None)

@@ -26,7 +26,15 @@ from ropekit._defaults import (
     PERPLEXITY_STRIDE,
 )
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.eval.methods import check_params, release_method, use_method
+from ropekit.eval.methods import (
+    applied_factor,
+    attention_for,
+    check_params,
+    describe_scaling,
+    factor_for,
+    scaling_for,
+    set_attention,
+)
 from ropekit.eval.models import EvalModel
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import MODES, perplexity_at
@@ -232,19 +240,27 @@ def run_sweep(
     encode = lambda text: model.encode(text).numpy()  # noqa: E731
     needed = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
     for method in settings.methods:
-        used = None
+        attention = None
         for index, length in enumerate(needed):
+            factor = factor_for(length, train_length, settings.factor)
             try:
-                used = use_method(
-                    model, method, length=length, train_length=train_length, factor=settings.factor,
-                    params=settings.params,
-                )  # fmt: skip
+                scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
+                model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
+                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
+                where = set_attention(model, attention) if attention is not None else None
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 cost = forward_tokens(settings, train_length, len(ids), perplexity=perplexity, passkey=passkey)
                 _report_skipped(method, [cost[n] // len(settings.methods) for n in needed[index:]], on_step, on_tokens)
                 break
-            run = {**used, "eval_text_sha256": digest, "eval_text_tokens": len(ids)}
+            run = {
+                "method": method,
+                "factor": applied_factor(scaling),
+                "scaling": describe_scaling(scaling),
+                "attention": None if attention is None else {**attention.describe(), "layer_types": where},
+                "eval_text_sha256": digest,
+                "eval_text_tokens": len(ids),
+            }
             unit = 0
             if perplexity and length in lengths:
                 mode, stride, max_tokens = settings.mode, settings.stride, settings.max_tokens
@@ -260,7 +276,9 @@ def run_sweep(
                 on_tokens(unit)
             if on_step is not None:
                 on_step(f"{method} @ {length}")
-        release_method(model, used)
+        model.set_scaling(model.native_scaling)
+        if attention is not None:
+            set_attention(model, None)
     return result
 
 

@@ -23,7 +23,15 @@ from typing import Any
 import torch
 
 from ropekit._validate import require_float, require_int
-from ropekit.eval.methods import check_params, release_method, use_method
+from ropekit.eval.methods import (
+    applied_factor,
+    attention_for,
+    check_params,
+    describe_scaling,
+    factor_for,
+    scaling_for,
+    set_attention,
+)
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
@@ -334,13 +342,14 @@ def run_tasks(
     bytewise = byte_level(model)
     lengths = settings.token_lengths(train_length)
     for method in settings.methods:
-        used = None
+        attention = None
         for length in lengths:
+            factor = factor_for(length, train_length, settings.factor)
             try:
-                used = use_method(
-                    model, method, length=length, train_length=train_length, factor=settings.factor,
-                    params=settings.params,
-                )  # fmt: skip
+                scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
+                model.set_scaling(scaling)
+                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
+                where = set_attention(model, attention) if attention is not None else None
             except LookupError as error:
                 result.skipped.append({"method": method, "reason": str(error)})
                 if on_tokens is not None:  # keep a progress bar's total exact
@@ -366,7 +375,10 @@ def run_tasks(
                         on_tokens(sample_cost(sample))
                 result.rows.append(
                     {
-                        **used,
+                        "method": method,
+                        "factor": applied_factor(scaling),
+                        "scaling": describe_scaling(scaling),
+                        "attention": None if attention is None else {**attention.describe(), "layer_types": where},
                         "length": length,
                         "task": task,
                         "family": TASKS[task].family,
@@ -377,7 +389,9 @@ def run_tasks(
                 )
                 if on_step is not None:
                     on_step(f"{method} @ {length} {task}")
-        release_method(model, used)
+        model.set_scaling(model.native_scaling)
+        if attention is not None:
+            set_attention(model, None)
     return result
 
 
