@@ -29,9 +29,12 @@ DEFAULT_PYTHON = ".venv-vllm/bin/python"
 
 
 def python() -> Path | None:
-    """The vLLM environment's interpreter, if there is one."""
-    path = Path(os.environ.get("ROPEKIT_VLLM_PYTHON", DEFAULT_PYTHON))
-    return path if path.is_file() else None
+    """The vLLM environment's interpreter, if there is one (``make setup`` marks its environment complete with
+    ``.venv-vllm/.ready``; a half-installed one counts as absent)."""
+    given = os.environ.get("ROPEKIT_VLLM_PYTHON")
+    path = Path(given or DEFAULT_PYTHON)
+    complete = given is not None or (path.parent.parent / ".ready").is_file()
+    return path if path.is_file() and complete else None
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
