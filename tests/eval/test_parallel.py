@@ -141,3 +141,15 @@ def test_dealing_gives_equal_counts_and_near_equal_costs(processes):
     sums = [sum(costs[i] for i in hand) for hand in hands]
     assert max(sums) - min(sums) <= max(costs)
     assert dealt(costs, processes) == order  # deterministic
+
+
+def test_report_refuses_several_processes(monkeypatch):
+    """``report`` is not split: on several processes each would write the whole report into one folder."""
+    from typer.testing import CliRunner
+
+    from ropekit.cli.app import app
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    result = CliRunner().invoke(app, ["report", "--model", "tiny"])
+    assert result.exit_code == 2
+    assert "error: report runs in one process, not on 2;" in result.output
