@@ -54,7 +54,7 @@ def launch_aware(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def processes_for(engine: str):
+def processes_for(engine: str) -> Any:
     """The processes this command runs on (:func:`ropekit.eval.parallel.launched`); a server engine refuses
     several (the server already answers concurrently, and its journal in ``--out`` has one writer)."""
     from ropekit.eval.parallel import launched

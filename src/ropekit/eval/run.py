@@ -11,6 +11,8 @@
     write_report(evaluation, "report")
 
 Progress is a callback (:data:`Progress`): the CLI passes its rich progress bar, a script passes nothing (quiet).
+Under ``accelerate launch``, ``processes=launched()`` (:mod:`ropekit.eval.parallel`) splits :func:`run_methods`' and
+:func:`run_task_suite`'s units over the processes; every process gets the whole result, the one one process makes.
 Errors are the library's own (``ValueError``, ``MemoryError``, ``RuntimeError``); a sweep that fails part-way raises
 :class:`EvaluationFailed`, which carries the methods measured before the failure.
 """
