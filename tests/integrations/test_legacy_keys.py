@@ -181,3 +181,15 @@ def test_apply_scaling_then_save_pretrained_writes_them(llama_dir, tmp_path) -> 
     written = json.loads((tmp_path / "config.json").read_text())
     assert written["rope_scaling"] == {**written["rope_parameters"], "type": "yarn"}
     assert written["rope_theta"] == 10000.0
+
+
+def test_the_added_keys_leave_the_gguf_form_as_it_was(llama_config) -> None:
+    """llama.cpp's metadata for an extended folder (ropekit's reading of it) is the same with the added mscale keys
+    as without them."""
+    from ropekit.integrations.gguf_rope import to_llamacpp
+
+    scaling = YarnScaling(**YARN, attention_factor=1.3)
+    new, _ = extended_config(llama_config().to_dict(), scaling, target_length=4 * ORIGINAL)
+    plain = {**new, "rope_scaling": None, "rope_parameters": to_hf_dict(from_hf_config(new).replace(scaling=scaling))}
+    forms = [to_llamacpp(from_hf_config(config), rope_freqs=True, betas=False) for config in (new, plain)]
+    assert forms[0] == forms[1] and forms[0].scaling_type == "yarn"
