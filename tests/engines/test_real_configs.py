@@ -79,3 +79,18 @@ def test_the_configs_keep_the_hub_keys(folders) -> None:
     """The folders hold what the hub configs hold (the older keys), so the harness reads them as users' files."""
     config = json.loads((folders("deepseek-v3") / "config.json").read_text())
     assert "rope_parameters" not in config and config["rope_scaling"]["mscale_all_dim"] == 1.0
+
+
+def test_an_extended_phi3_loads_in_mlx_lm(folders, tmp_path) -> None:
+    """MLX-LM's Phi-3 refuses a rope_scaling without the 4.x key ``type``, which extend writes beside rope_type."""
+    pytest.importorskip("mlx_lm")
+    from ropekit.finetune.export import extend
+    from ropekit.scaling import LongRopeScaling
+
+    factors = tuple(1.0 + 4.0 * i for i in range(8))  # one list: the same at every length, in every engine
+    scaling = LongRopeScaling(
+        short_factor=factors, long_factor=factors, original_max_position_embeddings=4096, factor=32.0
+    )  # factor M/L0: MLX-LM's attention factor is transformers' (without it, "cannot express")
+    folder = extend(folders("phi3-longrope"), scaling, tmp_path / "out", target_length=131072).out
+    assert json.loads((folder / "config.json").read_text())["rope_scaling"]["type"] == "longrope"
+    _check(_row(folder, "MLX-LM"), "phi3-one-list", "MLX-LM")

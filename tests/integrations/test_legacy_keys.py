@@ -12,7 +12,7 @@ import pytest
 from ropekit.finetune.export import extend
 from ropekit.hf_format import from_hf_config, to_hf_dict
 from ropekit.integrations.hf_config import extended_config
-from ropekit.scaling import LinearScaling, NTKScaling, YarnScaling
+from ropekit.scaling import LinearScaling, LongRopeScaling, NTKScaling, YarnScaling
 
 pytest.importorskip("transformers")
 
@@ -95,10 +95,14 @@ def test_a_yarn_attention_factor_is_also_said_by_mscale(llama_config, options, w
     ("scaling", "reason"),
     [
         (YarnScaling(**YARN, truncate=False), "truncate: false"),
-        (YarnScaling(**YARN, ramp="paper"), "does not read attention_factor"),
+        (YarnScaling(**YARN, ramp="paper"), "reads neither attention_factor"),
         (YarnScaling(**YARN, attention_factor=0.5), "no mscale >= 0"),
+        (
+            LongRopeScaling(short_factor=(2.0,) * 8, long_factor=(2.0,) * 8, original_max_position_embeddings=ORIGINAL),
+            "reads neither attention_factor nor factor",
+        ),
     ],
-    ids=["truncate-false", "paper-ramp", "attention-below-1"],
+    ids=["truncate-false", "paper-ramp", "attention-below-1", "longrope-factor-1-at-4x"],
 )
 def test_what_mlx_cannot_read_is_a_note(llama_config, scaling, reason) -> None:
     new, notes = extended_config(llama_config().to_dict(), scaling, target_length=4 * ORIGINAL)

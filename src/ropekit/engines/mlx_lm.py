@@ -59,7 +59,7 @@ def known_behaviours(config: dict[str, Any]) -> list[str]:
     if factors is not None and abs(factors[1] / factors[0] - 1) > 1e-9:
         reasons.append(
             f"MLX-LM reads no attention_factor: this rope_scaling's mscale/mscale_all_dim give {factors[1]:.6g}, "
-            f"transformers uses {factors[0]:.6g} (ropekit writes an mscale that agrees)"
+            f"transformers uses {factors[0]:.6g} (ropekit writes an mscale that agrees where one exists)"
         )
     return reasons
 
@@ -82,11 +82,11 @@ def row(case: Case) -> EngineRow:
         if gaps:
             return EngineRow(NAME, found, "cannot express", f"{'; '.join(gaps)} (not run: {why})", launch(folder))
         return EngineRow(NAME, found, "cannot run here", why, launch(folder))
-    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known_behaviours(case.config))
+    known = gaps + known_behaviours(case.config)
+    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
     if gaps:
-        return EngineRow(
-            NAME, found, "cannot express", f"{'; '.join(gaps)}; measured: {detail}", launch(folder), numbers
-        )
+        detail = detail if verdict == "differs" else f"{'; '.join(gaps)}; measured: {detail}"
+        return EngineRow(NAME, found, "cannot express", detail, launch(folder), numbers)
     return EngineRow(NAME, found, verdict, detail, launch(folder), numbers)
 
 

@@ -199,8 +199,8 @@ def older_reader_gaps(config: dict[str, Any]) -> list[str]:
     * a yarn attention factor that no ``mscale`` >= 0 gives by the ratio g(s, mscale)/g(s, mscale_all_dim) (A
       below 1/g(s, mscale_all_dim), or a factor s <= 1 with A != 1); a ratio that merely differs is a config
       written without :func:`with_legacy_keys`, not a gap;
-    * a longrope ``attention_factor`` other than MLX-LM's own √(1 + ln(M/L0)/ln L0) (M =
-      ``max_position_embeddings``; 1 when M <= L0): it does not read the key.
+    * a longrope attention factor (``attention_factor``, or from ``factor``) other than MLX-LM's own
+      √(1 + ln(M/L0)/ln L0) (M = ``max_position_embeddings``; 1 when M <= L0): it reads neither key.
     """
     scaling = config.get("rope_scaling")
     if not isinstance(scaling, dict):
@@ -215,20 +215,35 @@ def older_reader_gaps(config: dict[str, Any]) -> list[str]:
             f"its yarn attention factor is g(s, mscale)/g(s, mscale_all_dim) (it reads no attention_factor), which "
             f"no mscale >= 0 makes {factors[0]:.6g} at factor {scaling['factor']:g}"
         )
-    if kind == "longrope" and scaling.get("attention_factor") is not None:
-        original = scaling.get("original_max_position_embeddings") or config.get("original_max_position_embeddings")
-        longest = config.get("max_position_embeddings") or original
-        own = (
-            1.0
-            if not original or longest <= original
-            else math.sqrt(1 + math.log(longest / original) / math.log(original))
-        )
-        if not math.isclose(own, scaling["attention_factor"], rel_tol=1e-6):
+    if kind == "longrope":
+        wanted, own = _longrope_factors(config, scaling)
+        if not math.isclose(own, wanted, rel_tol=1e-6):
             gaps.append(
-                f"its longrope attention factor is sqrt(1 + ln(M/L0)/ln L0) = {own:.6g} from "
-                f"max_position_embeddings; it does not read attention_factor {scaling['attention_factor']:.6g}"
+                f"its longrope attention factor is sqrt(1 + ln(M/L0)/ln L0) = {own:.6g} from max_position_embeddings "
+                f"(it reads neither attention_factor nor factor); transformers uses {wanted:.6g}"
             )
     return gaps
+
+
+def _longrope_factors(config: dict[str, Any], scaling: dict[str, Any]) -> tuple[float, float]:
+    """``(transformers' A, MLX-LM's A)`` of a longrope ``rope_scaling``: transformers takes ``attention_factor``, else
+    √(1 + ln f/ln L0) with f = ``factor`` (absent: M/L0), 1 when f <= 1; MLX-LM always the latter with f = M/L0, its
+    Phi-3 with L0 = the top-level ``original_max_position_embeddings`` (absent: 4,096)."""
+    longest = float(config.get("max_position_embeddings") or 0)
+    original = float(scaling.get("original_max_position_embeddings") or config.get("original_max_position_embeddings"))
+
+    def formula(factor: float, length: float) -> float:
+        return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(length))
+
+    wanted = scaling.get("attention_factor")
+    if wanted is None:
+        wanted = formula(float(scaling.get("factor") or longest / original), original)
+    own_original = (
+        float(config.get("original_max_position_embeddings") or 4096)
+        if config.get("model_type") == "phi3"
+        else original
+    )
+    return float(wanted), formula(longest / own_original, own_original)
 
 
 def _whole_ramp(config: dict[str, Any]) -> bool:
