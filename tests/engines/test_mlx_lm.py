@@ -49,7 +49,8 @@ CANNOT = {
     "yarn-paper": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, ramp="paper"), "attention_factor"),
     "yarn-no-truncate": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, truncate=False), "truncate"),
     "yarn-attention-below-1": (
-        YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=0.5), "no mscale"
+        YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=0.5),
+        "no mscale",
     ),
 }
 
