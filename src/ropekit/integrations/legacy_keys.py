@@ -90,7 +90,8 @@ def yarn_factors(params: dict[str, Any]) -> tuple[float, float] | None:
     factor = params.get("factor")
     if not isinstance(factor, (int, float)) or isinstance(factor, bool):
         return None
-    ratio = yarn_mscale(factor, params.get("mscale", 1.0)) / yarn_mscale(factor, params.get("mscale_all_dim", 0.0))
+    mscale, all_dim = params.get("mscale"), params.get("mscale_all_dim")
+    ratio = yarn_mscale(factor, 1.0 if mscale is None else mscale) / yarn_mscale(factor, all_dim or 0.0)
     if params.get("attention_factor") is not None:
         return float(params["attention_factor"]), ratio
     if params.get("mscale") and params.get("mscale_all_dim"):
