@@ -23,6 +23,8 @@ The shared transformers quirks (checked against the transformers version in :dat
   LongRoPE lists of the wrong length) raise ``ValueError`` in ropekit; so do keys ropekit does not know, and
   values of the wrong kind (a null or string ``rope_theta``, a fractional length such as 4096.7, which
   transformers' ``int()`` would truncate).
+* Keys of the model's attention that some configs keep in the rope dict (:data:`ATTENTION_KEYS`: Ministral 3's
+  ``llama_4_scaling_beta``) are not RoPE: they are skipped here and kept as they are by ``extend``.
 * Nested per-layer-type rope dicts (Gemma-style ``{"full_attention": {...}, "sliding_attention": {...}}``) are
   read one layer type at a time: pass ``layer_type``.
 * M-RoPE (:class:`~ropekit.config.MRope`): ``mrope_section`` in the rope dict gives the sections. The layout is
@@ -50,6 +52,9 @@ __all__ = ["from_hf_config", "to_hf_config", "to_hf_dict"]
 
 #: keys of a rope dict that belong to every rope type; the rest are the method's.
 _SHARED_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved"}
+#: keys some models keep in the rope dict that are not RoPE: the model's attention reads them, the rotation does not
+#: (Ministral 3's ``llama_4_scaling_beta``: a query scale 1 + β·ln(1 + ⌊p/L0⌋) by position)
+ATTENTION_KEYS = {"llama_4_scaling_beta"}
 #: model types whose transformers class runs M-RoPE interleaved (Qwen3-VL's recomposition) and blocked (Qwen2-VL's)
 INTERLEAVED_MROPE = frozenset(
     f"{name}{suffix}"
@@ -239,7 +244,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
             f"partial_rotary_factor={partial!r} with head_dim={head_dim} gives rotary dim {rotary_dim} "
             "(transformers truncates head_dim * partial_rotary_factor); ropekit needs an even rotary dim >= 2"
         )
-    scaling_params = {key: value for key, value in params.items() if key not in _SHARED_KEYS}
+    scaling_params = {key: value for key, value in params.items() if key not in _SHARED_KEYS | ATTENTION_KEYS}
     try:
         scaling = method.from_hf(scaling_params, top, name=name)
     except TypeError as error:  # a value of the wrong kind in the dict: bad data, so a ValueError naming it

@@ -1,5 +1,5 @@
 """MLX-LM runs every ``extend`` output as transformers does (its own loader and model; logits to float32 noise),
-except where its own code ignores a key (then the harness says ``differs`` and why)."""
+and where the older keys cannot say a RoPE to it, the row says "cannot express" and why."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ropekit.scaling import (
     Llama3Scaling,
     LongRopeScaling,
     NTKScaling,
+    ProportionalScaling,
     YarnScaling,
 )
 
@@ -25,7 +26,7 @@ pytest.importorskip("transformers")
 
 L0 = 64
 FACTORS = tuple(1.0 + 0.1 * i for i in range(8))
-#: every method extend writes, as MLX-LM runs it
+#: every frequency method extend offers, as MLX-LM runs it from the written folder
 SAME = {
     "none": None,
     "linear": LinearScaling(factor=4.0),
@@ -34,18 +35,24 @@ SAME = {
     "dynamic-frozen": DynamicScaling(factor=4.0, original_max_position_embeddings=L0, fixed_seq_len=256),
     "yarn": YarnScaling(factor=4.0, original_max_position_embeddings=L0),
     "yarn-betas": YarnScaling(factor=4.0, original_max_position_embeddings=L0, beta_fast=16.0, beta_slow=2.0),
+    "yarn-attention": YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=1.3),
+    "yarn-mscale": YarnScaling(factor=4.0, original_max_position_embeddings=L0, mscale=0.7),
     "llama3": Llama3Scaling(factor=4.0, original_max_position_embeddings=L0),
     "longrope": LongRopeScaling(
         short_factor=FACTORS, long_factor=FACTORS, original_max_position_embeddings=L0, factor=4.0
     ),
+    "proportional": ProportionalScaling(factor=4.0),
     "base": BaseChange(base=500000.0),
 }
-#: methods whose written keys MLX-LM 0.32 does not read, with the reason the row must give
-DIFFERS = {
+#: what the older keys cannot say to MLX-LM 0.32, with the reason the row must give
+CANNOT = {
     "yarn-paper": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, ramp="paper"), "attention_factor"),
-    "yarn-attention": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=1.3), "attention_factor"),
     "yarn-no-truncate": (YarnScaling(factor=4.0, original_max_position_embeddings=L0, truncate=False), "truncate"),
-}  # fmt: skip
+    "yarn-attention-below-1": (
+        YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=0.5),
+        "no mscale",
+    ),
+}
 
 
 def _mlx_row(folder):
@@ -62,11 +69,14 @@ def test_mlx_runs_the_extend_output_as_transformers(name, llama_dir, tmp_path) -
     assert row.numbers["logits_max_diff"] < 1e-4 and row.numbers["argmax_agreement"] == 1.0
 
 
-@pytest.mark.parametrize("name", list(DIFFERS))
-def test_what_mlx_ignores_is_reported_with_the_reason(name, llama_dir, tmp_path) -> None:
-    scaling, reason = DIFFERS[name]
-    row = _mlx_row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
-    assert row.verdict == "differs" and reason in row.detail
+@pytest.mark.parametrize("name", list(CANNOT))
+def test_what_mlx_cannot_read_is_said_in_the_row_and_by_extend(name, llama_dir, tmp_path) -> None:
+    scaling, reason = CANNOT[name]
+    result = extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0)
+    assert any(note.startswith("MLX-LM cannot express") and reason in note for note in result.notes), result.notes
+    row = _mlx_row(result.out)
+    assert row.verdict == "cannot express" and reason in row.detail
+    assert row.numbers["logits_max_diff"] > 1e-3  # and it does compute another RoPE: the verdict is not idle
 
 
 def test_without_the_older_keys_mlx_runs_another_rope(llama_dir, tmp_path) -> None:

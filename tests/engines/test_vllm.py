@@ -25,8 +25,12 @@ def _row(folder):
 
 @pytest.mark.parametrize(
     "scaling",
-    [LinearScaling(factor=4.0), YarnScaling(factor=4.0, original_max_position_embeddings=L0)],
-    ids=["linear", "yarn"],
+    [
+        LinearScaling(factor=4.0),
+        YarnScaling(factor=4.0, original_max_position_embeddings=L0),
+        YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=1.3),
+    ],
+    ids=["linear", "yarn", "yarn-attention"],  # the last carries mscale/mscale_all_dim for MLX-LM too
 )
 def test_vllm_computes_what_transformers_computes(scaling, llama_dir, tmp_path) -> None:
     row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
@@ -40,12 +44,22 @@ def test_vllms_dynamic_is_static_ntk_at_the_maximum_length(llama_dir, tmp_path) 
     assert row.verdict == "differs" and "static NTK" in row.detail and f"from position {L0 - 1} " in row.detail
 
 
-def test_a_wrong_rope_parameters_is_an_unexplained_difference(llama_dir, tmp_path) -> None:
-    """The verdict can fail: a folder whose rope_parameters vLLM reads with another factor than transformers'
-    (transformers takes rope_scaling when both are given)."""
-    folder = extend(llama_dir, LinearScaling(factor=4.0), tmp_path / "out").out
+def test_it_reads_the_folder_as_transformers_reads_it(llama_dir, tmp_path) -> None:
+    """A folder with only the older keys (as hub configs have them): vLLM gets transformers' reading of them."""
+    folder = extend(llama_dir, LinearScaling(factor=4.0), tmp_path / "out", target_length=4 * L0).out
     config = json.loads((folder / "config.json").read_text())
-    config["rope_scaling"] = {**config["rope_scaling"], "factor": 2.0}
+    del config["rope_parameters"]
     (folder / "config.json").write_text(json.dumps(config))
+    assert _row(folder).verdict == "same"
+
+
+def test_a_wrong_rope_is_an_unexplained_difference(llama_dir, tmp_path, monkeypatch) -> None:
+    """The verdict can fail: vLLM handed another factor than transformers reads (as a wrong --hf-overrides
+    would), its own rotary module then computes another table."""
+    from ropekit.engines import transformers_ref
+
+    folder = extend(llama_dir, LinearScaling(factor=4.0), tmp_path / "out", target_length=4 * L0).out
+    read = transformers_ref.rope_parameters
+    monkeypatch.setattr(transformers_ref, "rope_parameters", lambda path: {**read(path), "factor": 2.0})
     row = _row(folder)
-    assert row.verdict == "differs" and "not explained" in row.detail
+    assert row.verdict == "differs" and "not explained" in row.detail and row.numbers["table_max_diff@256"] > 0.1

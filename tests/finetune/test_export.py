@@ -163,7 +163,7 @@ def test_source_native_scaling_is_replaced(tmp_path, make_llama):
     )
     result = extend(source, CASES["yarn"][0], tmp_path / "out")
     assert result.config["rope_parameters"]["rope_type"] == "yarn"
-    assert result.config["rope_scaling"] == result.config["rope_parameters"]  # the source's linear is gone
+    assert result.config["rope_scaling"] == {**result.config["rope_parameters"], "type": "yarn"}  # linear is gone
 
 
 def _save_gemma3(path):

@@ -30,6 +30,7 @@ ARCHITECTURES = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel"),
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM"),
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM"),
+    "ministral3": ("Ministral3Config", "Ministral3ForCausalLM"),
 }
 
 #: the config key of each size; GPT-2 names its own, and has no key for the MLP width (4 × hidden) or grouped KV heads

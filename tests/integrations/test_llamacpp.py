@@ -174,6 +174,7 @@ def test_load_time_flags_equal_the_files_metadata(name: str, smollm2_path: Path,
     np.testing.assert_allclose(from_flags, from_file, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow  # about 70 s: loads the extended GGUF a second time through transformers
 def test_ropekit_reads_an_extended_file_as_llamacpp_runs_it(smollm2_path, ids, ropekit_model, tmp_path) -> None:
     """Per-pair factors and an attention factor in the file (YaRN with the paper's ramp, through rope_freqs): the
     model ropekit loads from the extended file is the patched model, which matches llama.cpp (test above)."""

@@ -103,6 +103,7 @@ def test_chunked_perplexity_equals_full_logits(smollm2, text_ids: torch.Tensor) 
     assert 2 < chunked.perplexity < 30  # a real model on English and Python text
 
 
+@pytest.mark.slow  # about 50 s: the command loads and dequantises the GGUF itself
 def test_text_option_end_to_end(smollm2, smollm2_path: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -43,8 +43,8 @@ def engines_command(
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
         if method.given:
             spec, original, target, types, _ = method.resolve(training=False)
-            folder, gguf = _extended(model, spec, Path(scratch), target, original, types, gguf)
-            source = _source(model, Path(scratch), original, types) if logits and model.suffix == ".gguf" else None
+            folder, gguf, source = _extended(model, spec, Path(scratch), target, original, types, gguf)
+            source = source if logits else None
         else:
             source = None
             if model.suffix == ".gguf":
@@ -58,28 +58,25 @@ def engines_command(
 
 
 def _extended(model, spec, scratch: Path, target, original, types, gguf):
-    """``(folder, gguf)``: ``model`` extended with ``spec`` into ``scratch`` (and a GGUF beside it when the model
-    is one)."""
+    """``(folder, gguf, source)``: ``model`` extended with ``spec`` into ``scratch``. A GGUF model is dequantised
+    once, into the unextended folder (``source`` = that folder and the GGUF file, on which the llama.cpp row
+    measures the quantisation floor), which is then extended (its weights copied as they are), and the extended
+    GGUF is written beside it unless ``gguf`` is given; a folder model has no ``source``."""
     from ropekit.finetune.export import extend
 
-    result = extend(model, spec, scratch / "model", target_length=target, original_length=original, layer_types=types)
-    if model.suffix == ".gguf" and gguf is None:
+    options = {"original_length": original, "layer_types": types}
+    if model.suffix != ".gguf":
+        return extend(model, spec, scratch / "model", target_length=target, **options).out, gguf, None
+    plain = extend(model, None, scratch / "source", **options).out
+    folder = extend(plain, spec, scratch / "model", target_length=target, **options).out
+    if gguf is None:
         from ropekit.integrations.gguf_write import extend_gguf
 
         try:
             gguf = extend_gguf(model, spec, scratch / "model.gguf", target_length=target, layer_types=types).out
         except ValueError:
             gguf = None  # the llama.cpp row says why
-    return result.out, gguf
-
-
-def _source(model: Path, scratch: Path, original, types) -> tuple[Path, Path]:
-    """``(unextended folder, source GGUF)``: the GGUF model's own weights with its own RoPE, on which the llama.cpp
-    row measures the quantisation floor."""
-    from ropekit.finetune.export import extend
-
-    plain = extend(model, None, scratch / "source", original_length=original, layer_types=types)
-    return plain.out, model
+    return folder, gguf, (plain, model)
 
 
 def _compare(folder: Path, original, logits: int, chosen, gguf, source, *, quiet: bool):

@@ -27,6 +27,7 @@ from ropekit.cli.eval_options import (
     TEXT,
     build_settings,
 )
+from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import check_runnable, load_model, read_sweep_text
 from ropekit.cli.method_options import METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
@@ -57,6 +58,7 @@ def _evaluate(
         from ropekit.cli.engine_options import check_engine
 
         check_engine(*engine, device_map=device_map, dtype=dtype)
+    processes = processes_for(engine[0] if engine is not None else "torch")
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
         written = ("results.json", *(("perplexity.csv",) if perplexity else ()), *(("passkey.csv",) if passkey else ()))
         refuse_overwrite(out, written, "--out", force=force)
@@ -65,18 +67,26 @@ def _evaluate(
     eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check, engine=engine)
     tokens = sweep_text.tokenized(eval_model)
     check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
-    if out is not None:
+    if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
     try:
         result = run_methods(
-            eval_model, settings, perplexity=perplexity, passkey=passkey, text=tokens, progress=rich_progress
+            eval_model,
+            settings,
+            perplexity=perplexity,
+            passkey=passkey,
+            text=tokens,
+            progress=rich_progress if processes.is_main else None,
+            processes=processes,
         )
     except EvaluationFailed as failure:
-        raise sweep_failed(failure, out, force) from failure.error
-    write_and_print(result, out, json_output, print_tables, force=force)
+        raise sweep_failed(failure, out if processes.is_main else None, force) from failure.error
+    if processes.is_main:
+        write_and_print(result, out, json_output, print_tables, force=force)
 
 
 @app.command("perplexity")
+@launch_aware
 def perplexity_command(
     model: str = MODEL,
     methods: str = METHODS,
@@ -123,6 +133,7 @@ def perplexity_command(
 
 
 @app.command("passkey")
+@launch_aware
 def passkey_command(
     model: str = MODEL,
     methods: str = METHODS,

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from ropekit import _defaults as defaults
-from ropekit.cli.common import check_range, json_option, prepare_output_dir, print_json, refuse_overwrite, writing
+from ropekit.cli.common import check_range, fail, json_option, prepare_output_dir, print_json, refuse_overwrite, writing
 from ropekit.cli.eval_options import (
     DEVICE_MAP,
     DTYPE,
@@ -101,6 +101,13 @@ def report_command(
     """Evaluate every method on a model and write a self-contained HTML report."""
     import time
 
+    from ropekit.eval.parallel import launched_processes
+
+    if launched_processes() > 1:  # each process would run the whole report into the same folder
+        raise fail(
+            f"report runs in one process, not on {launched_processes()}; for data-parallel evaluation launch "
+            "eval tasks, eval perplexity or eval passkey"
+        )
     started = time.perf_counter()
     names = {"multiples": "--perplexity-multiples"}
     settings = build_settings(

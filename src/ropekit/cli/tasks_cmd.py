@@ -14,6 +14,7 @@ import typer
 from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_overwrite, write_and_print
 from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL, check_engine
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
+from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import fit_tasks, load_model, prepare_samples
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
@@ -28,6 +29,7 @@ METHODS = typer.Option(
 TASK_FILES = ("tasks.json",)
 
 
+@launch_aware
 def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
@@ -84,6 +86,7 @@ def tasks_command(
     except (OSError, ValueError) as error:
         raise fail(f"--text: {error}") from error
     check_engine(engine, url, concurrency, device_map=device_map, dtype=dtype)
+    processes = processes_for(engine)
     eval_model = load_model(model, device_map, dtype=dtype, engine=(engine, url, concurrency))
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     lengths_option = "--lengths" if lengths is not None else "--multiples"
@@ -96,13 +99,15 @@ def tasks_command(
             for task, reason in dropped.items():
                 console.print(f"left out {task}: {reason}", highlight=False)
     prepared = prepare_samples(eval_model, settings, tokens, lengths_option=lengths_option)
-    if out is not None:
+    if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
         if hasattr(eval_model, "resume_from"):  # a server's answers so far: a rerun after it died resumes
             eval_model.resume_from(out / "answers.jsonl", fresh=force)
     try:
-        result = run_task_suite(eval_model, settings, tokens, prepared, progress=rich_progress)
+        progress = rich_progress if processes.is_main else None
+        result = run_task_suite(eval_model, settings, tokens, prepared, progress=progress, processes=processes)
     except (ValueError, MemoryError, RuntimeError) as error:
         raise tasks_failed(error) from error
     result.context["dropped"] = dropped
-    write_and_print(result, out, json_output, print_task_summary, force=force)
+    if processes.is_main:
+        write_and_print(result, out, json_output, print_task_summary, force=force)

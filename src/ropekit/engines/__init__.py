@@ -4,7 +4,9 @@ For an extended model folder (what ``ropekit extend`` writes) every engine that 
 :class:`~ropekit.engines.probe.Probe`: at positions 0, L0 − 1, L0, target − 1 and each switch point, and at each
 served length (L0, one past each switch, the target), the rotation its own RoPE code applies (A·cos, A·sin: the
 frequencies and the attention factor at once), its softmax scale, and where it runs the model here, the logits on
-the same ids. One module per engine, each importing the engine's own code inside its functions (never a port):
+the same ids. One module per engine, each with ``row(case)`` (a :class:`~ropekit.engines.probe.Case`: the folder,
+its config, the probe, transformers' answer and any GGUF file) and importing the engine's own code inside its
+functions (never a port):
 
 * :mod:`~ropekit.engines.transformers_ref`: the reference;
 * :mod:`~ropekit.engines.mlx_lm`: MLX-LM's loader, RoPE modules and model;

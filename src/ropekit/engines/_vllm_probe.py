@@ -1,7 +1,7 @@
 """Run inside the vLLM environment (not ropekit's): vLLM's own rotary module on the probe vectors.
 
-Reads a JSON request on stdin (``head_size``, ``rotary_dim``, ``max_position``, ``rope_parameters``, ``served``:
-served length → positions) and prints one JSON line: vLLM's version, its ``mscale`` and, per served length, the
+Reads a JSON request on stdin (``head_size``, ``rotary_dim``, ``max_position``, ``rope_parameters``,
+``is_neox_style``, ``served``: served length → positions) and prints one JSON line: vLLM's version, its ``mscale`` and, per served length, the
 ``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin that ``forward_native`` applies. Imports only vLLM and torch.
 """
 
@@ -27,15 +27,24 @@ def main() -> None:
     # a full ModelConfig would load the model's files
     object.__setattr__(config, "model_config", types.SimpleNamespace(max_model_len=request["max_position"]))
     with set_current_vllm_config(config):
-        rope = get_rope(head, request["max_position"], True, request["rope_parameters"], torch.float32)
+        neox = request.get("is_neox_style", True)
+        rope = get_rope(head, request["max_position"], neox, request["rope_parameters"], torch.float32)
         tables = {}
         for served, positions in request["served"].items():
             index = torch.tensor(positions, dtype=torch.long)
-            query = torch.zeros(len(positions), head, dtype=torch.float32)
-            query[:, :half] = 1.0
-            forward = getattr(rope, "forward_native", None) or rope.forward  # LongRoPE has only forward
-            rotated, _ = forward(index, query.clone(), query.clone())
+            forward = getattr(rope, "forward_native", None)
+            # (tokens, heads, head size) for forward_native (DeepSeek's broadcasts over heads); LongRoPE has only
+            # forward, which takes (tokens, heads · head size)
+            shape = (len(positions), 1, head) if forward is not None else (len(positions), head)
+            query = torch.zeros(*shape, dtype=torch.float32)
+            if neox:
+                query[..., :half] = 1.0  # the first of each pair (i, i + d/2)
+            else:
+                query[..., : 2 * half : 2] = 1.0  # the first of each pair (2i, 2i + 1)
+            rotated, _ = (forward or rope.forward)(index, query.clone(), query.clone())
             rotated = rotated.reshape(len(positions), head).double()
+            if not neox:  # to the half-split layout: cos at 2i, sin at 2i + 1
+                rotated = torch.cat([rotated[:, 0 : 2 * half : 2], rotated[:, 1 : 2 * half : 2]], dim=-1)
             tables[served] = torch.stack([rotated[:, :half], rotated[:, half : 2 * half]], dim=-1).tolist()
     mscale = getattr(rope, "mscale", None)
     reply = {"version": vllm.__version__, "mscale": None if mscale is None else float(mscale), "tables": tables}

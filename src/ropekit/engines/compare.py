@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ropekit.engines import llama_cpp, mlx_lm, ollama, sglang, vllm
-from ropekit.engines.probe import Answer, EngineRow, Probe, make_probe
+from ropekit.engines.probe import Answer, Case, EngineRow, Probe, make_probe
 from ropekit.engines.transformers_ref import reference_answer
 from ropekit.engines.transformers_ref import version as transformers_version
 
@@ -60,27 +59,18 @@ def compare_folder(
     if source is not None and gguf is not None and probe.ids and "llama.cpp" in engines:
         progress("transformers on the unextended model (llama.cpp's quantisation floor)")
         baseline = (reference_answer(source[0], probe).logits, source[1])
+    case = Case(Path(folder), config, probe, reference, gguf, baseline)
     rows = []
     for name in engines:
         progress(name)
-        rows.append(_row(name, folder, config, probe, reference, gguf, baseline))
+        rows.append(_row(name, case))
     return ref_row, rows
 
 
-def _row(
-    name: str,
-    folder: Path,
-    config: dict[str, Any],
-    probe: Probe,
-    reference: Answer,
-    gguf: Path | None,
-    baseline: tuple[Any, Path] | None,
-) -> EngineRow:
+def _row(name: str, case: Case) -> EngineRow:
     module = {"MLX-LM": mlx_lm, "llama.cpp": llama_cpp, "vLLM": vllm, "SGLang": sglang, "Ollama": ollama}[name]
     try:
-        if module is llama_cpp:
-            return module.row(folder, config, probe, reference, gguf=gguf, baseline=baseline)
-        return module.row(folder, config, probe, reference, gguf=gguf)
+        return module.row(case)
     except Exception as error:  # an engine's own code failing on this model is its row, not the end of the table
         why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
         return EngineRow(module.NAME, module.version(), "cannot run here", f"the engine failed: {why}", "")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.engines.probe import Answer, EngineRow, Probe
+from ropekit.engines.probe import Case, EngineRow, Probe
 
 NAME = "llama.cpp"
 TOL_MEAN, TOL_MAX = 0.25, 3.0
@@ -84,22 +84,12 @@ def judge_logits(numbers: dict[str, float], floor: dict[str, float] | None) -> t
     )
 
 
-def row(
-    folder: Path,
-    config: dict[str, Any],
-    probe: Probe,
-    reference: Answer,
-    *,
-    gguf: Path | None,
-    baseline: tuple[np.ndarray, Path] | None = None,
-) -> EngineRow:
-    """llama.cpp's verdict: logits on ``gguf`` (the extended file) against transformers' on the folder.
-
-    ``baseline``: transformers' logits of the unextended model on the probe ids and the source GGUF, for the
-    quantisation floor.
-    """
+def row(case: Case) -> EngineRow:
+    """llama.cpp's verdict: logits on ``case.gguf`` (the extended file) against transformers' on the folder, judged
+    against the quantisation floor of ``case.baseline`` where given."""
+    probe, reference, gguf, baseline = case.probe, case.reference, case.gguf, case.baseline
     found = version()
-    launch, why_not = _launch(config, probe)
+    launch, why_not = _launch(case.config, probe)
     if why_not is not None:
         verdict = "differs" if "n_ctx" in why_not else "cannot express"
         return EngineRow(NAME, found, verdict, why_not, launch)

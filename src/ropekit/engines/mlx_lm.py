@@ -3,12 +3,16 @@
 What MLX-LM 0.32 does with a config (``mlx_lm/models/rope_utils.py`` ``initialize_rope``), the documented reasons it
 may compute something else than transformers:
 
-* it reads ``rope_theta`` (default 10,000) and ``rope_scaling``, never ``rope_parameters``;
+* it reads ``rope_theta`` (default 10,000) and ``rope_scaling``, never ``rope_parameters`` (except Ministral 3);
 * ``longrope`` (``SuScaledRoPE``): always the long factors, at every length; the attention factor is
   √(1 + ln(M/L0)/ln L0) with M = ``max_position_embeddings``, ``attention_factor`` is not read;
-* ``yarn``: the attention factor is mscale(s, mscale)/mscale(s, mscale_all_dim); ``attention_factor`` and
-  ``truncate`` are not read (the ramp ends are always floor/ceil);
+* ``yarn``: the attention factor is g(s, mscale)/g(s, mscale_all_dim); ``attention_factor`` and ``truncate`` are
+  not read (the ramp ends are always floor/ceil);
 * ``dynamic``: the base follows the length of each call (the same as transformers for one forward pass).
+
+What the older keys cannot say to it at all (:func:`ropekit.integrations.legacy_keys.older_reader_gaps`: yarn
+``truncate: false``, an attention factor its formulas cannot reach) makes the row "cannot express", with the
+measured difference where the model runs here; the rest, where a config differs, are "differs" with the reason.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.engines.probe import Answer, EngineRow, Probe, judge, positions_below, rotation_table
+from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positions_below, rotation_table
 from ropekit.engines.transformers_ref import compared_layer, rotary_half
+from ropekit.integrations.legacy_keys import older_reader_gaps, yarn_factors
 
 NAME = "MLX-LM"
 
@@ -48,34 +53,40 @@ def known_behaviours(config: dict[str, Any]) -> list[str]:
         reasons.append("MLX-LM reads rope_scaling (absent: no scaling), not rope_parameters")
     scaling = scaling or {}
     kind = scaling.get("rope_type") or scaling.get("type")
-    if kind == "longrope":
-        if scaling.get("short_factor") != scaling.get("long_factor"):
-            reasons.append("MLX-LM always uses long_factor; transformers uses short_factor up to L0")
-        if scaling.get("attention_factor") is not None:
-            reasons.append("MLX-LM ignores longrope's attention_factor (uses sqrt(1 + ln(M/L0)/ln L0))")
-    if kind == "yarn":
-        if scaling.get("attention_factor") is not None:
-            reasons.append("MLX-LM ignores yarn's attention_factor (uses mscale/mscale_all_dim)")
-        if scaling.get("truncate") is False:
-            reasons.append("MLX-LM ignores truncate: false (always floor/ceil ramp ends)")
+    if kind == "longrope" and scaling.get("short_factor") != scaling.get("long_factor"):
+        reasons.append("MLX-LM always uses long_factor; transformers uses short_factor up to L0")
+    factors = yarn_factors(scaling) if kind == "yarn" else None
+    if factors is not None and abs(factors[1] / factors[0] - 1) > 1e-9:
+        reasons.append(
+            f"MLX-LM reads no attention_factor: this rope_scaling's mscale/mscale_all_dim give {factors[1]:.6g}, "
+            f"transformers uses {factors[0]:.6g} (ropekit writes an mscale that agrees where one exists)"
+        )
     return reasons
 
 
-def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
-    """MLX-LM's verdict on ``folder`` (it reads the folder; ``gguf`` is not used)."""
-    found = version()
+def row(case: Case) -> EngineRow:
+    """MLX-LM's verdict on ``case.folder`` (it reads the folder)."""
+    folder, found = case.folder, version()
     if found is None:
         return EngineRow(
             NAME, None, "cannot run here", "mlx-lm is not installed (pip install 'mlx[cpu]' mlx-lm)", launch(folder)
         )
+    gaps = [] if case.config.get("model_type") == "ministral3" else older_reader_gaps(case.config)
     try:
-        theirs = answer(folder, probe, rotary_half(reference))
+        theirs = answer(folder, case.probe, rotary_half(case.reference))
     except (ValueError, KeyError, NotImplementedError) as error:
         if "RoPE type" in str(error):  # initialize_rope: "Unsupported RoPE type ..."
             return EngineRow(NAME, found, "cannot express", f"MLX-LM: {error}", launch(folder))
         first = str(error).strip().splitlines()[0]
-        return EngineRow(NAME, found, "cannot run here", f"MLX-LM cannot load this checkpoint: {first}", launch(folder))
-    verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(config))
+        why = f"MLX-LM cannot load this checkpoint: {first}"
+        if gaps:
+            return EngineRow(NAME, found, "cannot express", f"{'; '.join(gaps)} (not run: {why})", launch(folder))
+        return EngineRow(NAME, found, "cannot run here", why, launch(folder))
+    known = gaps + known_behaviours(case.config)
+    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
+    if gaps:
+        detail = detail if verdict == "differs" else f"{'; '.join(gaps)}; measured: {detail}"
+        return EngineRow(NAME, found, "cannot express", detail, launch(folder), numbers)
     return EngineRow(NAME, found, verdict, detail, launch(folder), numbers)
 
 
@@ -89,10 +100,16 @@ def answer(folder: Path, probe: Probe, half: int) -> Answer:
     attention = model.layers[index].self_attn
     result = Answer(softmax_scale=_scale(attention))
     width = int(getattr(attention, "head_dim", 2 * half))
+    paired = bool(getattr(attention.rope, "traditional", False))  # pairs (2i, 2i + 1), as DeepSeek's MLA runs
     for served in probe.served_lengths:
         vector = np.zeros((1, 1, served, width), dtype=np.float32)
-        vector[..., :half] = 1.0
+        if paired:
+            vector[..., : 2 * half : 2] = 1.0  # the first of each pair (2i, 2i + 1)
+        else:
+            vector[..., :half] = 1.0  # the first of each pair (i, i + d/2)
         rotated = np.array(attention.rope(mx.array(vector)), dtype=np.float64)[0, 0]
+        if paired:  # to the half-split layout rotation_table reads
+            rotated = np.concatenate([rotated[:, 0 : 2 * half : 2], rotated[:, 1 : 2 * half : 2]], axis=1)
         result.tables[served] = rotation_table(rotated[positions_below(probe, served)], half)
     if probe.ids:
         logits = model(mx.array([list(probe.ids)]))

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
-from typing import Any
 
-from ropekit.engines.probe import Answer, EngineRow, Probe
+from ropekit.engines.probe import Case, EngineRow
 
 NAME = "Ollama"
 
@@ -20,9 +18,9 @@ def version() -> str | None:
     return done.stdout.strip().split()[-1] if done.stdout.strip() else "unknown"
 
 
-def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
-    source = gguf or "OUT.gguf (ropekit extend --out OUT.gguf)"
-    launch = f"Modelfile: FROM {source} + PARAMETER num_ctx {probe.target_length}; ollama create NAME -f Modelfile"
+def row(case: Case) -> EngineRow:
+    source = case.gguf or "OUT.gguf (ropekit extend --out OUT.gguf)"
+    launch = f"Modelfile: FROM {source} + PARAMETER num_ctx {case.probe.target_length}; ollama create NAME -f Modelfile"
     found = version()
     why = "ollama is not installed here" if found is None else "not run by ropekit"
     return EngineRow(NAME, found, "cannot run here", f"{why}; it runs llama.cpp on the file (see llama.cpp)", launch)

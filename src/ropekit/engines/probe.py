@@ -14,6 +14,7 @@ base or a missing scaling moves entries by O(1) from position 1 on; a wrong atte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,28 @@ class Answer:
     softmax_scale: float | None = None
     logits: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Case:
+    """What every engine's ``row(case)`` is given (one signature for all engine modules).
+
+    Attributes:
+        folder: the extended transformers folder.
+        config: its ``config.json`` dict.
+        probe: the question.
+        reference: transformers' answer to it.
+        gguf: the GGUF file of the same model that llama.cpp and Ollama run (``None``: not given).
+        baseline: transformers' logits of the unextended model on the probe ids and the source GGUF, on which
+            llama.cpp measures its quantisation floor (``None``: not measured).
+    """
+
+    folder: Path
+    config: dict[str, Any]
+    probe: Probe
+    reference: Answer
+    gguf: Path | None = None
+    baseline: tuple[np.ndarray, Path] | None = None
 
 
 @dataclass

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ropekit.engines.probe import Answer, EngineRow, Probe
+from ropekit.engines.probe import Case, EngineRow, Probe
 
 NAME = "SGLang"
 
@@ -32,10 +32,10 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     )
 
 
-def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
+def row(case: Case) -> EngineRow:
     found = version()
     why = (
         "sglang is not installed here (its rotary module imports SGLang's runtime and platform layers; building it "
         "on CPU was not tried)"
     )
-    return EngineRow(NAME, found, "cannot run here", why, launch(config, probe, folder))
+    return EngineRow(NAME, found, "cannot run here", why, launch(case.config, case.probe, case.folder))

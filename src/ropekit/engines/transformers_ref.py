@@ -19,15 +19,40 @@ def version() -> str | None:
     return transformers.__version__
 
 
+def read_config(folder: Path):
+    """transformers' config of ``folder`` as it reads it (older keys and ``layer_types`` defaults resolved; the text
+    part of a multimodal config), its warnings silenced."""
+    import logging
+
+    from transformers import AutoConfig
+
+    logger = logging.getLogger("transformers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    finally:
+        logger.setLevel(level)
+    return config.get_text_config()
+
+
 def compared_layer(folder: Path) -> tuple[int, str | None]:
     """``(layer index, layer type)`` whose RoPE is compared: the first ``full_attention`` layer of a per-layer-type
     model (the one ropekit scales by default), else layer 0 with no type."""
-    config = json.loads((Path(folder) / "config.json").read_text())
-    params = config.get("rope_parameters") or {}
-    types = config.get("layer_types") or []
+    config = read_config(folder)
+    params = getattr(config, "rope_parameters", None) or {}
+    types = list(getattr(config, "layer_types", None) or [])
     if isinstance(params, dict) and "rope_type" not in params and "full_attention" in types:
         return types.index("full_attention"), "full_attention"
     return 0, None
+
+
+def rope_parameters(folder: Path) -> dict:
+    """The rope dict transformers runs on the compared layer (:func:`compared_layer`), JSON-clean: what an engine
+    that loads the folder through transformers' config (vLLM, SGLang) is given."""
+    params = read_config(folder).rope_parameters
+    layer_type = compared_layer(folder)[1]
+    return json.loads(json.dumps(params[layer_type] if layer_type is not None else params))
 
 
 def reference_answer(folder: Path, probe: Probe) -> Answer:

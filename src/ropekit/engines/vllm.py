@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.engines.probe import Answer, EngineRow, Probe, judge, positions_below
+from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positions_below
 
 NAME = "vLLM"
 #: the interpreter of the vLLM environment (``ROPEKIT_VLLM_PYTHON`` overrides)
@@ -29,9 +29,12 @@ DEFAULT_PYTHON = ".venv-vllm/bin/python"
 
 
 def python() -> Path | None:
-    """The vLLM environment's interpreter, if there is one."""
-    path = Path(os.environ.get("ROPEKIT_VLLM_PYTHON", DEFAULT_PYTHON))
-    return path if path.is_file() else None
+    """The vLLM environment's interpreter, if there is one (``make setup`` marks its environment complete with
+    ``.venv-vllm/.ready``; a half-installed one counts as absent)."""
+    given = os.environ.get("ROPEKIT_VLLM_PYTHON")
+    path = Path(given or DEFAULT_PYTHON)
+    complete = given is not None or (path.parent.parent / ".ready").is_file()
+    return path if path.is_file() and complete else None
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
@@ -39,8 +42,9 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     return f"vllm serve {folder} --hf-overrides '{override}' --max-model-len {probe.target_length}"
 
 
-def known_behaviours(config: dict[str, Any], probe: Probe) -> list[str]:
-    params = config.get("rope_parameters") or {}
+def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
+    """The documented vLLM behaviours (module docstring) that apply to ``params``, the rope dict its model class
+    is given."""
     kind = params.get("rope_type")
     reasons = []
     if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
@@ -58,18 +62,55 @@ def known_behaviours(config: dict[str, Any], probe: Probe) -> list[str]:
     return reasons
 
 
-def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *, gguf: Path | None) -> EngineRow:
+def version() -> str | None:
+    """vLLM's version in its environment (from its installed metadata), or ``None`` without one."""
     interpreter = python()
-    where = launch(config, probe, folder)
+    if interpreter is None:
+        return None
+    found = sorted(interpreter.parent.parent.glob("lib/python*/site-packages/vllm-*.dist-info"))
+    return found[-1].name.removeprefix("vllm-").removesuffix(".dist-info") if found else "unknown"
+
+
+def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> dict[str, Any]:
+    """``{"head_size", "rope_parameters", "is_neox_style"}``: what vLLM 0.33's model class passes to ``get_rope``
+    for ``rope`` (transformers' rope dict of the compared layer), where the class rewrites it:
+
+    * DeepSeek-V2/V3 (``deepseek_v2.py``): the rope part of the head (``qk_rope_head_dim``), pairs (2i, 2i + 1), and a
+      scaled ``rope_type`` becomes ``deepseek_llama_scaling`` when ``attention_factor`` is 1.0, else
+      ``deepseek_yarn`` (whose attention factor is the mscale ratio: it reads no ``attention_factor``);
+    * gpt-oss (``gpt_oss.py``): only ``rope_theta``, ``factor``, ``original_max_position_embeddings``, the betas and
+      ``truncate`` (``rope_type`` yarn).
+    """
+    kind = config.get("model_type")
+    if kind in ("deepseek_v2", "deepseek_v3") and rope.get("rope_type", "default") != "default":
+        renamed = "deepseek_llama_scaling" if rope.get("attention_factor") == 1.0 else "deepseek_yarn"
+        rotary = int(config.get("qk_rope_head_dim") or head_size)
+        return {"head_size": rotary, "rope_parameters": {**rope, "rope_type": renamed}, "is_neox_style": False}
+    if kind == "gpt_oss":
+        kept = ("rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow")
+        passed = {"rope_type": "yarn", **{key: rope[key] for key in kept}, "truncate": rope.get("truncate", True)}
+        return {"head_size": head_size, "rope_parameters": passed, "is_neox_style": True}
+    return {"head_size": head_size, "rope_parameters": rope, "is_neox_style": True}
+
+
+def row(case: Case) -> EngineRow:
+    """vLLM's verdict: its rotary module, built as its model class builds it from transformers' reading of the
+    folder (:func:`~ropekit.engines.transformers_ref.rope_parameters`), against transformers' tables."""
+    from ropekit.engines.transformers_ref import rope_parameters
+
+    config, probe, reference = case.config, case.probe, case.reference
+    interpreter = python()
+    where = launch(config, probe, case.folder)
     if interpreter is None:
         why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
         return EngineRow(NAME, None, "cannot run here", why, where)
     half = int(next(iter(reference.tables.values())).shape[1])
+    head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+    params = rope_parameters(case.folder)
     request = {
-        "head_size": int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]),
+        **model_rope(config, params, head),
         "rotary_dim": 2 * half,
         "max_position": probe.target_length,
-        "rope_parameters": config.get("rope_parameters"),
         "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
     }
     done = subprocess.run(
@@ -82,9 +123,9 @@ def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
-        return EngineRow(NAME, None, verdict, f"vLLM failed: {last}", where)
+        return EngineRow(NAME, version(), verdict, f"vLLM failed: {last}", where)
     reply = json.loads(done.stdout.strip().splitlines()[-1])
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(config, probe))
+    verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(params, probe))
     numbers["mscale"] = reply.get("mscale")
     return EngineRow(NAME, reply["version"], verdict, f"{detail} (rotary module only)", where, numbers)

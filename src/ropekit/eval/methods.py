@@ -170,3 +170,34 @@ def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | Non
     from ropekit.integrations.hf_attention import apply_attention
 
     return apply_attention(inner, method).ropekit_attention_layer_types
+
+
+def configure(model: Any, method: str, *, length: int, train_length: int, factor: float | str, params: dict) -> dict:
+    """Set ``model`` up for ``method`` at ``length`` (its scaling at the factor :func:`factor_for` gives, and its
+    attention method); return what a result row records about it: ``factor``, ``scaling`` and ``attention``.
+    Depends only on its arguments, not on what the model ran before, so every (method, length) can be set up alone.
+
+    Raises:
+        LookupError: the method cannot run on ``model`` (an evaluation skips it).
+    """
+    scaling = scaling_for(
+        method,
+        factor=factor_for(length, train_length, factor),
+        train_length=train_length,
+        native=model.native_scaling,
+    )
+    model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
+    attention = attention_for(method, train_length=train_length, length=length, params=params)
+    where = set_attention(model, attention) if attention is not None else None
+    return {
+        "factor": applied_factor(scaling),
+        "scaling": describe_scaling(scaling),
+        "attention": None if attention is None else {**attention.describe(), "layer_types": where},
+    }
+
+
+def restore(model: Any, method: str) -> None:
+    """Undo :func:`configure` of ``method``: the model's own scaling, and plain attention if the method has one."""
+    model.set_scaling(model.native_scaling)
+    if split_method(method)[1] is not None:
+        set_attention(model, None)

@@ -78,6 +78,20 @@ def losses_function(model) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda ids: full_logits_losses(model, ids)
 
 
+def perplexity_windows(length: int, text_tokens: int, settings) -> int:
+    """How many windows :func:`perplexity_at` runs at ``length`` on ``text_tokens`` tokens with ``settings``'
+    ``mode``, ``stride`` and ``max_tokens``."""
+    if text_tokens < length + 1:
+        return 0
+    step = length if settings.mode == "nonoverlap" else min(settings.stride, length)
+    available = (text_tokens - length - 1) // step + 1
+    scored_first = length
+    scored_next = step if settings.mode == "sliding" else length
+    if settings.max_tokens <= scored_first:
+        return 1
+    return min(available, 1 + -(-(settings.max_tokens - scored_first) // scored_next))
+
+
 def perplexity_at(
     model,
     data: torch.Tensor,

@@ -11,6 +11,8 @@
     write_report(evaluation, "report")
 
 Progress is a callback (:data:`Progress`): the CLI passes its rich progress bar, a script passes nothing (quiet).
+Under ``accelerate launch``, ``processes=launched()`` (:mod:`ropekit.eval.parallel`) splits :func:`run_methods`' and
+:func:`run_task_suite`'s units over the processes; every process gets the whole result, the one one process makes.
 Errors are the library's own (``ValueError``, ``MemoryError``, ``RuntimeError``); a sweep that fails part-way raises
 :class:`EvaluationFailed`, which carries the methods measured before the failure.
 """
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ropekit.eval.models import EvalModel
+    from ropekit.eval.parallel import Launched, OneProcess
     from ropekit.eval.sweep import SweepResult, SweepSettings
     from ropekit.eval.tasks.base import Sample
     from ropekit.eval.tasks.run import TaskResult, TaskSettings
@@ -80,16 +83,29 @@ def run_methods(
     passkey: bool = True,
     text: TokenizedText | None = None,
     progress: Progress | None = None,
+    processes: OneProcess | Launched | None = None,
 ) -> SweepResult:
     """:func:`ropekit.eval.sweep.run_sweep` method by method, merged, with progress in forward tokens (so that the
-    ETA weighs a 32k window 4x an 8k one, and more for attention). A failure raises :class:`EvaluationFailed`."""
-    from ropekit.eval.sweep import cost_lines, evaluation_text, forward_tokens, run_sweep
+    ETA weighs a 32k window 4x an 8k one, and more for attention). A failure raises :class:`EvaluationFailed`.
 
+    ``processes``: where the units are measured (:mod:`ropekit.eval.parallel`; default: all here); each method's
+    units are split over them and gathered, and the progress counts this process's share."""
+    from ropekit.eval.parallel import ONE_PROCESS
+    from ropekit.eval.sweep import cost_lines, evaluation_text, run_sweep
+    from ropekit.eval.sweep_grid import sweep_units
+
+    processes = processes or ONE_PROCESS
     text_tokens = len(evaluation_text(model, text)[0])
     notes = cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey)
-    cost = forward_tokens(settings, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
+    total = 0
+    for method in settings.methods:
+        one = dataclasses.replace(settings, methods=(method,))
+        _, costs = sweep_units(one, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
+        total += sum(costs[i] for i in processes.share(costs))
+    if processes.processes > 1:
+        notes.append(share_note(processes, "units"))
     merged: SweepResult | None = None
-    with (progress or quiet)("eval", max(1, sum(cost.values())), notes) as (on_step, on_tokens):
+    with (progress or quiet)("eval", max(1, total), notes) as (on_step, on_tokens):
         for method in settings.methods:
             try:
                 part = run_sweep(
@@ -100,6 +116,7 @@ def run_methods(
                     text=text,
                     on_step=on_step,
                     on_tokens=on_tokens,
+                    processes=processes,
                 )
             except (ValueError, MemoryError, RuntimeError) as error:
                 if merged is not None:
@@ -114,6 +131,14 @@ def run_methods(
     unused = PASSKEY_ONLY if not passkey else PERPLEXITY_ONLY if not perplexity else ()
     merged.context["settings"] = {k: v for k, v in settings.to_dict().items() if k not in unused}
     return merged
+
+
+def share_note(processes: OneProcess | Launched, what: str) -> str:
+    """What the progress of a split run counts: this process's share of the ``what``."""
+    return (
+        f"{processes.processes} processes: each measures a share of the {what}, dealt by cost; this progress counts "
+        f"process {processes.rank}'s share, and the results are gathered when every share is done"
+    )
 
 
 def prepare_tasks(
@@ -140,19 +165,33 @@ def run_task_suite(
     samples: dict[tuple[int, str], list[Sample]],
     *,
     progress: Progress | None = None,
+    processes: OneProcess | Launched | None = None,
 ) -> TaskResult:
-    """:func:`ropekit.eval.tasks.run.run_tasks` with progress in forward tokens; the cost is the progress's note."""
+    """:func:`ropekit.eval.tasks.run.run_tasks` with progress in forward tokens; the cost is the progress's note.
+
+    ``processes``: where the samples are answered (:mod:`ropekit.eval.parallel`; default: all here); the progress
+    counts this process's share."""
+    from ropekit.eval.parallel import ONE_PROCESS
+    from ropekit.eval.tasks.grid import sample_cost, task_units
     from ropekit.eval.tasks.run import forward_tokens, run_tasks
 
+    processes = processes or ONE_PROCESS
     total = forward_tokens(samples, len(settings.methods))
     count = sum(len(group) for group in samples.values())
     budget = sum(q.budget for group in samples.values() for s in group for q in s.questions)
-    note = (
+    notes = [
         f"forward tokens: {total:,} over {len(settings.methods)} method(s) × {count:,} samples (each prefilled "
         f"once; a wrong answer adds up to its budget: at most {budget * len(settings.methods):,} more)"
-    )
-    with (progress or quiet)("tasks", max(1, total), [note]) as (on_step, on_tokens):
-        return run_tasks(model, settings, text=text, samples=samples, on_tokens=on_tokens, on_step=on_step)
+    ]
+    if processes.processes > 1:
+        units = task_units(settings, settings.token_lengths(model.train_length), samples)
+        costs = [sample_cost(samples[n, t][i]) for _, n, t, i in units]
+        total = sum(costs[i] for i in processes.share(costs))
+        notes.append(share_note(processes, "samples"))
+    with (progress or quiet)("tasks", max(1, total), notes) as (on_step, on_tokens):
+        return run_tasks(
+            model, settings, text=text, samples=samples, on_tokens=on_tokens, on_step=on_step, processes=processes
+        )
 
 
 def evaluate(

@@ -26,18 +26,11 @@ from ropekit._defaults import (
     PERPLEXITY_STRIDE,
 )
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.eval.methods import (
-    applied_factor,
-    attention_for,
-    check_params,
-    describe_scaling,
-    factor_for,
-    scaling_for,
-    set_attention,
-)
+from ropekit.eval.methods import check_params
 from ropekit.eval.models import EvalModel
-from ropekit.eval.passkey import passkey_grid
-from ropekit.eval.perplexity import MODES, perplexity_at
+from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
+from ropekit.eval.perplexity import MODES
+from ropekit.eval.perplexity import perplexity_windows as perplexity_windows  # the sweep cost is said here too
 from ropekit.eval.text import TokenizedText, read_text, shipped_text, tokenize
 from ropekit.integrations.head import EVAL_CHUNK_BYTES
 
@@ -156,19 +149,6 @@ def needed_tokens(settings: SweepSettings, train_length: int, *, perplexity: boo
     return max(lengths, default=0) + 1
 
 
-def perplexity_windows(length: int, text_tokens: int, settings: SweepSettings) -> int:
-    """How many windows :func:`ropekit.eval.perplexity.perplexity_at` runs at ``length`` on ``text_tokens`` tokens."""
-    if text_tokens < length + 1:
-        return 0
-    step = length if settings.mode == "nonoverlap" else min(settings.stride, length)
-    available = (text_tokens - length - 1) // step + 1
-    scored_first = length
-    scored_next = step if settings.mode == "sliding" else length
-    if settings.max_tokens <= scored_first:
-        return 1
-    return min(available, 1 + -(-(settings.max_tokens - scored_first) // scored_next))
-
-
 def forward_tokens(
     settings: SweepSettings, train_length: int, text_tokens: int, *, perplexity: bool = True, passkey: bool = True
 ) -> dict[int, int]:
@@ -201,17 +181,6 @@ def _context(model: EvalModel, tokens: TokenizedText, settings: SweepSettings) -
     }
 
 
-def _report_skipped(
-    method: str, costs: list[int], on_step: Callable[[str], None] | None, on_tokens: Callable[[int], None] | None
-) -> None:
-    """Tell the progress callbacks of each skipped unit (``costs``: its forward tokens), so a bar's total stays exact."""
-    for cost in costs:
-        if on_tokens is not None:
-            on_tokens(cost)
-        if on_step is not None:
-            on_step(f"{method} skipped")
-
-
 def run_sweep(
     model: EvalModel,
     settings: SweepSettings,
@@ -221,6 +190,7 @@ def run_sweep(
     text: TokenizedText | None = None,
     on_step: Callable[[str], None] | None = None,
     on_tokens: Callable[[int], None] | None = None,
+    processes: OneProcess | Launched = ONE_PROCESS,
 ) -> SweepResult:
     """Evaluate every method of ``settings`` on ``model``.
 
@@ -229,56 +199,19 @@ def run_sweep(
             recorded in the context and in every row.
         on_step: called with a short label after each (method, length) unit of work, for progress bars.
         on_tokens: called with the forward tokens of each finished unit (see :func:`forward_tokens`), for an ETA.
+        processes: where the units are measured (:mod:`ropekit.eval.parallel`; default: all in this process). The
+            result is the same, on every process.
     """
+    from ropekit.eval.sweep_grid import add_rows, measure_units, sweep_units
+
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
-    ids, digest = tokens.ids, tokens.sha256
-    train_length = model.train_length
     result = SweepResult(_context(model, tokens, settings))
-    lengths = [int(m * train_length) for m in settings.multiples]
-    passkey_lengths = [int(m * train_length) for m in settings.passkey_multiples]
-    filler = ids.numpy()
-    encode = lambda text: model.encode(text).numpy()  # noqa: E731
-    needed = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
-    for method in settings.methods:
-        attention = None
-        for index, length in enumerate(needed):
-            factor = factor_for(length, train_length, settings.factor)
-            try:
-                scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
-                model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
-                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
-                where = set_attention(model, attention) if attention is not None else None
-            except LookupError as error:
-                result.skipped.append({"method": method, "reason": str(error)})
-                cost = forward_tokens(settings, train_length, len(ids), perplexity=perplexity, passkey=passkey)
-                _report_skipped(method, [cost[n] // len(settings.methods) for n in needed[index:]], on_step, on_tokens)
-                break
-            run = {
-                "method": method,
-                "factor": applied_factor(scaling),
-                "scaling": describe_scaling(scaling),
-                "attention": None if attention is None else {**attention.describe(), "layer_types": where},
-                "eval_text_sha256": digest,
-                "eval_text_tokens": len(ids),
-            }
-            unit = 0
-            if perplexity and length in lengths:
-                mode, stride, max_tokens = settings.mode, settings.stride, settings.max_tokens
-                point = perplexity_at(model, ids, length, train_length, mode=mode, stride=stride, max_tokens=max_tokens)
-                result.perplexity.append({**run, "mode": settings.mode, **point.to_dict()})
-                unit += perplexity_windows(length, len(ids), settings) * length
-            if passkey and length in passkey_lengths:
-                depths, trials = list(settings.depths), settings.trials
-                cells = passkey_grid(model, filler, [length], depths, trials=trials, seed=settings.seed, encode=encode)
-                result.passkey.extend({**run, **cell.to_dict()} for cell in cells)
-                unit += len(settings.depths) * settings.trials * (length - 1)
-            if on_tokens is not None:
-                on_tokens(unit)
-            if on_step is not None:
-                on_step(f"{method} @ {length}")
-        model.set_scaling(model.native_scaling)
-        if attention is not None:
-            set_attention(model, None)
+    units, costs = sweep_units(settings, model.train_length, len(tokens.ids), perplexity=perplexity, passkey=passkey)
+    outcomes = processes.map(
+        costs,
+        lambda mine: measure_units(model, settings, tokens, units, costs, mine, on_step=on_step, on_tokens=on_tokens),
+    )
+    add_rows(result, settings, units, outcomes)
     return result
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.errors import InvalidArgument, MissingFile
-from ropekit.hf_format import from_hf_config
+from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
 from ropekit.integrations.legacy_keys import with_legacy_keys
 from ropekit.integrations.native import native_rope
 from ropekit.integrations.rope_layers import rope_layout
@@ -339,7 +339,11 @@ def extended_config(
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:
     """``written`` with ``partial_rotary_factor: 1.0`` where the source rope dict stated the key and the native form
-    (full rotary) leaves it out: some config classes (Phi-3) require it."""
-    if isinstance(source, Mapping) and "partial_rotary_factor" in source and "partial_rotary_factor" not in written:
-        return {**written, "partial_rotary_factor": 1.0}
-    return written
+    (full rotary) leaves it out: some config classes (Phi-3) require it; and with the source's attention keys
+    (:data:`~ropekit.hf_format.ATTENTION_KEYS`), which the model's attention reads from the rope dict."""
+    if not isinstance(source, Mapping):
+        return written
+    kept = {key: source[key] for key in ATTENTION_KEYS if key in source}
+    if "partial_rotary_factor" in source and "partial_rotary_factor" not in written:
+        kept["partial_rotary_factor"] = 1.0
+    return {**written, **kept}

@@ -20,23 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ropekit._validate import require_float, require_int
-from ropekit.eval.methods import (
-    applied_factor,
-    attention_for,
-    check_params,
-    describe_scaling,
-    factor_for,
-    scaling_for,
-    set_attention,
-)
+from ropekit.eval.methods import check_params
+from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
-from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
+from ropekit.eval.tasks.grid import byte_level as byte_level  # the answering helpers' names, kept here too
+from ropekit.eval.tasks.grid import detokenize as detokenize
+from ropekit.eval.tasks.grid import stop_tokens as stop_tokens
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
-from ropekit.eval.tasks.scoring import cell, effective_lengths, pooled, score
+from ropekit.eval.tasks.scoring import effective_lengths, pooled
 from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.eval.text import TokenizedText, shipped_text, tokenize
 
@@ -104,29 +98,6 @@ class TaskSettings:
         return {**self.__dict__, "params": dict(self.params)}
 
 
-def detokenize(model: Any, tokens: list[int]) -> str:
-    """The model's output as text: its own ``detokenize``, else its tokenizer's decoding, else bytes."""
-    if hasattr(model, "detokenize"):
-        return model.detokenize(tokens)
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None:
-        return tokenizer.decode(tokens, skip_special_tokens=True)
-    from ropekit.model.tokenizer import byte_text
-
-    return byte_text(tokens)
-
-
-def stop_tokens(model: Any) -> frozenset[int]:
-    """Token ids that end an answer: the model's own ``stop_tokens``, else its tokenizer's end of sequence; none for
-    byte-level models."""
-    if hasattr(model, "stop_tokens"):
-        return frozenset(model.stop_tokens)
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None and tokenizer.eos_token_id is not None:
-        return frozenset({int(tokenizer.eos_token_id)})
-    return frozenset()
-
-
 def free_memory() -> int | None:
     """Free host memory in bytes (where samples are built), ``None`` where the system does not say."""
     from ropekit.finetune.fit_measure import available_memory
@@ -156,11 +127,6 @@ def check_plan(model: Any, settings: TaskSettings) -> list[int]:
         free_memory=free_memory(),
     )
     return lengths
-
-
-def byte_level(model: Any) -> bool:
-    """Whether every token of ``model`` is at most one byte (its own ``byte_level``, else: it has no tokenizer)."""
-    return bool(getattr(model, "byte_level", getattr(model, "tokenizer", None) is None))
 
 
 def make_samples(
@@ -214,12 +180,6 @@ def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None
         except ValueError as error:
             dropped[task] = str(error)
     return dropped
-
-
-def sample_cost(sample: Sample) -> int:
-    """Forward tokens of one sample when every answer takes the shortcut (the prefill and each question with its
-    canonical answer); a wrong answer adds up to its budget."""
-    return len(sample.context) + sum(len(q.ids) + len(q.target) for q in sample.questions)
 
 
 @dataclass
@@ -303,21 +263,6 @@ def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[
     }
 
 
-def _answer_locally(model: Any, sample: Sample, stop: Any, bytewise: bool) -> tuple[list[float], int, int]:
-    """One sample decoded in this process: its context prefilled once, each question answered greedily from that
-    prefix. Returns the questions' scores, how many answers stopped early, and the forward tokens."""
-    decoder = make_decoder(model)
-    decoder.extend(torch.from_numpy(sample.context), keep=0)
-    scores, shortcuts, forward = [], 0, len(sample.context)
-    for question in sample.questions:
-        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
-        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
-        forward += answer.forward_tokens
-        shortcuts += answer.shortcut
-        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
-    return scores, shortcuts, forward
-
-
 def run_tasks(
     model: Any,
     settings: TaskSettings,
@@ -326,72 +271,28 @@ def run_tasks(
     samples: dict[tuple[int, str], list[Sample]] | None = None,
     on_tokens: Callable[[int], None] | None = None,
     on_step: Callable[[str], None] | None = None,
+    processes: OneProcess | Launched = ONE_PROCESS,
 ) -> TaskResult:
     """Evaluate every (method, length, task) of ``settings`` on ``model``.
 
     Args:
         samples: from :func:`make_samples` (made here when ``None``).
         on_tokens: called with the forward tokens of each finished sample (for a progress bar in tokens).
-        on_step: called with a short label after each (method, length, task).
+        on_step: called with a short label after each sample.
+        processes: where the samples are answered (:mod:`ropekit.eval.parallel`; default: all in this process). The
+            result is the same, on every process.
     """
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     samples = samples if samples is not None else make_samples(model, settings, tokens)
-    train_length = model.train_length
     result = TaskResult(_context(model, settings, tokens))
-    stop = stop_tokens(model)
-    bytewise = byte_level(model)
-    lengths = settings.token_lengths(train_length)
-    for method in settings.methods:
-        attention = None
-        for length in lengths:
-            factor = factor_for(length, train_length, settings.factor)
-            try:
-                scaling = scaling_for(method, factor=factor, train_length=train_length, native=model.native_scaling)
-                model.set_scaling(scaling)
-                attention = attention_for(method, train_length=train_length, length=length, params=settings.params)
-                where = set_attention(model, attention) if attention is not None else None
-            except LookupError as error:
-                result.skipped.append({"method": method, "reason": str(error)})
-                if on_tokens is not None:  # keep a progress bar's total exact
-                    on_tokens(sum(sample_cost(s) for n in lengths for t in settings.tasks for s in samples[n, t]))
-                break
-            served = None
-            if hasattr(model, "answer_all"):  # a server: every question of this length at once, a bounded pool
-                progress = None if on_tokens is None else (lambda s: on_tokens(sample_cost(s)))
-                served = model.answer_all([s for t in settings.tasks for s in samples[length, t]], progress)
-            for task in settings.tasks:
-                scores, shortcuts, forward = [], 0, 0
-                for sample in samples[length, task]:
-                    if served is not None:
-                        texts, tokens = served[id(sample)]
-                        forward += tokens
-                        scores += [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
-                        continue
-                    sample_scores, sample_shortcuts, sample_forward = _answer_locally(model, sample, stop, bytewise)
-                    scores += sample_scores
-                    shortcuts += sample_shortcuts
-                    forward += sample_forward
-                    if on_tokens is not None:
-                        on_tokens(sample_cost(sample))
-                result.rows.append(
-                    {
-                        "method": method,
-                        "factor": applied_factor(scaling),
-                        "scaling": describe_scaling(scaling),
-                        "attention": None if attention is None else {**attention.describe(), "layer_types": where},
-                        "length": length,
-                        "task": task,
-                        "family": TASKS[task].family,
-                        **cell(scores),
-                        "shortcut": shortcuts,
-                        "forward_tokens": forward,
-                    }
-                )
-                if on_step is not None:
-                    on_step(f"{method} @ {length} {task}")
-        model.set_scaling(model.native_scaling)
-        if attention is not None:
-            set_attention(model, None)
+    lengths = settings.token_lengths(model.train_length)
+    units = task_units(settings, lengths, samples)
+    costs = [sample_cost(samples[n, t][i]) for _, n, t, i in units]
+    outcomes = processes.map(
+        costs,
+        lambda mine: answer_units(model, settings, samples, units, mine, on_tokens=on_tokens, on_step=on_step),
+    )
+    add_rows(result, settings, lengths, samples, units, outcomes)
     return result
 
 

@@ -1,0 +1,192 @@
+"""The task evaluation's grid: one unit per (method, length, task, sample), answered unit by unit, and the rows they
+make per (method, length, task).
+
+A unit's outcome depends only on the unit (the model is set up for its method and length alone, each sample is
+prefilled afresh), so any subset of units can be answered in any process (:mod:`ropekit.eval.parallel`) and the rows
+made from the outcomes are those of one process answering them all in order.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ropekit.eval.methods import configure, restore
+from ropekit.eval.tasks.base import Sample
+from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+from ropekit.eval.tasks.scoring import cell, score
+from ropekit.eval.tasks.suite import TASKS
+
+#: (method, length, task, sample index)
+Unit = tuple[str, int, str, int]
+Samples = dict[tuple[int, str], list[Sample]]
+
+
+def detokenize(model: Any, tokens: list[int]) -> str:
+    """The model's output as text: its own ``detokenize``, else its tokenizer's decoding, else bytes."""
+    if hasattr(model, "detokenize"):
+        return model.detokenize(tokens)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        return tokenizer.decode(tokens, skip_special_tokens=True)
+    from ropekit.model.tokenizer import byte_text
+
+    return byte_text(tokens)
+
+
+def stop_tokens(model: Any) -> frozenset[int]:
+    """Token ids that end an answer: the model's own ``stop_tokens``, else its tokenizer's end of sequence; none for
+    byte-level models."""
+    if hasattr(model, "stop_tokens"):
+        return frozenset(model.stop_tokens)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None and tokenizer.eos_token_id is not None:
+        return frozenset({int(tokenizer.eos_token_id)})
+    return frozenset()
+
+
+def byte_level(model: Any) -> bool:
+    """Whether every token of ``model`` is at most one byte (its own ``byte_level``, else: it has no tokenizer)."""
+    return bool(getattr(model, "byte_level", getattr(model, "tokenizer", None) is None))
+
+
+def sample_cost(sample: Sample) -> int:
+    """Forward tokens of one sample when every answer takes the shortcut (the prefill and each question with its
+    canonical answer); a wrong answer adds up to its budget."""
+    return len(sample.context) + sum(len(q.ids) + len(q.target) for q in sample.questions)
+
+
+def task_units(settings: Any, lengths: list[int], samples: Samples) -> list[Unit]:
+    """Every unit of the evaluation, in the order one process answers them."""
+    return [
+        (method, length, task, index)
+        for method in settings.methods
+        for length in lengths
+        for task in settings.tasks
+        for index in range(len(samples[length, task]))
+    ]
+
+
+def _answer_locally(model: Any, sample: Sample, stop: Any, bytewise: bool) -> tuple[list[float], int, int]:
+    """One sample decoded in this process: its context prefilled once, each question answered greedily from that
+    prefix. Returns the questions' scores, how many answers stopped early, and the forward tokens."""
+    decoder = make_decoder(model)
+    decoder.extend(torch.from_numpy(sample.context), keep=0)
+    scores, shortcuts, forward = [], 0, len(sample.context)
+    for question in sample.questions:
+        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
+        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
+        forward += answer.forward_tokens
+        shortcuts += answer.shortcut
+        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
+    return scores, shortcuts, forward
+
+
+def _answer_group(
+    model: Any,
+    run: dict[str, Any],
+    group: list[Unit],
+    samples: Samples,
+    on_tokens: Callable[[int], None] | None,
+    on_step: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """The outcomes of ``group`` (units of one method and length, the model set up for them): locally, or from a
+    server all at once (its bounded pool of requests)."""
+    chosen = [samples[length, task][index] for _, length, task, index in group]
+    served = None
+    if hasattr(model, "answer_all"):
+        progress = None if on_tokens is None else (lambda s: on_tokens(sample_cost(s)))
+        served = model.answer_all(chosen, progress)
+    stop, bytewise = stop_tokens(model), byte_level(model)
+    outcomes = []
+    for (method, length, task, _), sample in zip(group, chosen, strict=True):
+        if served is not None:
+            texts, forward = served[id(sample)]
+            scores = [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
+            shortcuts = 0
+        else:
+            scores, shortcuts, forward = _answer_locally(model, sample, stop, bytewise)
+            if on_tokens is not None:
+                on_tokens(sample_cost(sample))
+        outcomes.append({"run": run, "scores": scores, "shortcuts": shortcuts, "forward": forward})
+        if on_step is not None:
+            on_step(f"{method} @ {length} {task}")
+    return outcomes
+
+
+def answer_units(
+    model: Any,
+    settings: Any,
+    samples: Samples,
+    units: list[Unit],
+    indices: list[int],
+    *,
+    on_tokens: Callable[[int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """The outcomes of ``units[i]`` for each ``i`` of ``indices`` (ascending): ``{"run", "scores", "shortcuts",
+    "forward"}``, or ``{"skipped": reason}`` for a method that cannot run on ``model`` (its later lengths are then
+    not tried). ``on_tokens`` gets each unit's forward tokens, ``on_step`` a label after each unit."""
+    outcomes: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    current = None
+    try:
+        for (method, length), chunk in itertools.groupby(indices, key=lambda i: units[i][:2]):
+            group = [units[i] for i in chunk]
+            if current is not None and method != current:
+                restore(model, current)
+            current = method
+            if method not in skipped:
+                try:
+                    run = configure(
+                        model,
+                        method,
+                        length=length,
+                        train_length=model.train_length,
+                        factor=settings.factor,
+                        params=settings.params,
+                    )
+                except LookupError as error:
+                    skipped[method] = str(error)
+            if method in skipped:
+                outcomes += [{"skipped": skipped[method]} for _ in group]
+                if on_tokens is not None:  # keep a progress bar's total exact
+                    on_tokens(sum(sample_cost(samples[n, t][i]) for _, n, t, i in group))
+                continue
+            outcomes += _answer_group(model, run, group, samples, on_tokens, on_step)
+    finally:
+        if current is not None:
+            restore(model, current)
+    return outcomes
+
+
+def add_rows(
+    result: Any, settings: Any, lengths: list[int], samples: Samples, units: list[Unit], outcomes: list[dict]
+) -> None:
+    """The rows per (method, length, task) from every unit's outcome, into ``result`` (its ``rows`` and
+    ``skipped``), in the order of ``settings``; a method skipped at a length has no rows from there on."""
+    by_unit = dict(zip(units, outcomes, strict=True))
+    for method in settings.methods:
+        for length in lengths:
+            first = by_unit[method, length, settings.tasks[0], 0]
+            if "skipped" in first:
+                result.skipped.append({"method": method, "reason": first["skipped"]})
+                break
+            for task in settings.tasks:
+                answered = [by_unit[method, length, task, i] for i in range(len(samples[length, task]))]
+                result.rows.append(
+                    {
+                        "method": method,
+                        **copy.deepcopy(answered[0]["run"]),
+                        "length": length,
+                        "task": task,
+                        "family": TASKS[task].family,
+                        **cell([s for a in answered for s in a["scores"]]),
+                        "shortcut": sum(a["shortcuts"] for a in answered),
+                        "forward_tokens": sum(a["forward"] for a in answered),
+                    }
+                )

@@ -1,0 +1,103 @@
+"""``ropekit eval ...`` data-parallel over CPU processes joined by gloo, as ``accelerate launch`` starts them.
+
+Usage: ``python tests/eval/dp_worker.py --processes 2 [--fail-rank R] -- ARGS... [-- ARGS...]``: every process runs
+each command (``-- ARGS``) in turn in one interpreter (torch and ropekit load once); exits with the first failing
+command's code.
+
+Each worker gets the variables ``accelerate launch --multi_gpu --num_processes N`` gives its workers (``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR``, ...) with ``ACCELERATE_USE_CPU=true``, as ``tests/finetune/fsdp_worker.py`` does; ropekit
+joins them through accelerate's ``PartialState`` itself. ``--fail-rank R`` is the test's own failure: in process R
+the first unit measured (a sample, a perplexity length or a passkey cell) raises ``RuntimeError("injected failure
+in rank R")``; ``--fail-method M`` makes that the first unit of method M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+
+
+def _inject_failure(rank: int, method: str | None) -> None:
+    """Make the first unit of ``method`` (any method when ``None``) measured in this process raise."""
+    from ropekit.eval import sweep_grid
+    from ropekit.eval.tasks import grid
+
+    def failing(original, method_of):
+        def run(*args, **kwargs):
+            if method is None or method_of(*args) == method:
+                raise RuntimeError(f"injected failure in rank {rank}")
+            return original(*args, **kwargs)
+
+        return run
+
+    current = {"method": None}
+    configure = grid.configure
+
+    def remember(model, name, **kwargs):  # which method the model is set up for (both grids call configure)
+        current["method"] = name
+        return configure(model, name, **kwargs)
+
+    grid.configure = sweep_grid.configure = remember
+    grid._answer_locally = failing(grid._answer_locally, lambda *a: current["method"])
+    sweep_grid._measure = failing(sweep_grid._measure, lambda model, settings, tokens, unit: unit[0])
+
+
+def _worker(rank: int, processes: int, port: int, fail_rank: int | None, fail_method: str | None, commands) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(processes),
+        LOCAL_WORLD_SIZE=str(processes),
+        ACCELERATE_USE_CPU="true",
+        OMP_NUM_THREADS="1",
+    )
+    import torch
+
+    torch.set_num_threads(1)
+    if rank == fail_rank:
+        _inject_failure(rank, fail_method)
+    from ropekit.cli.app import app
+
+    for args in commands:
+        try:
+            app(args, prog_name="ropekit")
+        except SystemExit as done:  # typer ends every command with its exit code
+            if done.code not in (0, None):
+                raise
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--fail-rank", type=int, default=None)
+    parser.add_argument("--fail-method", default=None)
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- ARGS... [-- ARGS...]")
+    options = parser.parse_args(argv)
+    commands: list[list[str]] = []
+    for arg in options.args:
+        if arg == "--":
+            commands.append([])
+        else:
+            commands[-1].append(arg)
+    import torch.multiprocessing as mp
+
+    spawn_args = (options.processes, _free_port(), options.fail_rank, options.fail_method, commands)
+    try:
+        mp.spawn(_worker, args=spawn_args, nprocs=options.processes)
+    except mp.ProcessExitedException as failed:
+        return failed.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
