@@ -28,6 +28,7 @@ from ropekit.cli.eval_options import (
     build_settings,
 )
 from ropekit.cli.eval_setup import check_runnable, load_model, read_sweep_text
+from ropekit.cli.lmeval_cmd import effective_length_command
 from ropekit.cli.method_options import METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
 
@@ -170,3 +171,4 @@ def passkey_command(
 
 
 app.command("tasks")(tasks_command)
+app.command("effective-length")(effective_length_command)
