@@ -201,4 +201,5 @@ def effective_length_command(
     print_task_summary(result)
     console = Console()
     for line in task_findings(result):
-        console.print(line, highlight=False)
+        if line.startswith("Effective length"):  # the tasks not learned are in print_task_summary's lines
+            console.print(line, highlight=False)
