@@ -58,6 +58,7 @@ def run_lm_eval(model: Path, tasks: Path, out: Path, names: list[str]) -> dict:
         evaluation_tracker=tracker,
     )
     samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)  # what lm_eval does: results_<date>.json
     for name in results["configs"]:
         tracker.save_results_samples(task_name=name, samples=samples[name])
     return {**results, "samples": samples}

@@ -177,7 +177,7 @@ def read_runs(
             family = TASKS.get(task).family if task in TASKS else "qa"
             for length, values in sorted(scores.items()):
                 rows.append({"method": label, "length": length, "task": task, "family": family, **cell(values)})
-    order = {name: i for i, name in enumerate([*TASKS.names(), *RULER_TASKS.values()])}
+    order = {name: i for i, name in enumerate(dict.fromkeys([*TASKS.names(), *RULER_TASKS.values()]))}
     labels = [label for label, _ in runs]
     rows.sort(key=lambda r: (labels.index(r["method"]), order.get(r["task"], len(order)), r["task"], r["length"]))
     lengths = sorted({r["length"] for r in rows})
