@@ -179,7 +179,7 @@ def read_runs(
                 rows.append({"method": label, "length": length, "task": task, "family": family, **cell(values)})
     order = {name: i for i, name in enumerate(dict.fromkeys([*TASKS.names(), *RULER_TASKS.values()]))}
     labels = [label for label, _ in runs]
-    rows.sort(key=lambda r: (labels.index(r["method"]), order.get(r["task"], len(order)), r["task"], r["length"]))
+    rows.sort(key=lambda r: (labels.index(r["method"]), r["length"], order.get(r["task"], len(order)), r["task"]))
     lengths = sorted({r["length"] for r in rows})
     source = "--train-length"
     if train_length is None:
