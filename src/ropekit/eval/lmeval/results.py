@@ -99,8 +99,8 @@ def _task_of(path: Path, record: dict[str, Any]) -> str:
     name = match["task"] if match else path.stem
     if name not in RULER_TASKS:
         raise ResultsError(
-            f"{str(path)!r}: unknown task {name!r}; effective-length reads the tasks eval tasks "
-            f"--write-lm-eval writes and lm-eval's ruler tasks ({', '.join(RULER_TASKS)})"
+            f"{str(path)!r}: unknown task {name!r}; only the tasks of ropekit eval tasks --write-lm-eval and "
+            f"lm-eval's ruler tasks ({', '.join(RULER_TASKS)}) can be read"
         )
     return RULER_TASKS[name]
 
