@@ -148,8 +148,10 @@ def group_yaml(tasks: Sequence[str], lengths: Sequence[int]) -> str:
 def run_command(folder: Path, model: str, longest: int, bos: bool) -> str:
     """The ``lm_eval`` command that runs the folder on the ``hf`` backend (any backend takes the same folder)."""
     extra = ",add_bos_token=False" if bos else ""
+    path = Path(model)
+    source = f"{path.parent},gguf_file={path.name}" if path.suffix.lower() == ".gguf" else model  # hf reads GGUF too
     return (
-        f"lm_eval --model hf --model_args pretrained={model},max_length={longest}{extra} "
+        f"lm_eval --model hf --model_args pretrained={source},max_length={longest}{extra} "
         f"--include_path {folder} --tasks {GROUP} --batch_size 1 --log_samples --output_path lm-eval-results"
     )
 
