@@ -11,7 +11,7 @@ import pytest
 
 from helpers.lmeval_run import cli, run_lm_eval
 
-pytestmark = [pytest.mark.hf, pytest.mark.slow, pytest.mark.usefixtures("quiet_transformers")]
+pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 pytest.importorskip("lm_eval")
 
 TASKS = ("niah_single_1", "cwe")
