@@ -19,6 +19,7 @@ $(BIN)/ropekit: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
 	# llama.cpp's OpenAI-compatible server (the --engine openai tests), only where llama.cpp itself built
 	$(BIN)/python -c "import llama_cpp" 2>/dev/null && ($(BIN)/pip install --quiet -e ".[llamacpp-server]" || echo "warning: llama.cpp's server did not install; server tests skipped") || true
+	$(BIN)/pip install --quiet -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
 	touch $(BIN)/ropekit
 
 setup: $(BIN)/ropekit $(VLLM_READY)

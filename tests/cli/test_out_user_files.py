@@ -93,6 +93,9 @@ CASES = {
         "tasks.json",
         spares="results.json tasks.png",
     ),
+    "eval effective-length": Case(
+        ("eval", "effective-length"), "{samples}", "tasks.json tasks.png", spares="results.json passkey.csv"
+    ),
     "experiment base-bound": Case(
         ("experiment", "base-bound"),
         "--init none --models nope --steps 1 --trials 8 --batch-size 1 --context 256",
@@ -147,6 +150,20 @@ def gguf_source(tmp_path_factory) -> Path:
     return write_source(tmp_path_factory.mktemp("gguf") / "in.gguf")
 
 
+@pytest.fixture(scope="module")
+def lm_eval_samples(tmp_path_factory) -> Path:
+    """An lm-eval ``--log_samples`` file of the ruler task niah_single_1 (two lengths, two samples each)."""
+    import json
+
+    path = tmp_path_factory.mktemp("lm-eval") / "samples_niah_single_1_2026-01-01T00-00-00.000001.jsonl"
+    records = [
+        {"doc_id": i, "doc": {"max_length": n}, "filtered_resps": ["1234567"], str(n): float(i % 2)}
+        for i, n in enumerate((256, 256, 512, 512))
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_out_keeps_the_users_files(name, tmp_path, request):
     case = CASES[name]
@@ -158,6 +175,8 @@ def test_out_keeps_the_users_files(name, tmp_path, request):
         fills = {"llama": request.getfixturevalue("llama_dir"), "text": request.getfixturevalue("text_file")}
     if "{gguf}" in case.args:
         fills["gguf"] = request.getfixturevalue("gguf_source")
+    if "{samples}" in case.args:
+        fills["samples"] = request.getfixturevalue("lm_eval_samples")
     args = [*case.command, *(a.format(**fills) for a in case.args.split())]
     colliding = (case.file,) if case.file else tuple(case.writes.split())
     for name in colliding:  # each alone: refused before any work, naming it

@@ -29,6 +29,7 @@ from ropekit.cli.eval_options import (
 )
 from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import check_runnable, load_model, read_sweep_text
+from ropekit.cli.lmeval_cmd import effective_length_command
 from ropekit.cli.method_options import METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
 
@@ -181,3 +182,4 @@ def passkey_command(
 
 
 app.command("tasks")(tasks_command)
+app.command("effective-length")(effective_length_command)

@@ -146,3 +146,20 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     except ValueError as error:
         option = flag_of(error, {"text": "--text"}) or lengths_option
         raise fail(f"{option}: {error} (training length {model.train_length})") from error
+
+
+def task_samples(model, settings, tasks: str, tokens, lengths_option: str):
+    """``(settings, samples, dropped)`` of ``eval tasks``: with ``--tasks all`` every task that fits the shortest
+    length (those left out printed on stderr, with why), a task named explicitly that does not fit an error; then
+    every sample (:func:`prepare_samples`)."""
+    dropped = {}
+    if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
+        fitted, left_out = fit_tasks(model, settings, tokens, lengths_option=lengths_option)
+        if fitted is not None:  # none fits: prepare_samples below gives the first task's error
+            from rich.console import Console
+
+            settings, dropped = fitted, left_out
+            console = Console(stderr=True)
+            for task, reason in dropped.items():
+                console.print(f"left out {task}: {reason}", highlight=False)
+    return settings, prepare_samples(model, settings, tokens, lengths_option=lengths_option), dropped

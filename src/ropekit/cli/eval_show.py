@@ -97,3 +97,30 @@ def print_report_summary(summary: dict, index: Path, elapsed_s: float) -> None:
     console.print(table)
     console.print(f"[bold]verdict[/]: {summary['verdict']}")
     console.print(f"[bold]report[/]: {index} ({elapsed_s:.0f} s)")
+
+
+def print_task_cells(result) -> None:
+    """Per method, a task x length table of mean scores with their 95% Wilson intervals and sample counts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    lengths = sorted({r["length"] for r in result.rows})
+    for method in dict.fromkeys(r["method"] for r in result.rows):
+        cells = {(r["task"], r["length"]): r for r in result.rows if r["method"] == method}
+        table = Table(title=f"{method}: score per task (%, 95% Wilson interval, samples)")
+        table.add_column("task")
+        for n in lengths:
+            table.add_column(f"{n:,}", justify="right")
+        for task in dict.fromkeys(task for task, _ in cells):
+            row = [cells.get((task, n)) for n in lengths]
+            table.add_row(
+                task,
+                *[
+                    ""
+                    if c is None
+                    else f"{100 * c['score']:.0f} [{100 * c['ci95'][0]:.0f}, {100 * c['ci95'][1]:.0f}] ({c['samples']})"
+                    for c in row
+                ],
+            )
+        console.print(table)

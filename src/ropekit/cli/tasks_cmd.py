@@ -15,7 +15,8 @@ from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_ove
 from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL, check_engine
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
 from ropekit.cli.eval_processes import launch_aware, processes_for
-from ropekit.cli.eval_setup import fit_tasks, load_model, prepare_samples
+from ropekit.cli.eval_setup import load_model, task_samples
+from ropekit.cli.lmeval_cmd import WRITE_LM_EVAL, export_lm_eval
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
 
@@ -55,10 +56,9 @@ def tasks_command(
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
+    write_lm_eval: Path | None = WRITE_LM_EVAL,
 ) -> None:
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
-    from rich.console import Console
-
     from ropekit.cli.eval_progress import rich_progress, tasks_failed
     from ropekit.cli.eval_show import print_task_summary
     from ropekit.eval.run import run_task_suite
@@ -78,6 +78,12 @@ def tasks_command(
         threshold=threshold,
         params=attention_params(param),
     )
+    lengths_option = "--lengths" if lengths is not None else "--multiples"
+    if write_lm_eval is not None:  # the samples as an lm-eval task folder; nothing is evaluated
+        options = dict(out=out, engine=engine, device_map=device_map, json_output=json_output, force=force)
+        return export_lm_eval(
+            model, settings, tasks, text, write_lm_eval, dtype=dtype, lengths=lengths_option, **options
+        )
     if out is not None:
         refuse_overwrite(out, TASK_FILES, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
@@ -89,16 +95,7 @@ def tasks_command(
     processes = processes_for(engine)
     eval_model = load_model(model, device_map, dtype=dtype, engine=(engine, url, concurrency))
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
-    lengths_option = "--lengths" if lengths is not None else "--multiples"
-    dropped = {}
-    if tasks.strip() == "all":  # every task that fits; a task named explicitly that does not fit is an error
-        fitted, left_out = fit_tasks(eval_model, settings, tokens, lengths_option=lengths_option)
-        if fitted is not None:  # none fits: prepare_samples below gives the first task's error
-            settings, dropped = fitted, left_out
-            console = Console(stderr=True)
-            for task, reason in dropped.items():
-                console.print(f"left out {task}: {reason}", highlight=False)
-    prepared = prepare_samples(eval_model, settings, tokens, lengths_option=lengths_option)
+    settings, prepared, dropped = task_samples(eval_model, settings, tasks, tokens, lengths_option)
     if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
         if hasattr(eval_model, "resume_from"):  # a server's answers so far: a rerun after it died resumes

@@ -1,0 +1,205 @@
+"""lm-evaluation-harness, both ways: ``eval tasks --write-lm-eval DIR`` (the samples as an lm-eval task folder) and
+``eval effective-length RESULTS`` (lm-eval's per-sample output as ropekit's task table).
+
+The library side is :mod:`ropekit.eval.lmeval`; neither command imports lm-eval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_overwrite, writing
+from ropekit.eval.tasks.limits import RULER_THRESHOLD
+
+WRITE_LM_EVAL = typer.Option(
+    None,
+    "--write-lm-eval",
+    help="Write the samples as an lm-evaluation-harness task folder here instead of evaluating (run it with "
+    "lm_eval --include_path DIR --tasks ropekit); the model's tokenizer only is loaded.",
+)
+#: files ``effective-length --out`` writes
+RESULT_FILES = ("tasks.json", "tasks.png")
+
+
+class _TokenizerReady(Exception):
+    """Raised by the loading hook once the tokenizer is ready, to stop before the weights load."""
+
+    def __init__(self, model) -> None:
+        super().__init__("tokenizer ready")
+        self.model = model
+
+
+def _tokenizer_model(model: str, dtype: str):
+    """The evaluation model up to its tokenizer, config and training length, without its weights."""
+    from ropekit.cli.eval_setup import load_model
+
+    def stop(loaded) -> None:
+        raise _TokenizerReady(loaded)
+
+    try:
+        loaded = load_model(model, None, dtype=dtype, before_weights=stop)
+    except _TokenizerReady as ready:
+        loaded = ready.model
+    if getattr(loaded, "tokenizer", None) is None:
+        raise fail(
+            f"--write-lm-eval needs a model with a transformers tokenizer (lm-eval tokenizes the prompt text with it); "
+            f"--model {model!r} is byte-level"
+        )
+    return loaded
+
+
+def export_lm_eval(
+    model: str,
+    settings,
+    tasks: str,
+    text: Path | None,
+    folder: Path,
+    *,
+    dtype: str,
+    lengths: str,
+    out,
+    engine,
+    device_map,
+    json_output: bool,
+    force: bool,
+) -> None:
+    """``eval tasks --write-lm-eval``: make every sample, check that its text re-tokenises to its ids, write the
+    folder (staged; existing files replaced only with ``--force``) and print what was written."""
+    from ropekit.cli.common import print_json
+    from ropekit.eval.text import read_text, shipped_text
+
+    if out is not None:
+        raise fail(
+            "--write-lm-eval writes the samples and evaluates nothing; leave out --out (run eval tasks without "
+            "--write-lm-eval for ropekit's own scores)"
+        )
+    if engine != "torch" or device_map is not None:
+        raise fail(
+            "--write-lm-eval writes the samples in the model's transformers tokenizer; leave --engine and "
+            "--device-map at their defaults"
+        )
+    prepare_output_dir(folder, "--write-lm-eval", create=False)
+    from ropekit.eval.lmeval.export import written_names
+
+    refuse_overwrite(folder, tuple(written_names(settings.tasks)), "--write-lm-eval", force=force)
+    try:
+        source = read_text(text) if text is not None else shipped_text()
+    except (OSError, ValueError) as error:
+        raise fail(f"--text: {error}") from error
+    manifest = _export(model, settings, tasks, source, folder, force=force, dtype=dtype, lengths_option=lengths)
+    if json_output:
+        print_json(manifest)
+    else:
+        print_export(manifest, folder)
+
+
+def _export(model: str, settings, tasks: str, source, folder: Path, *, force: bool, dtype: str, lengths_option: str):
+    from ropekit import __version__
+    from ropekit.cli.eval_setup import task_samples
+    from ropekit.eval.lmeval.export import (
+        PromptMismatch,
+        adds_special_tokens,
+        lm_eval_docs,
+        run_command,
+        write_folder,
+        written_names,
+    )
+    from ropekit.eval.text import tokenize
+
+    loaded = _tokenizer_model(model, dtype)
+    tokens = tokenize(source, loaded.encode, loaded.separator)
+    settings, prepared, dropped = task_samples(loaded, settings, tasks, tokens, lengths_option)
+    refuse_overwrite(folder, tuple(written_names(settings.tasks)), "--write-lm-eval", force=force)
+    try:
+        docs = lm_eval_docs(prepared, loaded.tokenizer, train_length=loaded.train_length)
+    except PromptMismatch as error:
+        raise fail(f"--write-lm-eval: {error}; nothing was written") from None
+    bos = adds_special_tokens(loaded.tokenizer)
+    longest = max(d["length"] + d["max_gen_toks"] for d in docs)
+    manifest = {
+        "ropekit_version": __version__,
+        "model": str(model),
+        "tokenizer": type(loaded.tokenizer).__name__,
+        "train_length": loaded.train_length,
+        "settings": {k: settings.to_dict()[k] for k in ("samples", "seed", "depth", "threshold")},
+        "eval_text": tokens.source,
+        "eval_text_sha256": tokens.sha256,
+        "dropped": dropped,
+        "tokenizer_adds_special_tokens": bos,
+        "run": run_command(folder, str(model), longest, bos),
+    }
+    prepare_output_dir(folder, "--write-lm-eval")
+    with writing(folder, "--write-lm-eval", force=force) as staged:
+        return write_folder(staged, docs, loaded.tokenizer, manifest)
+
+
+def print_export(manifest: dict, folder: Path) -> None:
+    """What the export wrote, and the command that runs it."""
+    from rich.console import Console
+
+    console = Console()
+    lengths = ", ".join(f"{n:,}" for n in manifest["lengths"])
+    console.print(
+        f"wrote {manifest['questions']:,} questions ({len(manifest['tasks'])} tasks at {lengths} tokens) to "
+        f"{folder} as the lm-eval group {manifest['group']!r}",
+        highlight=False,
+    )
+    if manifest["tokenizer_adds_special_tokens"]:
+        console.print("the tokenizer adds a BOS by default: lm-eval needs add_bos_token=False", highlight=False)
+    console.print(f"run: {manifest['run']}", highlight=False, soft_wrap=True)
+
+
+def effective_length_command(
+    results: list[str] = typer.Argument(
+        ...,
+        help="lm-eval --log_samples output: a samples_<task>_<date>.jsonl file or a folder of them, of the tasks "
+        "--write-lm-eval writes or of lm-eval's ruler tasks; several runs as METHOD=PATH (none=... is the reference).",
+    ),
+    train_length: int | None = typer.Option(
+        None, help="The model's training length (default: the one ropekit wrote into its samples, else the shortest)."
+    ),
+    threshold: float = typer.Option(
+        RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD:g})."
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json and the heatmap tasks.png here."),
+    force: bool = typer.Option(False, "--force", metavar="", help="Overwrite files already in --out."),
+    json_output: bool = json_option("Print JSON (rows, means, effective lengths)."),
+) -> None:
+    """Effective length from lm-eval's per-sample output: per task x length with Wilson intervals, the effective
+    length at the threshold and relative to the model's own score, the heatmap."""
+    from ropekit.cli.common import check_range, print_json
+    from ropekit.cli.eval_show import print_task_cells, print_task_summary
+    from ropekit.eval.lmeval.results import ResultsError, parse_runs, read_runs
+
+    check_range("--threshold", threshold, above=0.0, maximum=100.0)
+    if train_length is not None:
+        check_range("--train-length", train_length, minimum=1)
+    if out is not None:
+        refuse_overwrite(out, RESULT_FILES, "--out", force=force)
+        prepare_output_dir(out, "--out", create=False)
+    try:
+        result = read_runs(parse_runs(results), train_length=train_length, threshold=threshold)
+    except (ResultsError, OSError, UnicodeDecodeError) as error:
+        raise fail(f"RESULTS: {error}") from None
+    if out is not None:
+        from ropekit.eval.tasks.section import task_figure
+
+        prepare_output_dir(out, "--out")
+        with writing(out, "--out", force=force) as staged:
+            result.write(staged)
+            task_figure(result.rows, result.summary()["not_learned"] or [], staged / "tasks.png")
+    if json_output:
+        print_json(result.to_dict())
+        return
+    from rich.console import Console
+
+    from ropekit.eval.tasks.section import task_findings
+
+    print_task_cells(result)
+    print_task_summary(result)
+    console = Console()
+    for line in task_findings(result):
+        if line.startswith("Effective length"):  # the tasks not learned are in print_task_summary's lines
+            console.print(line, highlight=False)

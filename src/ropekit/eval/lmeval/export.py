@@ -1,0 +1,187 @@
+"""ropekit's task samples as an lm-evaluation-harness task folder (``ropekit eval tasks --write-lm-eval DIR``).
+
+lm-eval takes prompts as text and tokenizes them itself, while a ropekit sample is token ids (pieces encoded one by
+one and concatenated, so that its length is exact). A sample is therefore written as its ids decoded by the model's
+tokenizer, and only if that text re-tokenises to exactly the same ids (no special tokens added, as ropekit encodes):
+otherwise lm-eval would evaluate other samples than ropekit's, and :func:`lm_eval_docs` refuses them all
+(:class:`PromptMismatch`) rather than write a folder that measures something else.
+
+The folder (:func:`write_folder`)::
+
+    samples.jsonl          one document per question (ropekit_lmeval.py says its fields)
+    ropekit_lmeval.py      loading, lm-eval's RULER scoring, one greedy budget per question (lm-eval imports it)
+    ropekit_<task>.yaml    one lm-eval task per ropekit task, one metric per length (as lm-eval's ruler tasks)
+    ropekit.yaml           the group ``ropekit``: every task, the mean over tasks per length
+    tokenizer/             the tokenizer the ids are in (save_pretrained)
+    manifest.json          what was written: model, settings, lengths, tasks, and the lm_eval command
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ropekit.eval.tasks.base import Sample
+
+#: lm-eval's name of a ropekit task: the prefix keeps it apart from lm-eval's own ``ruler`` tasks of the same name
+TASK_PREFIX = "ropekit_"
+#: the lm-eval group of every written task
+GROUP = "ropekit"
+#: the Python module of the folder (copied from ``ropekit/data/lmeval``)
+MODULE = "ropekit_lmeval"
+DATA = "samples.jsonl"
+MANIFEST = "manifest.json"
+
+
+class PromptMismatch(ValueError):
+    """Some prompt's text re-tokenises to other ids than the sample's, so lm-eval would see another sample."""
+
+
+def prompt_text(tokenizer: Any, ids: Sequence[int]) -> str:
+    """``ids`` as text, special tokens written out (a haystack may hold the end-of-text separator)."""
+    return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def retokenised(tokenizer: Any, text: str) -> list[int]:
+    """``text`` tokenized as ropekit encodes: no special tokens added."""
+    return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+
+def adds_special_tokens(tokenizer: Any) -> bool:
+    """Whether the tokenizer adds tokens (a BOS) by default: lm-eval's ``hf`` backend then needs
+    ``add_bos_token=False`` to give the model ropekit's ids."""
+    text = "The grass is green."
+    return retokenised(tokenizer, text) != [int(i) for i in tokenizer(text)["input_ids"]]
+
+
+def lm_eval_docs(
+    samples: Mapping[tuple[int, str], Sequence[Sample]], tokenizer: Any, *, train_length: int
+) -> list[dict[str, Any]]:
+    """One lm-eval document per question of every sample, in the order of ``samples`` (length, then task).
+
+    Raises:
+        PromptMismatch: the text of some prompt re-tokenises to other ids (every prompt is checked first; the
+            message counts them, describes the first, and names the tasks whose prompts all re-tokenise exactly).
+    """
+    docs: list[dict[str, Any]] = []
+    bad: list[tuple[str, int, int, list[int], list[int]]] = []
+    for (length, task), group in samples.items():
+        for index, sample in enumerate(group):
+            for number, question in enumerate(sample.questions):
+                ids = [int(i) for i in sample.prompt(number)]
+                text = prompt_text(tokenizer, ids)
+                back = retokenised(tokenizer, text)
+                if back != ids:
+                    bad.append((task, length, index, ids, back))
+                    continue
+                docs.append(
+                    {
+                        "ropekit_task": task,
+                        "max_length": length,
+                        "sample": index,
+                        "question": number,
+                        "input": text,
+                        "outputs": list(question.answers),
+                        "metric": question.metric,
+                        "max_gen_toks": int(question.budget),
+                        "length": len(ids),
+                        "train_length": train_length,
+                    }
+                )
+    if bad:
+        raise PromptMismatch(_mismatch_message(bad, len(docs) + len(bad), tokenizer, {t for _, t in samples}))
+    return docs
+
+
+def _mismatch_message(bad: list, total: int, tokenizer: Any, tasks: set[str]) -> str:
+    task, length, index, ids, back = bad[0]
+    at = next((k for k, (a, b) in enumerate(zip(ids, back, strict=False)) if a != b), min(len(ids), len(back)))
+    shown = prompt_text(tokenizer, ids[max(0, at - 2) : at + 2])
+    clean = sorted(tasks - {t for t, *_ in bad})
+    return (
+        f"the text of {len(bad)} of {total} prompts does not re-tokenise to ropekit's ids with this tokenizer "
+        f"(first: {task} sample {index} at {length:,} tokens, from token {at}: {ids[at : at + 3]} in {shown!r} come "
+        f"back as {back[at : at + 3]}; ropekit joins pieces tokenised one by one, which the tokenizer may merge "
+        "otherwise when it reads the text whole), and lm-eval tokenizes the text, so it would evaluate other samples "
+        f"than ropekit's; tasks whose prompts all re-tokenise exactly: {', '.join(clean) or 'none'}"
+    )
+
+
+def written_names(tasks: Sequence[str]) -> list[str]:
+    """The names :func:`write_folder` writes into the folder for ``tasks`` (checked before the work)."""
+    return [DATA, f"{MODULE}.py", f"{GROUP}.yaml", *(f"{TASK_PREFIX}{t}.yaml" for t in tasks), "tokenizer", MANIFEST]
+
+
+def task_yaml(task: str, lengths: Sequence[int], budget: int) -> str:
+    """The lm-eval YAML of one task: lm-eval's ``ruler`` layout (one metric per length), ropekit's documents."""
+    metrics = "".join(
+        f'  - metric: "{n}"\n    aggregation: !function {MODULE}.aggregate\n    higher_is_better: true\n'
+        for n in lengths
+    )
+    return (
+        f"# ropekit's {task} samples, written by ropekit eval tasks --write-lm-eval (scoring: {MODULE}.py)\n"
+        f"task: {TASK_PREFIX}{task}\n"
+        f"class: !function {MODULE}.RopekitTask\n"
+        'dataset_path: ""\ndataset_name: ""\n'
+        f"custom_dataset: !function {MODULE}.load_docs\n"
+        f"dataset_kwargs:\n  ropekit_task: {task}\n"
+        "output_type: generate_until\ntest_split: test\ndoc_to_text: input\ndoc_to_target: outputs\n"
+        f"process_results: !function {MODULE}.process_results\n"
+        f"metric_list:\n{metrics}"
+        "generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
+        f"  max_gen_toks: {budget}  # the task's largest budget; each question gets its own (max_gen_toks)\n"
+        "  until: []\nrepeats: 1\nmetadata:\n  version: 1.0\n"
+    )
+
+
+def group_yaml(tasks: Sequence[str], lengths: Sequence[int]) -> str:
+    """The group of every task: the mean over tasks per length, unweighted (ropekit's mean over tasks)."""
+    members = "".join(f"  - {TASK_PREFIX}{t}\n" for t in tasks)
+    metrics = "".join(f'  - metric: "{n}"\n    aggregation: mean\n    weight_by_size: false\n' for n in lengths)
+    return f"group: {GROUP}\ntask:\n{members}aggregate_metric_list:\n{metrics}metadata:\n  version: 1.0\n"
+
+
+def run_command(folder: Path, model: str, longest: int, bos: bool) -> str:
+    """The ``lm_eval`` command that runs the folder on the ``hf`` backend (any backend takes the same folder)."""
+    extra = ",add_bos_token=False" if bos else ""
+    path = Path(model)
+    source = f"{path.parent},gguf_file={path.name}" if path.suffix.lower() == ".gguf" else model  # hf reads GGUF too
+    return (
+        f"lm_eval --model hf --model_args pretrained={source},max_length={longest}{extra} "
+        f"--include_path {folder} --tasks {GROUP} --batch_size 1 --log_samples --output_path lm-eval-results"
+    )
+
+
+def write_folder(
+    folder: Path, docs: Sequence[dict[str, Any]], tokenizer: Any, manifest: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the task folder of ``docs`` into ``folder`` (a staging folder: :mod:`ropekit._output` publishes it);
+    return the manifest written (``manifest`` and the tasks, lengths and counts)."""
+    tasks = list(dict.fromkeys(d["ropekit_task"] for d in docs))
+    lengths = sorted({d["max_length"] for d in docs})
+    with (folder / DATA).open("w", encoding="utf-8") as out:
+        for doc in docs:
+            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    source = resources.files("ropekit").joinpath(f"data/lmeval/{MODULE}.py")
+    with resources.as_file(source) as path:
+        shutil.copyfile(path, folder / f"{MODULE}.py")
+    for task in tasks:
+        budget = max(d["max_gen_toks"] for d in docs if d["ropekit_task"] == task)
+        (folder / f"{TASK_PREFIX}{task}.yaml").write_text(task_yaml(task, lengths, budget))
+    (folder / f"{GROUP}.yaml").write_text(group_yaml(tasks, lengths))
+    tokenizer.save_pretrained(str(folder / "tokenizer"))
+    written = {
+        **manifest,
+        "group": GROUP,
+        "tasks": {task: f"{TASK_PREFIX}{task}" for task in tasks},
+        "lengths": lengths,
+        "questions": len(docs),
+        "longest_prompt": max(d["length"] for d in docs),
+        "largest_budget": max(d["max_gen_toks"] for d in docs),
+    }
+    (folder / MANIFEST).write_text(json.dumps(written, indent=1) + "\n")
+    return written

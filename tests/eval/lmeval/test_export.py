@@ -1,0 +1,114 @@
+"""``eval tasks --write-lm-eval``: the folder holds ropekit's very samples as text that re-tokenises to their ids,
+one lm-eval task per ropekit task; a tokenizer that would re-tokenise them otherwise is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.lmeval_run import cli
+from ropekit.eval.lmeval.export import GROUP, TASK_PREFIX
+
+pytestmark = pytest.mark.hf
+
+ARGS = ("--tasks", "niah_single_1,niah_multikey_2,vt,cwe", "--lengths", "256,320", "--samples", "2")
+
+
+def docs_of(folder):
+    return [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def exported(byte_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export") / "tasks"
+    result = cli("eval", "tasks", "--model", byte_model, *ARGS, "--write-lm-eval", folder)
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def test_the_documents_are_ropekits_samples_token_for_token(exported, byte_model):
+    from transformers import AutoTokenizer
+
+    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.tasks.run import TaskSettings, make_samples
+
+    model = HFEvalModel(byte_model)
+    tokenizer = AutoTokenizer.from_pretrained(exported / "tokenizer")
+    settings = TaskSettings(
+        methods=("none",), tasks=("niah_single_1", "niah_multikey_2", "vt", "cwe"), lengths=(256, 320), samples=2
+    )
+    samples = make_samples(model, settings)
+    docs = docs_of(exported)
+    expected = [
+        (task, length, i, q, s.prompt(q).tolist(), list(s.questions[q].answers), s.questions[q].budget)
+        for (length, task), group in samples.items()
+        for i, s in enumerate(group)
+        for q in range(len(s.questions))
+    ]
+    got = [
+        (
+            d["ropekit_task"],
+            d["max_length"],
+            d["sample"],
+            d["question"],
+            tokenizer(d["input"], add_special_tokens=False)["input_ids"],
+            d["outputs"],
+            d["max_gen_toks"],
+        )
+        for d in docs
+    ]
+    assert got == expected
+    assert all(d["train_length"] == 512 and d["length"] == len(e[4]) for d, e in zip(docs, expected, strict=True))
+
+
+def test_one_yaml_per_task_and_the_group(exported):
+    manifest = json.loads((exported / "manifest.json").read_text())
+    tasks = ["niah_single_1", "niah_multikey_2", "vt", "cwe"]
+    assert manifest["tasks"] == {t: TASK_PREFIX + t for t in tasks} and manifest["lengths"] == [256, 320]
+    assert manifest["questions"] == 16 and not manifest["tokenizer_adds_special_tokens"]
+    assert f"--include_path {exported} --tasks {GROUP}" in manifest["run"]
+    for task in tasks:
+        text = (exported / f"{TASK_PREFIX}{task}.yaml").read_text()
+        budget = max(d["max_gen_toks"] for d in docs_of(exported) if d["ropekit_task"] == task)
+        assert f"task: {TASK_PREFIX}{task}\n" in text and f"ropekit_task: {task}\n" in text
+        assert 'metric: "256"' in text and 'metric: "320"' in text and f"max_gen_toks: {budget} " in text
+    group = (exported / f"{GROUP}.yaml").read_text()
+    assert all(f"  - {TASK_PREFIX}{t}\n" in group for t in tasks) and "weight_by_size: false" in group
+    assert (exported / "ropekit_lmeval.py").is_file() and (exported / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_a_tokenizer_that_merges_the_pieces_is_refused_and_nothing_written(merging_model, tmp_path):
+    folder = tmp_path / "tasks"
+    result = cli("eval", "tasks", "--model", merging_model, *ARGS, "--write-lm-eval", folder)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("error: --write-lm-eval: the text of ") and "does not re-tokenise" in lines[0]
+    assert lines[0].endswith("nothing was written") and not folder.exists()
+
+
+def test_an_existing_folder_needs_force(exported, byte_model):
+    before = (exported / "samples.jsonl").read_text()
+    result = cli("eval", "tasks", "--model", byte_model, *ARGS, "--write-lm-eval", exported)
+    assert result.exit_code == 2 and "--force" in result.output and "samples.jsonl" in result.output
+    result = cli("eval", "tasks", "--model", byte_model, *ARGS, "--write-lm-eval", exported, "--force")
+    assert result.exit_code == 0, result.output
+    assert (exported / "samples.jsonl").read_text() == before  # the same samples: a pure function of the seed
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "tiny"), "needs a model with a transformers tokenizer"),
+        (("--out", "{tmp}/out"), "evaluates nothing; leave out --out"),
+        (("--engine", "llamacpp"), "leave --engine and --device-map at their defaults"),
+        (("--tasks", "qa_1"), "--tasks"),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path, byte_model):
+    args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+    model = () if "--model" in args else ("--model", byte_model)
+    result = cli("eval", "tasks", *model, "--samples", "1", *args, "--write-lm-eval", tmp_path / "tasks")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], result.output
+    assert not (tmp_path / "tasks").exists()

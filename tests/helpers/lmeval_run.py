@@ -1,0 +1,64 @@
+"""The lm-eval tests' helpers: a tokenizer that merges what ropekit joins, the CLI through typer's runner, and an
+lm-eval run in this process that writes what ``lm_eval --log_samples`` writes (nothing downloaded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ropekit.cli.app import app
+
+runner = CliRunner()
+
+
+def merging_tokenizer():
+    """A byte-level BPE tokenizer whose merges join a space to the next word (``" The"``), as real BPE tokenizers
+    do: the text of a sample joined from pieces tokenised one by one does not re-tokenise to the same ids."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from ropekit.eval.tasks.base import NOISE
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    backend.train_from_iterator(
+        [NOISE * 20, "The magic number for kufi is 8918109. What is the magic number?"], trainer
+    )
+    backend.add_special_tokens(["<|endoftext|>"])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>")
+
+
+def cli(*args: str):
+    """``ropekit ARGS`` through typer's runner."""
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def run_lm_eval(model: Path, tasks: Path, out: Path, names: list[str]) -> dict:
+    """lm-eval's ``hf`` backend on ``model`` over the task folder ``tasks``, in this process, its per-sample output
+    written as ``lm_eval --log_samples --output_path out`` writes it; returns lm-eval's results."""
+    lm_eval = pytest.importorskip("lm_eval")
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    tracker = EvaluationTracker(output_path=str(out))
+    results = lm_eval.simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={model},dtype=float32,max_length=1024",
+        tasks=names,
+        task_manager=TaskManager(include_path=str(tasks), include_defaults=False),
+        batch_size=1,
+        device="cpu",
+        log_samples=True,
+        evaluation_tracker=tracker,
+    )
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)  # what lm_eval does: results_<date>.json
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+    return {**results, "samples": samples}

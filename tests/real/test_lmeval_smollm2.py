@@ -1,0 +1,60 @@
+"""lm-eval's ``hf`` backend on ropekit's samples for SmolLM2-135M (its GGUF dequantised to a transformers folder,
+tokenizer included): lm-eval's scores equal ropekit's own run on the same samples, and ``effective-length`` on its
+output gives ropekit's table. Only the word-list tasks are exported: with SmolLM2's BPE tokenizer the other tasks'
+text does not re-tokenise to ropekit's ids, which the export refuses (checked here too)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers.lmeval_run import cli, run_lm_eval
+
+pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.usefixtures("quiet_transformers")]
+pytest.importorskip("lm_eval")
+
+TASKS = ("cwe", "fwe")
+LENGTHS = (256, 512)
+
+
+@pytest.fixture(scope="module")
+def smollm2_folder(smollm2_path, tmp_path_factory):
+    """SmolLM2 as a transformers folder: the GGUF dequantised (float32) by ropekit's loader, with its tokenizer."""
+    from ropekit.integrations.hf_config import load_model
+
+    folder = tmp_path_factory.mktemp("smollm2") / "model"
+    model, tokenizer = load_model(smollm2_path)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("quantization_config", None)  # the GGUF loading options: the saved weights are plain float32
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    return folder
+
+
+def test_lm_eval_scores_on_smollm2_equal_ropekits(smollm2_folder, tmp_path):
+    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.tasks.run import TaskSettings, run_tasks
+
+    lengths = ",".join(map(str, LENGTHS))
+    refused = cli("eval", "tasks", "--model", smollm2_folder, "--tasks", "niah_single_1", "--lengths", lengths,
+                  "--samples", "2", "--write-lm-eval", tmp_path / "refused")  # fmt: skip
+    assert refused.exit_code == 2 and "does not re-tokenise" in refused.output
+    folder = tmp_path / "tasks"
+    written = cli("eval", "tasks", "--model", smollm2_folder, "--tasks", ",".join(TASKS), "--lengths", lengths,
+                  "--samples", "2", "--write-lm-eval", folder)  # fmt: skip
+    assert written.exit_code == 0, written.output
+    own = run_tasks(
+        HFEvalModel(smollm2_folder), TaskSettings(methods=("none",), tasks=TASKS, lengths=LENGTHS, samples=2)
+    )
+    results = run_lm_eval(smollm2_folder, folder, tmp_path / "out", ["ropekit"])
+    for row in own.rows:
+        assert results["results"][f"ropekit_{row['task']}"][f"{row['length']},none"] == pytest.approx(row["score"])
+    table = cli("eval", "effective-length", tmp_path / "out", "--json")
+    assert table.exit_code == 0, table.output
+    data = json.loads(table.output)
+    assert data["summary"] == own.to_dict()["summary"]
+    assert [(r["task"], r["length"], r["score"]) for r in data["rows"]] == [
+        (r["task"], r["length"], r["score"]) for r in own.rows
+    ]
