@@ -124,3 +124,49 @@ def test_methods_run_through_llamacpps_options(engine) -> None:
         set_attention(engine, attention_for("self_extend", train_length=train, length=2 * train, params={}))
     engine.set_scaling(None)  # the plain file's own RoPE: run as it is
     assert engine.options == {}
+
+
+#: the llama.cpp parity tolerances for logits against the dequantised float32 weights at 1x (docs/llamacpp.md)
+LOGITS_MEAN, LOGITS_MAX = 0.25, 4.0
+
+
+def other_setting(engine, flash_attn: bool, batch: int):
+    """``engine`` with another llama.cpp setting: the same file and tokenizer (reading it again costs tens of s)."""
+    import copy
+
+    other = copy.copy(engine)
+    other.flash_attn, other.batch, other.llm, other._made = flash_attn, batch, None, None
+    return other
+
+
+def test_batch_keeps_the_logits(engine) -> None:
+    """The input fed in several ``llama_decode`` calls of a smaller ``n_batch`` gives the default setting's logits."""
+    ids = torch.arange(1000, 1300)
+    reference = engine.decoder().extend(ids, keep=200)
+    other = other_setting(engine, False, 128)
+    try:
+        logits = other.decoder().extend(ids, keep=200)
+        assert other.llm.n_batch == 128 and other.describe()["batch"] == 128
+    finally:
+        other.close()
+    assert torch.allclose(logits, reference, atol=1e-3)
+
+
+@pytest.mark.parametrize("batch", [512, 128])
+def test_flash_attention_within_the_parity_tolerance(engine, torch_model, batch) -> None:
+    """llama.cpp's flash attention (its CPU kernel takes q·k in f16) moves the logits by about as much as the Q4_1
+    weights do (mean 0.15 from the default setting on this input), so it is held to the parity tolerance against the
+    float32 torch path, as the default setting is."""
+    from ropekit.eval.tasks.decode import make_decoder
+
+    ids = torch.arange(1000, 1300)
+    exact = make_decoder(torch_model).extend(ids, keep=200).float()
+    other = other_setting(engine, True, batch)
+    try:
+        logits = other.decoder().extend(ids, keep=200)
+        assert other.describe()["flash_attn"] is True
+    finally:
+        other.close()
+    default = engine.decoder().extend(ids, keep=200)
+    for got in (logits, default):
+        assert (got - exact).abs().mean() < LOGITS_MEAN and (got - exact).abs().max() < LOGITS_MAX

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from ropekit.config import RopeConfig
 from ropekit.scaling.registry import ScalingConfig
 
-#: tokens fed per llama_decode call (and rows of logits held at once)
+#: tokens fed per llama_decode call by default (n_batch = n_ubatch), and rows of logits held at once in perplexity
 N_BATCH = 512
 #: room left in a new context beyond the first tokens fed (a question and its answer budget)
 CONTEXT_MARGIN = 1024
@@ -77,21 +77,28 @@ class LlamaCppEvalModel:
     Args:
         path: the GGUF file.
         threads: llama.cpp's threads (default: torch's, so both engines get the same cores).
+        flash_attn: llama.cpp's flash attention (its CPU kernel never writes the attention scores out).
+        batch: tokens per ``llama_decode`` call (llama.cpp's ``n_batch`` and ``n_ubatch``).
 
     Raises:
         FileNotFoundError: no such file.
         ValueError: llama-cpp-python is missing, or the file's RoPE uses inputs ropekit does not model.
     """
 
-    def __init__(self, path: str | Path, *, threads: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, threads: int | None = None, flash_attn: bool = False, batch: int = N_BATCH
+    ) -> None:
         from ropekit.integrations.gguf_read import read_file_rope
 
         self.llama_cpp = import_llama_cpp()
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
+        if batch < 1:
+            raise ValueError(f"batch must be a positive number of tokens, got {batch}")
         self.path, self.name = path, str(path)
         self.threads = threads or torch.get_num_threads()
+        self.flash_attn, self.batch = bool(flash_attn), int(batch)
         self.file = read_file_rope(path)
         rope = self.file.rope
         self.native_scaling = file_scaling(path, rope.n_rot)
@@ -155,10 +162,11 @@ class LlamaCppEvalModel:
         self.llm = self.llama_cpp.Llama(
             str(self.path),
             n_ctx=size,
-            n_batch=N_BATCH,
-            n_ubatch=N_BATCH,
+            n_batch=self.batch,
+            n_ubatch=self.batch,
             n_threads=self.threads,
             n_threads_batch=self.threads,
+            flash_attn=self.flash_attn,
             verbose=False,
             **self.options,
         )
@@ -214,6 +222,8 @@ class LlamaCppEvalModel:
             "engine": f"llama-cpp-python {getattr(self.llama_cpp, '__version__', '?')}",
             "name": self.name,
             "threads": self.threads,
+            "flash_attn": self.flash_attn,
+            "batch": self.batch,
             "rope": {"rotary_dim": self.rope.dim, "base": self.rope.base},
             "native_scaling": None if self.native_scaling is None else self.native_scaling.rope_type,
             "rope_options": dict(self.options),
@@ -255,8 +265,9 @@ class LlamaCppDecoder:
                 f"{self.length + len(tokens):,} (a question's answer budget beyond the margin)"
             )
         rows = []
-        for start in range(0, len(tokens), N_BATCH):
-            chunk = tokens[start : start + N_BATCH]
+        step = self.model.batch
+        for start in range(0, len(tokens), step):
+            chunk = tokens[start : start + step]
             first_kept = len(tokens) - keep - start  # index in the chunk of the first position whose logits are kept
             rows.append(self._decode(chunk, max(0, first_kept)))
         logits = np.concatenate(rows) if rows else np.zeros((0, self.model.vocab_size), np.float32)
