@@ -24,6 +24,7 @@ from ropekit.cli.extend_cmd import (
     SCALING,
     TARGET,
     alias_texts,
+    method_flags,
     resolve_scaling,
 )
 
@@ -69,6 +70,7 @@ def engines_command(
     if logits < 0:
         raise fail(f"--logits must be >= 0, got {logits}")
     given = bool(scaling) or base is not None or plan
+    launch = None
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
         if given:
             spec, original, target, types, _ = resolve_scaling(
@@ -78,14 +80,23 @@ def engines_command(
             )  # fmt: skip
             folder, gguf = _extended(model, spec, Path(scratch), target, original, types, gguf)
             source = _source(model, Path(scratch), original, types) if logits and model.suffix == ".gguf" else None
+            flags = method_flags(
+                scaling=scaling, factor=factor, original_length=original_length, base=base, plan=plan,
+                target_length=target_length, ramp=ramp, beta_fast=beta_fast, beta_slow=beta_slow,
+                fixed_seq_len=fixed_seq_len, factors=factors, param=param, layer_types=layer_types,
+            )  # fmt: skip
+            launch = _launch_lines(folder, model, flags, original)
         else:
             source = None
             if model.suffix == ".gguf":
                 raise fail("--model: a .gguf file needs method flags (--scaling, --base or --plan)")
             folder, original = model, parse_length(original_length, "--original-length") if original_length else None
-        rows = _compare(folder, original, logits, chosen, gguf, source, quiet=json_output)
+        rows = _compare(folder, original, logits, chosen, gguf, source, launch, quiet=json_output)
     if json_output:
-        print_json({"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]})
+        summary = {"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]}
+        if launch is not None:
+            summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
+        print_json(summary)
         return
     _print(rows)
 
@@ -115,12 +126,25 @@ def _source(model: Path, scratch: Path, original, types) -> tuple[Path, Path]:
     return plain.out, model
 
 
-def _compare(folder: Path, original, logits: int, chosen, gguf, source, *, quiet: bool):
+def _launch_lines(folder: Path, model: Path, flags: str, original: int):
+    """The launch lines for the files the user writes (``extend --model MODEL FLAGS``), not the temporary ones the
+    comparison ran on."""
+    import json
+
+    from ropekit.engines.compare import probe_for
+    from ropekit.engines.launch import launch_lines
+
+    config = json.loads((folder / "config.json").read_text())
+    target = probe_for(folder, original_length=original).target_length
+    return launch_lines(config, target, model=model, method=flags)
+
+
+def _compare(folder: Path, original, logits: int, chosen, gguf, source, launch, *, quiet: bool):
     from ropekit.engines.compare import compare_folder, probe_for
 
     probe = probe_for(folder, original_length=original, logit_tokens=logits)
     report = (lambda message: None) if quiet else (lambda message: typer.echo(f"running {message} ...", err=True))
-    return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report)
+    return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report, launch=launch)
 
 
 def _print(rows) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,23 @@ def alias_texts(
     length = parse_length(fixed_seq_len, "--fixed-seq-len") if fixed_seq_len else None
     texts = {"ramp": ramp, "beta_fast": beta_fast, "beta_slow": beta_slow, "fixed_seq_len": length}
     return {field: None if value is None else str(value) for field, value in texts.items()}
+
+
+def method_flags(**options: Any) -> str:
+    """``extend``'s method flags as given (option name → value; ``None``, ``False`` and ``[]``: not given), for
+    the launch lines that write a file first."""
+    words: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is None or value is False or value == []:
+            continue
+        if value is True:
+            words.append(flag)
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            text = f"{item:g}" if isinstance(item, float) else str(item)
+            words += [flag, shlex.quote(text)]
+    return " ".join(words)
 
 
 def _read_factors(path: Path) -> tuple[float, ...]:
@@ -216,6 +234,11 @@ def extend_command(
     if kind == "gguf" and extra_config:
         raise fail("--attention writes config.json for vLLM/SGLang; llama.cpp has no dual-chunk attention (GGUF --out)")
     common = {"target": target, "original": original, "layer_types": types, "force": force, "note": note}
+    common["method"] = method_flags(
+        scaling=scaling, factor=factor, original_length=original_length, base=base, plan=plan,
+        target_length=target_length, ramp=ramp, beta_fast=beta_fast, beta_slow=beta_slow, fixed_seq_len=fixed_seq_len,
+        factors=factors, param=param, layer_types=layer_types,
+    )  # fmt: skip
     if kind == "gguf":
         extend_to_gguf(model, spec, out, json_output=json_output, **common)
         return
@@ -234,11 +257,15 @@ def _extend_folder(
     note: str | None,
     json_output: bool,
     extra_config: dict[str, Any],
+    method: str,
 ) -> None:
     """Write the transformers folder ``out`` (config.json with the new RoPE, the weights as they are) and say what
-    was written: JSON, or lines with the rope notes and llama.cpp's load-time flags for the same RoPE."""
+    was written: JSON, or lines with the rope notes and the line that launches each engine with it."""
     from ropekit.cli.gguf_out import flags_for, model_rope_of
+    from ropekit.cli.launch_view import launch_json, print_launch
+    from ropekit.engines.launch import launch_lines
     from ropekit.finetune.export import extend
+    from ropekit.integrations.native import default_target
 
     try:
         with option_errors(**_NAMES):
@@ -262,8 +289,11 @@ def _extend_folder(
         "how": result.notes,
         **{key: result.config[key] for key in extra_config},
     }
-    flags, flag_text = flags_for(model_rope_of(model, spec, layer_types))
+    flags, _ = flags_for(model_rope_of(model, spec, layer_types))
     summary["llamacpp_flags"] = flags
+    served = target or default_target(spec, original)
+    lines = launch_lines(result.config, served, folder=result.out, model=model, method=method)
+    summary["launch"] = launch_json(lines)
     if json_output:
         print_json(summary)
         return
@@ -274,4 +304,5 @@ def _extend_folder(
         typer.echo(f"  rope: {line}")
     for key in extra_config:
         typer.echo(f"  {key}: {json.dumps(result.config[key])}")
-    typer.echo(f"  llama.cpp flags: {flag_text}")
+    typer.echo(f"  launch it at {served:,} tokens:")
+    print_launch(lines, typer.echo, indent="    ")

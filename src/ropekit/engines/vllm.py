@@ -35,8 +35,10 @@ def python() -> Path | None:
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
-    override = json.dumps({"rope_parameters": config.get("rope_parameters")}, separators=(",", ":"))
-    return f"vllm serve {folder} --hf-overrides '{override}' --max-model-len {probe.target_length}"
+    """vLLM's launch line for the folder (:func:`ropekit.engines.launch.launch_lines`)."""
+    from ropekit.engines.launch import launch_lines
+
+    return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
 def known_behaviours(config: dict[str, Any], probe: Probe) -> list[str]:
