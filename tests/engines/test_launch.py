@@ -114,7 +114,10 @@ def test_gguf_out_launch_lines_match_the_file(tmp_path) -> None:
     assert shlex.split(llama["command"]) == ["llama-server", "-m", str(out), "-c", str(target)]
     assert flags_of(llama["alternative"], str(source), target) == summary["llamacpp_flags"]
     rope = _override(launch["vLLM"], "--hf-overrides")["rope_parameters"]
-    assert (rope["rope_type"], rope["factor"]) == (written["llama.rope.scaling.type"], written["llama.rope.scaling.factor"])
+    assert (rope["rope_type"], rope["factor"]) == (
+        written["llama.rope.scaling.type"],
+        written["llama.rope.scaling.factor"],
+    )
     assert rope["original_max_position_embeddings"] == written["llama.rope.scaling.original_context_length"] == L0
     assert rope["rope_theta"] == BASE == pytest.approx(written["llama.rope.freq_base"])
     check_served(launch, target, rope, target, "MODEL_FOLDER")
@@ -175,7 +178,10 @@ def test_engines_prints_lines_for_the_files_the_user_writes(llama_dir) -> None:
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert "ropekit-engines-" not in result.stdout  # not the temporary folder the comparison ran on
-    assert summary["launch"]["transformers"]["note"] == f"OUT: ropekit extend --model {llama_dir} --scaling yarn --factor 4 --out OUT"
+    assert (
+        summary["launch"]["transformers"]["note"]
+        == f"OUT: ropekit extend --model {llama_dir} --scaling yarn --factor 4 --out OUT"
+    )
     assert [row["launch"] for row in summary["engines"]] == [
         launch_lines_text(summary["launch"][name]) for name in ("SGLang", "Ollama")
     ]
