@@ -29,6 +29,7 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
 import sys
 import tempfile
 import time
@@ -111,9 +112,10 @@ def write_folders(source: Path, scaling: Any, where: Path) -> tuple[Path, Path]:
 
 def run_method(name: str, scaling: Any, flags: str, ctx: dict[str, Any]) -> dict[str, Any]:
     """Every engine's row for one method (before and after)."""
-    from ropekit.engines import llama_cpp, mlx_lm, vllm
+    from ropekit.engines import llama_cpp, mlx_lm
     from ropekit.engines.compare import probe_for
     from ropekit.engines.launch import launch_lines
+    from ropekit.engines.probe import Answer
     from ropekit.engines.transformers_ref import reference_answer
     from ropekit.integrations.gguf_write import extend_gguf
 
@@ -129,7 +131,8 @@ def run_method(name: str, scaling: Any, flags: str, ctx: dict[str, Any]) -> dict
     rows: dict[str, Any] = {}
     for side, folder in (("before", before), ("after", after)):
         rows[f"MLX-LM {side}"] = mlx_lm.row(folder, configs[side], probe, refs[side], gguf=None).as_dict()
-    rows["vLLM"] = vllm.row(after, configs["after"], probe, refs["after"], gguf=None).as_dict()
+    ctx["vllm"].append((configs["after"], probe, Answer(tables=refs["after"].tables)))  # run together at the end
+    rows["vLLM"] = {"verdict": "pending", "detail": "vLLM runs once for every method, at the end", "numbers": {}}
     why_no_gguf = None
     try:
         gguf = extend_gguf(ctx["gguf"], scaling, where / "out.gguf", target_length=TARGET, original_length=L0).out
@@ -150,6 +153,58 @@ def run_method(name: str, scaling: Any, flags: str, ctx: dict[str, Any]) -> dict
         "rows": rows,
         "launch": {engine: line.as_dict() for engine, line in launch.items()},
     }
+
+
+#: run in the vLLM environment: ropekit's vLLM probe (loaded by path: its folder holds a vllm.py) on each request
+_BATCH = """
+import contextlib, importlib.util, io, json, sys
+spec = importlib.util.spec_from_file_location("_vllm_probe", sys.argv[1])
+probe = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(probe)
+for request in json.loads(sys.stdin.read()):
+    sys.stdin, out = io.StringIO(json.dumps(request)), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            probe.main()
+        reply = {"reply": json.loads(out.getvalue().strip().splitlines()[-1])}
+    except Exception as error:
+        reply = {"error": f"{type(error).__name__}: {error}"}
+    print("REPLY " + json.dumps(reply), flush=True)
+"""
+
+
+def vllm_rows(pending: list[tuple[dict[str, Any], Any, Any]]) -> list[dict[str, Any]]:
+    """vLLM's row for each ``(config, probe, reference)``: one process of the vLLM environment for all of them
+    (importing vLLM is most of its cost), each request as ``ropekit engines`` sends it."""
+    import subprocess
+
+    from ropekit.engines import vllm
+
+    where = "see the launch lines"
+    interpreter = vllm.python()
+    if interpreter is None:
+        return [vllm.EngineRow(vllm.NAME, None, "cannot run here", "no vLLM environment", where).as_dict()] * len(
+            pending
+        )
+    requests = [vllm.request_for(config, probe, reference) for config, probe, reference in pending]
+    script = Path(vllm.__file__).with_name("_vllm_probe.py")
+    done = subprocess.run(
+        [str(interpreter), "-P", "-c", _BATCH, str(script)],
+        input=json.dumps(requests),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    replies = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("REPLY ")]
+    if len(replies) != len(pending):
+        return [vllm.failed_row(done.stderr, where).as_dict()] * len(pending)
+    rows = []
+    for reply, (config, probe, reference) in zip(replies, pending, strict=True):
+        if "error" in reply:
+            rows.append(vllm.failed_row(reply["error"], where).as_dict())
+        else:
+            rows.append(vllm.row_from_reply(reply["reply"], config, probe, reference, where).as_dict())
+    return rows
 
 
 def versions() -> dict[str, str | None]:
@@ -244,47 +299,62 @@ def main() -> None:
     parser.add_argument("--ids", type=int, default=384, help="random token ids whose logits are compared")
     parser.add_argument("--out", type=Path, default=Path("evidence/engines"))
     parser.add_argument("--methods", default=None, help="row names separated by ; (default: all)")
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder, kept (default: a temporary one)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from ropekit.engines.compare import probe_for
-    from ropekit.engines.transformers_ref import reference_answer
-    from ropekit.finetune.export import extend
-
-    started = time.time()
-    gguf = smollm2_gguf()
     chosen = methods()
     if args.methods:
         wanted = {name.strip() for name in args.methods.split(";")}
         chosen = [m for m in chosen if m[0] in wanted]
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+        run_all(args, chosen, args.work)
+        return
     with tempfile.TemporaryDirectory(prefix="smollm2-engines-") as scratch:
-        work = Path(scratch)
+        run_all(args, chosen, Path(scratch))
+
+
+def run_all(args: argparse.Namespace, chosen: list[tuple[str, Any, str]], work: Path) -> None:
+    """Every method, then vLLM for all; the outputs are rewritten after each method (a stopped run keeps its rows)."""
+    import shutil
+
+    from ropekit.engines.compare import probe_for
+    from ropekit.engines.transformers_ref import reference_answer
+    from ropekit.finetune.export import extend
+
+    started, gguf = time.time(), smollm2_gguf()
+    source = work / "source"
+    if not (source / "config.json").is_file():  # the one dequantisation (kept with --work)
         print("dequantising SmolLM2 once ...", file=sys.stderr, flush=True)
-        source = extend(gguf, None, work / "source").out
-        floor_probe = probe_for(source, original_length=L0, logit_tokens=args.ids, seed=0)
-        ctx = {"work": work, "source": source, "gguf": gguf, "ids": args.ids}
-        ctx["floor_logits"] = reference_answer(source, floor_probe).logits
-        results = []
-        for name, scaling, flags in chosen:
-            print(f"{name} ...", file=sys.stderr, flush=True)
-            results.append(run_method(name, scaling, flags, ctx))
-    found = versions()
-    found["vllm"] = next((r["rows"]["vLLM"]["version"] for r in results if r["rows"]["vLLM"]["version"]), None)
+        extend(gguf, None, source)
+    floor_probe = probe_for(source, original_length=L0, logit_tokens=args.ids, seed=0)
+    ctx = {"work": work / "runs", "source": source, "gguf": gguf, "ids": args.ids, "vllm": []}
+    shutil.rmtree(ctx["work"], ignore_errors=True)
+    ctx["floor_logits"] = reference_answer(source, floor_probe).logits
     command = (
         "ROPEKIT_VLLM_PYTHON=.venv-vllm/bin/python nice -n 15 .venv/bin/python evidence/engines/smollm2_engines.py"
     )
-    if sys.argv[1:]:
-        command += " " + " ".join(sys.argv[1:])
-    result = {
-        "command": command,
-        "ids": args.ids,
-        "wall_s": time.time() - started,
-        "versions": found,
-        "methods": results,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "smollm2_engines.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "smollm2_engines.md").write_text(markdown(result))
+    command += "".join(f" {shlex.quote(arg)}" for arg in sys.argv[1:])
+    result = {"command": command, "ids": args.ids, "versions": versions(), "methods": []}
+    for name, scaling, flags in chosen:
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        result["methods"].append(run_method(name, scaling, flags, ctx))
+        write(result, args.out, started)
+    print("vLLM (every method) ...", file=sys.stderr, flush=True)
+    for item, row in zip(result["methods"], vllm_rows(ctx["vllm"]), strict=True):
+        item["rows"]["vLLM"] = row
+    result["versions"]["vllm"] = next(
+        (row["version"] for row in (m["rows"]["vLLM"] for m in result["methods"]) if row["version"]), None
+    )
+    write(result, args.out, started)
     print(f"wrote {args.out}/smollm2_engines.md and .json in {result['wall_s'] / 60:.1f} min", file=sys.stderr)
+
+
+def write(result: dict[str, Any], out: Path, started: float) -> None:
+    result["wall_s"] = time.time() - started
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "smollm2_engines.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "smollm2_engines.md").write_text(markdown(result))
 
 
 if __name__ == "__main__":

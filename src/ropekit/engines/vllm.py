@@ -66,26 +66,41 @@ def row(folder: Path, config: dict[str, Any], probe: Probe, reference: Answer, *
     if interpreter is None:
         why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
         return EngineRow(NAME, None, "cannot run here", why, where)
+    done = subprocess.run(
+        [str(interpreter), "-P", str(Path(__file__).with_name("_vllm_probe.py"))],  # -P: not this folder,
+        input=json.dumps(request_for(config, probe, reference)),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return failed_row(done.stderr, where)
+    return row_from_reply(json.loads(done.stdout.strip().splitlines()[-1]), config, probe, reference, where)
+
+
+def request_for(config: dict[str, Any], probe: Probe, reference: Answer) -> dict[str, Any]:
+    """What :mod:`ropekit.engines._vllm_probe` reads: the rotary module's arguments and the positions per length."""
     half = int(next(iter(reference.tables.values())).shape[1])
-    request = {
+    return {
         "head_size": int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]),
         "rotary_dim": 2 * half,
         "max_position": probe.target_length,
         "rope_parameters": config.get("rope_parameters"),
         "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
     }
-    done = subprocess.run(
-        [str(interpreter), "-P", str(Path(__file__).with_name("_vllm_probe.py"))],  # -P: not this folder,
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
-        return EngineRow(NAME, None, verdict, f"vLLM failed: {last}", where)
-    reply = json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def failed_row(stderr: str, where: str) -> EngineRow:
+    """The row of a vLLM run that failed, from its last line of stderr."""
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
+    verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
+    return EngineRow(NAME, None, verdict, f"vLLM failed: {last}", where)
+
+
+def row_from_reply(
+    reply: dict[str, Any], config: dict[str, Any], probe: Probe, reference: Answer, where: str
+) -> EngineRow:
+    """vLLM's verdict from the probe's reply (its tables against the reference's)."""
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
     verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(config, probe))
     numbers["mscale"] = reply.get("mscale")
