@@ -188,6 +188,16 @@ def test_engines_prints_lines_for_the_files_the_user_writes(llama_dir) -> None:
     assert shlex.split(summary["launch"]["vLLM"]["command"])[:3] == ["vllm", "serve", str(llama_dir)]
 
 
+def test_engines_on_an_extend_output_gives_its_own_lines(llama_dir, tmp_path) -> None:
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["extend", "--model", str(llama_dir), *METHODS["llama3"], "-o", str(out)]).exit_code == 0
+    result = runner.invoke(app, ["engines", "--model", str(out), "--engines", "SGLang", "--logits", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    summary, config = json.loads(result.stdout), json.loads((out / "config.json").read_text())
+    check_served(summary["launch"], TARGET, config["rope_parameters"], config["max_position_embeddings"], str(out))
+    assert summary["engines"][0]["launch"] == launch_lines_text(summary["launch"]["SGLang"])
+
+
 def launch_lines_text(line: dict) -> str:
     from ropekit.engines.launch import Launch
 

@@ -85,17 +85,17 @@ def engines_command(
                 target_length=target_length, ramp=ramp, beta_fast=beta_fast, beta_slow=beta_slow,
                 fixed_seq_len=fixed_seq_len, factors=factors, param=param, layer_types=layer_types,
             )  # fmt: skip
-            launch = _launch_lines(folder, model, flags, original)
+            launch = _launch_lines(folder, original, model=model, flags=flags)
         else:
             source = None
             if model.suffix == ".gguf":
                 raise fail("--model: a .gguf file needs method flags (--scaling, --base or --plan)")
             folder, original = model, parse_length(original_length, "--original-length") if original_length else None
+            launch = _launch_lines(folder, original, gguf=gguf, written=True)
         rows = _compare(folder, original, logits, chosen, gguf, source, launch, quiet=json_output)
     if json_output:
         summary = {"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]}
-        if launch is not None:
-            summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
+        summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
         print_json(summary)
         return
     _print(rows)
@@ -126,9 +126,9 @@ def _source(model: Path, scratch: Path, original, types) -> tuple[Path, Path]:
     return plain.out, model
 
 
-def _launch_lines(folder: Path, model: Path, flags: str, original: int):
-    """The launch lines for the files the user writes (``extend --model MODEL FLAGS``), not the temporary ones the
-    comparison ran on."""
+def _launch_lines(folder: Path, original: int | None, *, model=None, flags: str = "...", gguf=None, written=False):
+    """The launch lines: for ``folder`` (and ``--gguf``) itself when ``written`` (an output ``extend`` wrote), else
+    for the files the user writes (``extend --model MODEL FLAGS``), not the temporary ones the comparison ran on."""
     import json
 
     from ropekit.engines.compare import probe_for
@@ -136,7 +136,9 @@ def _launch_lines(folder: Path, model: Path, flags: str, original: int):
 
     config = json.loads((folder / "config.json").read_text())
     target = probe_for(folder, original_length=original).target_length
-    return launch_lines(config, target, model=model, method=flags)
+    if not written:
+        return launch_lines(config, target, model=model, method=flags)
+    return launch_lines(config, target, folder=folder, gguf=gguf)
 
 
 def _compare(folder: Path, original, logits: int, chosen, gguf, source, launch, *, quiet: bool):
