@@ -61,6 +61,7 @@ def extend_command(
     if kind == "gguf" and extra_config:
         raise fail("--attention writes config.json for vLLM/SGLang; llama.cpp has no dual-chunk attention (GGUF --out)")
     common = {"target": target, "original": original, "layer_types": types, "force": force, "note": note}
+    common["method"] = method.flags()
     if kind == "gguf":
         extend_to_gguf(model, spec, out, json_output=json_output, **common)
         return
@@ -79,11 +80,15 @@ def _extend_folder(
     note: str | None,
     json_output: bool,
     extra_config: dict[str, Any],
+    method: str,
 ) -> None:
     """Write the transformers folder ``out`` (config.json with the new RoPE, the weights as they are) and say what
-    was written: JSON, or lines with the rope notes and llama.cpp's load-time flags for the same RoPE."""
+    was written: JSON, or lines with the rope notes and the line that launches each engine with it."""
     from ropekit.cli.gguf_out import flags_for, model_rope_of
+    from ropekit.cli.launch_view import launch_json, print_launch
+    from ropekit.engines.launch import launch_lines
     from ropekit.finetune.export import extend
+    from ropekit.integrations.native import default_target
 
     try:
         with option_errors(**_NAMES):
@@ -107,8 +112,11 @@ def _extend_folder(
         "how": result.notes,
         **{key: result.config[key] for key in extra_config},
     }
-    flags, flag_text = flags_for(model_rope_of(model, spec, layer_types))
+    flags, _ = flags_for(model_rope_of(model, spec, layer_types))
     summary["llamacpp_flags"] = flags
+    served = target or default_target(spec, original)
+    lines = launch_lines(result.config, served, folder=result.out, model=model, method=method)
+    summary["launch"] = launch_json(lines)
     if json_output:
         print_json(summary)
         return
@@ -119,4 +127,5 @@ def _extend_folder(
         typer.echo(f"  rope: {line}")
     for key in extra_config:
         typer.echo(f"  {key}: {json.dumps(result.config[key])}")
-    typer.echo(f"  llama.cpp flags: {flag_text}")
+    typer.echo(f"  launch it at {served:,} tokens:")
+    print_launch(lines, typer.echo, indent="    ")

@@ -68,8 +68,11 @@ def extend_to_gguf(
     note: str | None,
     json_output: bool,
     original: int | None = None,
+    method: str = "...",
 ) -> None:
-    """Write the GGUF file and print what was written, with the equivalent load-time flags."""
+    """Write the GGUF file and print what was written, with the line that launches each engine with the same RoPE
+    (``method``: ``extend``'s method flags, for the lines that write a transformers folder first)."""
+    from ropekit.cli.launch_view import launch_json, print_launch
     from ropekit.integrations.gguf_write import extend_gguf
 
     try:
@@ -79,7 +82,9 @@ def extend_to_gguf(
     except (ValueError, OSError) as error:
         raise fail(f"--format gguf: {name_option(str(error), _NAMES)}") from None
     form = result.form
-    flags, text = flags_for(model_rope_of(model, spec, layer_types))
+    rope = model_rope_of(model, spec, layer_types)
+    flags, _ = flags_for(rope)
+    lines = _gguf_launch(rope, result, model, original or form.original_context_length, method)
     summary = {
         "out": str(result.out),
         "plan": note,
@@ -94,6 +99,7 @@ def extend_to_gguf(
             "rope_freqs": list(form.freq_factors) if form.freq_factors is not None else None,
         },
         "llamacpp_flags": flags,
+        "launch": launch_json(lines),
     }
     if json_output:
         print_json(summary)
@@ -106,7 +112,21 @@ def extend_to_gguf(
         f"  rope: scaling.type {form.scaling_type}, factor {form.factor:g}, freq_base {form.freq_base:.9g}, "
         f"attn_factor {form.attn_factor:.9g}{extra}"
     )
-    typer.echo(f"  llama.cpp flags for the original file instead: {text}")
+    typer.echo(f"  launch it at {result.context_length:,} tokens:")
+    print_launch(lines, typer.echo, indent="    ")
+
+
+def _gguf_launch(rope: Any, result: Any, model: Path, original: int | None, method: str) -> dict[str, Any]:
+    """The launch lines for a written GGUF file: llama.cpp and Ollama on it, the folder engines with the same RoPE
+    in transformers' form (``rope_parameters`` as ``extend`` writes it into a folder)."""
+    from ropekit.engines.launch import launch_lines, native_config
+
+    served = result.context_length
+    try:
+        config, why = native_config(rope, original_length=original or served, target_length=served), None
+    except ValueError as error:
+        config, why = None, f"no transformers form: {error}"
+    return launch_lines(config, served, gguf=result.out, model=model, method=method, why_no_config=why)
 
 
 def plan_flags(

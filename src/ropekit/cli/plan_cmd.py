@@ -71,13 +71,28 @@ def plan_command(
         train_length=train,
     )
     from ropekit.attention.plan import attention_plan
+    from ropekit.cli.launch_view import launch_json, plan_launch, print_launch
+    from ropekit.finetune.choose import training_free_choice
 
     attention = attention_plan(train, target)
+    chosen, why_chosen = training_free_choice(result)
+    launch = plan_launch(
+        [method.name for method in result.methods],
+        head_dim=head_dim,
+        base=base,
+        rotary_dim=rotary_dim,
+        factor=result.factor,
+        train_length=train,
+        target_length=target,
+        model=given.path if given else None,
+    )
     if json_output:
         llamacpp = {name: value[0] for name, value in flags.items()}
         described = {"model": given.to_dict()} if given else {}
         if given is not None and given.llama4 is not None:
             described["llama4_long_context"] = given.llama4.to_dict(train, target)
+        described["launch"] = {name: launch_json(lines) for name, lines in launch.items()}
+        described["launch_method"] = chosen
         print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
         return
     console = Console()
@@ -88,6 +103,9 @@ def plan_command(
     console.print("llama.cpp flags for these methods (on a GGUF file without RoPE scaling):", highlight=False)
     for name, (_, text) in flags.items():
         console.print(f"  {name}: {text}", highlight=False)
+    echo = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
+    echo(f"Launch lines for {chosen} at {target:,} tokens ({why_chosen.removeprefix('plan: ')}; --json: every method):")
+    print_launch(launch[chosen], echo)
     print_attention_plan(console, attention, target)
 
 

@@ -11,6 +11,7 @@ import functools
 import inspect
 import json
 import math
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,23 @@ class ScalingOptions:
     def given(self) -> bool:
         """Whether a method was asked for at all (``--scaling``, ``--base`` or ``--plan``)."""
         return bool(self.scaling) or self.base is not None or self.plan
+
+    def flags(self) -> str:
+        """The method flags as given (``--model`` left out; ``None``, ``False`` and ``[]``: not given), for the
+        launch lines that write a file first."""
+        words: list[str] = []
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if name == "model" or value is None or value is False or value == []:
+                continue
+            flag = "--" + name.replace("_", "-")
+            if value is True:
+                words.append(flag)
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                text = f"{item:g}" if isinstance(item, float) else str(item)
+                words += [flag, shlex.quote(text)]
+        return " ".join(words)
 
     def resolve(self, *, training: bool) -> tuple[Any, int, int | None, tuple[str, ...] | None, str | None]:
         """``(scaling, original length, target length or None, layer types, note)`` (:func:`resolve_scaling`)."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from ropekit.engines import llama_cpp, mlx_lm, ollama, sglang, vllm
+from ropekit.engines.launch import Launch
 from ropekit.engines.probe import Answer, Case, EngineRow, Probe, make_probe
 from ropekit.engines.transformers_ref import reference_answer
 from ropekit.engines.transformers_ref import version as transformers_version
@@ -45,11 +47,14 @@ def compare_folder(
     gguf: Path | None = None,
     source: tuple[Path, Path] | None = None,
     progress: Callable[[str], None] = lambda message: None,
+    launch: Mapping[str, Launch] | None = None,
 ) -> tuple[EngineRow, list[EngineRow]]:
     """``(reference row, one row per engine)`` for ``folder`` (an extended model) under ``probe``.
 
     ``gguf``: the GGUF file llama.cpp and Ollama run (``None``: their rows give the file to write).
     ``source``: ``(unextended folder, source GGUF)``, on which the llama.cpp row measures its quantisation floor.
+    ``launch``: the launch lines the rows give (default: for ``folder`` and ``gguf`` themselves; a caller that
+    extended into a temporary folder gives the lines for the files the user writes).
     """
     progress("transformers (reference)")
     reference = reference_answer(folder, probe)
@@ -64,6 +69,9 @@ def compare_folder(
     for name in engines:
         progress(name)
         rows.append(_row(name, case))
+    if launch is not None:
+        ref_row = replace(ref_row, launch=launch["transformers"].text())
+        rows = [replace(row, launch=launch[row.engine].text()) for row in rows]
     return ref_row, rows
 
 
@@ -82,4 +90,7 @@ def _describe(reference: Answer) -> str:
 
 
 def _hf_launch(folder: Path) -> str:
-    return f"AutoModelForCausalLM.from_pretrained({str(folder)!r})"
+    from ropekit.engines.launch import launch_lines
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    return launch_lines(config, int(config.get("max_position_embeddings") or 0), folder=folder)["transformers"].text()

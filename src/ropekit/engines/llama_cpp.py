@@ -42,23 +42,13 @@ def version() -> str | None:
     return llama_cpp.__version__
 
 
-def _launch(config: dict[str, Any], probe: Probe) -> tuple[str, str | None]:
-    """``(launch line, why not)``: how llama.cpp runs the config's RoPE (flags where flags can say it, else the
-    GGUF to write), or why it has no form."""
-    from ropekit.integrations.gguf_rope import llamacpp_flags, to_llamacpp
-    from ropekit.integrations.hf_config import first_scaled_type, rope_of
+def _launch(config: dict[str, Any], probe: Probe, gguf: Path | None) -> tuple[str, str | None]:
+    """``(launch line, why not)``: how llama.cpp runs the config's RoPE (:func:`ropekit.engines.launch.launch_lines`:
+    the GGUF file, flags where flags can say it, else the GGUF to write), or why it has no form."""
+    from ropekit.engines.launch import launch_lines, llamacpp_form
 
-    rope = rope_of(config, first_scaled_type(config, None))
-    try:
-        to_llamacpp(rope, rope_freqs=True, betas=False)
-    except ValueError as error:
-        return "no llama.cpp form", str(error)
-    gguf = f"ropekit extend --model MODEL.gguf ... --out OUT.gguf; llama-server -m OUT.gguf -c {probe.target_length}"
-    try:
-        flags = " ".join(llamacpp_flags(to_llamacpp(rope, rope_freqs=False, betas=True)))
-    except ValueError:
-        return gguf, None
-    return f"llama-server -m MODEL.gguf -c {probe.target_length} {flags}   (or {gguf})", None
+    why_not = llamacpp_form(config)[2]
+    return launch_lines(config, probe.target_length, gguf=gguf)[NAME].text(), why_not
 
 
 def gaps(theirs: np.ndarray, ours: np.ndarray) -> dict[str, float]:
@@ -89,7 +79,7 @@ def row(case: Case) -> EngineRow:
     against the quantisation floor of ``case.baseline`` where given."""
     probe, reference, gguf, baseline = case.probe, case.reference, case.gguf, case.baseline
     found = version()
-    launch, why_not = _launch(case.config, probe)
+    launch, why_not = _launch(case.config, probe, gguf)
     if why_not is not None:
         verdict = "differs" if "n_ctx" in why_not else "cannot express"
         return EngineRow(NAME, found, verdict, why_not, launch)

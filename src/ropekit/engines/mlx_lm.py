@@ -38,8 +38,13 @@ def version() -> str | None:
 
 
 def launch(folder: Path) -> str:
-    """MLX-LM runs the folder as it is."""
-    return f"mlx_lm.generate --model {folder}   (or mlx_lm.server --model {folder})"
+    """MLX-LM runs the folder as it is (:func:`ropekit.engines.launch.launch_lines`)."""
+    import json
+
+    from ropekit.engines.launch import launch_lines
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    return launch_lines(config, int(config.get("max_position_embeddings") or 0), folder=folder)[NAME].text()
 
 
 def known_behaviours(config: dict[str, Any]) -> list[str]:

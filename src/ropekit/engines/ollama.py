@@ -19,8 +19,9 @@ def version() -> str | None:
 
 
 def row(case: Case) -> EngineRow:
-    source = case.gguf or "OUT.gguf (ropekit extend --out OUT.gguf)"
-    launch = f"Modelfile: FROM {source} + PARAMETER num_ctx {case.probe.target_length}; ollama create NAME -f Modelfile"
+    from ropekit.engines.launch import launch_lines
+
+    launch = launch_lines(case.config, case.probe.target_length, folder=case.folder, gguf=case.gguf)[NAME].text()
     found = version()
     why = "ollama is not installed here" if found is None else "not run by ropekit"
     return EngineRow(NAME, found, "cannot run here", f"{why}; it runs llama.cpp on the file (see llama.cpp)", launch)

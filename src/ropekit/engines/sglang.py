@@ -7,7 +7,6 @@ vLLM's environment was not tried."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,10 @@ def version() -> str | None:
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
-    override = json.dumps({"rope_parameters": config.get("rope_parameters")}, separators=(",", ":"))
-    return (
-        f"python -m sglang.launch_server --model-path {folder} --json-model-override-args '{override}' "
-        f"--context-length {probe.target_length}"
-    )
+    """SGLang's launch line for the folder (:func:`ropekit.engines.launch.launch_lines`)."""
+    from ropekit.engines.launch import launch_lines
+
+    return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
 def row(case: Case) -> EngineRow:

@@ -38,8 +38,10 @@ def python() -> Path | None:
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
-    override = json.dumps({"rope_parameters": config.get("rope_parameters")}, separators=(",", ":"))
-    return f"vllm serve {folder} --hf-overrides '{override}' --max-model-len {probe.target_length}"
+    """vLLM's launch line for the folder (:func:`ropekit.engines.launch.launch_lines`)."""
+    from ropekit.engines.launch import launch_lines
+
+    return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
 def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
@@ -96,36 +98,52 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
 def row(case: Case) -> EngineRow:
     """vLLM's verdict: its rotary module, built as its model class builds it from transformers' reading of the
     folder (:func:`~ropekit.engines.transformers_ref.rope_parameters`), against transformers' tables."""
-    from ropekit.engines.transformers_ref import rope_parameters
-
-    config, probe, reference = case.config, case.probe, case.reference
     interpreter = python()
-    where = launch(config, probe, case.folder)
+    where = launch(case.config, case.probe, case.folder)
     if interpreter is None:
         why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
         return EngineRow(NAME, None, "cannot run here", why, where)
-    half = int(next(iter(reference.tables.values())).shape[1])
-    head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
-    params = rope_parameters(case.folder)
-    request = {
-        **model_rope(config, params, head),
-        "rotary_dim": 2 * half,
-        "max_position": probe.target_length,
-        "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
-    }
     done = subprocess.run(
         [str(interpreter), "-P", str(Path(__file__).with_name("_vllm_probe.py"))],  # -P: not this folder,
-        input=json.dumps(request),
+        input=json.dumps(request_for(case)),
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
-        return EngineRow(NAME, version(), verdict, f"vLLM failed: {last}", where)
-    reply = json.loads(done.stdout.strip().splitlines()[-1])
+        return failed_row(done.stderr, where)
+    return row_from_reply(json.loads(done.stdout.strip().splitlines()[-1]), case, where)
+
+
+def request_for(case: Case) -> dict[str, Any]:
+    """What :mod:`ropekit.engines._vllm_probe` reads: the rotary module's arguments (built as vLLM's model class
+    builds them, :func:`model_rope`) and the positions per length."""
+    from ropekit.engines.transformers_ref import rope_parameters
+
+    config, probe = case.config, case.probe
+    half = int(next(iter(case.reference.tables.values())).shape[1])
+    head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+    return {
+        **model_rope(config, rope_parameters(case.folder), head),
+        "rotary_dim": 2 * half,
+        "max_position": probe.target_length,
+        "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
+    }
+
+
+def failed_row(stderr: str, where: str) -> EngineRow:
+    """The row of a vLLM run that failed, from its last line of stderr."""
+    last = (stderr.strip().splitlines() or ["no output"])[-1]
+    verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
+    return EngineRow(NAME, version(), verdict, f"vLLM failed: {last}", where)
+
+
+def row_from_reply(reply: dict[str, Any], case: Case, where: str) -> EngineRow:
+    """vLLM's verdict from the probe's reply (its tables against the reference's)."""
+    from ropekit.engines.transformers_ref import rope_parameters
+
+    params = rope_parameters(case.folder)
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    verdict, detail, numbers = judge(reference, theirs, probe, known=known_behaviours(params, probe))
+    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known_behaviours(params, case.probe))
     numbers["mscale"] = reply.get("mscale")
     return EngineRow(NAME, reply["version"], verdict, f"{detail} (rotary module only)", where, numbers)

@@ -39,16 +39,23 @@ def plan_scaling(rope: RopeConfig, original: int, target: int, *, training: bool
             f"{result.first_negative:,}); base change to {result.suggested_base:,.0f}, the planner's round base "
             "verified feasible at every m (Men et al.)"
         )
-    factor = target / original
+    name, why = training_free_choice(result)
+    return _build(name, target / original, original), why
+
+
+def training_free_choice(result) -> tuple[str, str]:
+    """``(method name, sentence saying why)``: the training-free method ``extend --plan`` takes from a
+    :class:`~ropekit.theory.planning.Plan` (the module docstring's rule)."""
+    factor, target = result.factor, result.target_length
     by_name = {m.name: m for m in result.methods}
     preference = ranked_scalings("extend_preference")  # training-free methods, best measured first
     for name in preference:
         if name in by_name and by_name[name].first_negative is None:
-            return _build(name, factor, original), (
+            return name, (
                 f"plan: {name} at s = {factor:g}, the first of {', '.join(preference)} whose frequencies keep "
                 f"B_m >= 0 for every m < {target:,}"
             )
-    return _build(preference[0], factor, original), (
+    return preference[0], (
         f"plan: {preference[0]} at s = {factor:g}; none of {', '.join(preference)} keeps B_m >= 0 below {target:,}, "
         f"and {preference[0]} measured best training-free"
     )
