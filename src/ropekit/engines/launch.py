@@ -63,8 +63,27 @@ class Launch:
 
 def overrides(config: Mapping[str, Any]) -> dict[str, Any]:
     """The config keys vLLM's ``--hf-overrides`` and SGLang's ``--json-model-override-args`` set: the RoPE as
-    ``rope_parameters`` and ``max_position_embeddings``, as in ``config``."""
-    return {"rope_parameters": config["rope_parameters"], "max_position_embeddings": config["max_position_embeddings"]}
+    ``rope_parameters`` and ``max_position_embeddings``, as in ``config`` (a config with only the older keys, as
+    hub configs written before transformers 5 are: its ``rope_parameters`` as transformers builds them)."""
+    params = config.get("rope_parameters")
+    if params is None:
+        params = _from_older_keys(config)
+    return {"rope_parameters": params, "max_position_embeddings": config.get("max_position_embeddings")}
+
+
+def _from_older_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``rope_parameters`` from ``rope_theta``, ``rope_scaling`` (``type`` read as ``rope_type``) and Gemma 3's
+    ``rope_local_base_freq``, as transformers' ``convert_rope_params_to_dict`` builds them."""
+    scaling = dict(config.get("rope_scaling") or {})
+    kind = scaling.pop("type", None)
+    params = {**scaling, "rope_type": scaling.get("rope_type") or kind or "default"}
+    params["rope_theta"] = config.get("rope_theta", 10000.0)
+    if "rope_local_base_freq" not in config:
+        return params
+    return {
+        "full_attention": params,
+        "sliding_attention": {"rope_type": "default", "rope_theta": config["rope_local_base_freq"]},
+    }
 
 
 def llamacpp_form(config: Mapping[str, Any]) -> tuple[list[str] | None, str | None, str | None]:
