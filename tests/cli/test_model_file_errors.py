@@ -56,7 +56,7 @@ def test_a_file_named_gguf_that_is_not_one_is_a_one_line_error(tmp_path, content
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("size", [1_000_000, 50_000_000], ids=["1MB", "50MB"])
+@pytest.mark.parametrize("size", [1_000_000, pytest.param(50_000_000, marks=pytest.mark.slow)], ids=["1MB", "50MB"])
 def test_a_truncated_gguf_is_a_one_line_error(tmp_path, smollm2_path, size):
     """The real SmolLM2 GGUF cut short (an interrupted download), for extend, finetune and eval."""
     model = tmp_path / "m.gguf"

@@ -25,9 +25,9 @@ def _row(folder):
 
 @pytest.mark.parametrize(
     "scaling",
-    [
-        LinearScaling(factor=4.0),
-        YarnScaling(factor=4.0, original_max_position_embeddings=L0),
+    [  # each case starts vLLM (about 12 s); the default suite runs the one that carries the most keys
+        pytest.param(LinearScaling(factor=4.0), marks=pytest.mark.slow),
+        pytest.param(YarnScaling(factor=4.0, original_max_position_embeddings=L0), marks=pytest.mark.slow),
         YarnScaling(factor=4.0, original_max_position_embeddings=L0, attention_factor=1.3),
     ],
     ids=["linear", "yarn", "yarn-attention"],  # the last carries mscale/mscale_all_dim for MLX-LM too
