@@ -17,6 +17,7 @@ By design llama.cpp fixes its RoPE when it starts: LongRoPE's two lists are chos
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ TOL_MEAN, TOL_MAX = 0.25, 3.0
 FLOOR_RATIO = 1.5
 #: ... plus this much, so that a floor near zero does not call float noise a difference
 FLOOR_SLACK = 0.02
-#: and its argmax agreement may fall this far below the floor's
+#: and its argmax agreement may fall this far below the floor's, or by two standard errors of the difference of two
+#: agreements measured on the same number of positions, sqrt(2 p (1 - p) / n), where that is more (one position of
+#: 64 is 1.6 points: the fixed slack alone would call sampling noise a difference)
 AGREEMENT_SLACK = 0.05
 
 
@@ -55,7 +58,8 @@ def gaps(theirs: np.ndarray, ours: np.ndarray) -> dict[str, float]:
     """Mean and max |Δlogit| and the argmax agreement of two ``(positions, vocab)`` logit arrays."""
     gap = np.abs(theirs - ours)
     agree = float((theirs.argmax(-1) == ours.argmax(-1)).mean())
-    return {"logits_mean_diff": float(gap.mean()), "logits_max_diff": float(gap.max()), "argmax_agreement": agree}
+    numbers = {"logits_mean_diff": float(gap.mean()), "logits_max_diff": float(gap.max()), "argmax_agreement": agree}
+    return {**numbers, "positions": int(gap.shape[0])}
 
 
 def judge_logits(numbers: dict[str, float], floor: dict[str, float] | None) -> tuple[bool, str]:
@@ -67,11 +71,18 @@ def judge_logits(numbers: dict[str, float], floor: dict[str, float] | None) -> t
         same = mean <= TOL_MEAN and top <= TOL_MAX
         return same, f"{detail} (quantised file; fixed tolerance, uncalibrated: no source GGUF to compare)"
     limit = FLOOR_RATIO * floor["logits_mean_diff"] + FLOOR_SLACK
-    same = mean <= limit and agree >= floor["argmax_agreement"] - AGREEMENT_SLACK
+    same = mean <= limit and agree >= floor["argmax_agreement"] - agreement_slack(floor)
     return same, (
         f"{detail}; the unextended file on the same ids (quantisation floor): mean {floor['logits_mean_diff']:.3g}, "
         f"argmax {100 * floor['argmax_agreement']:.0f}% (same within {FLOOR_RATIO:g}x + {FLOOR_SLACK:g})"
     )
+
+
+def agreement_slack(floor: dict[str, float]) -> float:
+    """How far the argmax agreement may fall below the ``floor``'s (:data:`AGREEMENT_SLACK`)."""
+    p, n = floor["argmax_agreement"], floor.get("positions")
+    sampling = 2 * math.sqrt(2 * p * (1 - p) / n) if n else 0.0
+    return max(AGREEMENT_SLACK, sampling)
 
 
 def row(case: Case) -> EngineRow:
