@@ -113,7 +113,8 @@ def main() -> None:
 
     from ropekit.finetune.export import extend
     from ropekit.finetune.settings import FinetuneSettings
-    from ropekit.integrations.hf_config import load_config, original_length_of, rope_of
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import original_length_of, rope_of
     from ropekit.scaling import YarnScaling
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

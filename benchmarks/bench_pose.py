@@ -106,7 +106,7 @@ def main() -> None:
     from ropekit.finetune.fit import Shapes, plan_step
     from ropekit.finetune.pose import PoseSettings
     from ropekit.finetune.settings import FinetuneSettings
-    from ropekit.integrations.hf_config import load_config
+    from ropekit.integrations.hf.load import load_config
     from ropekit.scaling import YarnScaling
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

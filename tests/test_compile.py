@@ -105,7 +105,7 @@ def test_compiled_tiny_model_refuses_positions_beyond_its_limit():
 
 
 def _patched_llama():
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
     from ropekit.scaling.registry import get_scaling
 
     options = {"vocab": 64, "hidden": 32, "positions": 64, "bos_token_id": 1, "eos_token_id": 2}

@@ -1,6 +1,6 @@
 """M-RoPE (:mod:`ropekit.mrope`): 3-D positions split over the pairs, blocked (Qwen2-VL) and interleaved (Qwen3-VL).
 
-Oracles: transformers 5.18's own rotary classes (``Qwen2VLRotaryEmbedding``, ``Qwen2_5_VLRotaryEmbedding``,
+Oracles: transformers' own rotary classes (``Qwen2VLRotaryEmbedding``, ``Qwen2_5_VLRotaryEmbedding``,
 ``Qwen3VLTextRotaryEmbedding``) and ``apply_rotary_pos_emb`` on small configs and random positions; the 1-D
 :func:`ropekit.cos_sin` for text positions (bit for bit); and the swapped layout, which must *not* match.
 """
@@ -191,7 +191,7 @@ def test_refusals_name_the_problem() -> None:
 
 def test_extended_config_keeps_the_sections() -> None:
     """``extend`` writes the new scaling beside the model's mrope_section, so transformers keeps the 3-D layout."""
-    from ropekit.integrations.hf_config import extended_config
+    from ropekit.integrations.hf.model_config import extended_config
     from ropekit.scaling import YarnScaling
 
     qwen2_vl = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,

@@ -82,7 +82,15 @@ PUBLIC = {
 }
 
 #: packages whose ``__all__`` names their modules (nothing heavy is imported by the package itself)
-MODULE_PACKAGES = ("ropekit.cli", "ropekit.eval", "ropekit.experiments", "ropekit.finetune", "ropekit.integrations")
+MODULE_PACKAGES = (
+    "ropekit.cli",
+    "ropekit.eval",
+    "ropekit.experiments",
+    "ropekit.finetune",
+    "ropekit.integrations",
+    "ropekit.integrations.gguf",
+    "ropekit.integrations.hf",
+)
 
 
 @pytest.mark.parametrize("package", sorted(PUBLIC))

@@ -94,8 +94,8 @@ def write_folders(source: Path, scaling: Any, where: Path) -> tuple[Path, Path]:
     """``(after, before)`` folders for ``scaling``: the config ``extend`` writes, and the same with only
     ``rope_parameters``; the other files are links to ``source``'s."""
     from ropekit.finetune.export import write_config
-    from ropekit.integrations.hf_config import extended_config
-    from ropekit.integrations.legacy_keys import LEGACY_KEYS
+    from ropekit.integrations.hf.legacy_keys import LEGACY_KEYS
+    from ropekit.integrations.hf.model_config import extended_config
 
     config = json.loads((source / "config.json").read_text())
     after, _ = extended_config(config, scaling, target_length=TARGET)
@@ -117,7 +117,7 @@ def run_method(name: str, scaling: Any, flags: str, ctx: dict[str, Any]) -> dict
     from ropekit.engines.launch import launch_lines
     from ropekit.engines.probe import Answer, Case
     from ropekit.engines.transformers_ref import reference_answer
-    from ropekit.integrations.gguf_write import extend_gguf
+    from ropekit.integrations.gguf.write_rope import extend_gguf
 
     where = ctx["work"] / name.replace(" ", "_").replace(",", "").replace("/", "_")
     after, before = write_folders(ctx["source"], scaling, where)

@@ -16,7 +16,7 @@ from pathlib import Path
 from ropekit.eval.models import load_eval_model
 from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.run import measure
-from ropekit.integrations.hf_config import load_tokenizer
+from ropekit.integrations.hf.load import load_tokenizer
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ropekit.config import MRope, RopeConfig
-from ropekit.scaling._hf import hf_float, hf_int
+from ropekit.scaling._hf_numbers import hf_float, hf_int
 from ropekit.scaling.registry import ScalingConfig, get_scaling
 
 __all__ = ["from_hf_config", "to_hf_config", "to_hf_dict"]
@@ -208,7 +208,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
     Returns:
         The equivalent config; ``frequencies(result, seq_len)`` equals transformers' ``ROPE_INIT_FUNCTIONS``
         output to float32 precision. It is the RoPE of the layers that rotate q and k: which layers those are
-        (SmolLM3 and Llama 4 have NoPE layers) is ``ropekit.integrations.rope_layers.rope_layout(config)``.
+        (SmolLM3 and Llama 4 have NoPE layers) is ``ropekit.integrations.hf.rope_layers.rope_layout(config)``.
 
     Raises:
         ValueError: naming the key, when a required key is missing or null, a value is of the wrong kind or out

@@ -137,8 +137,8 @@ MODEL_CASES = [pytest.param("llama", name, id=f"llama-{name}") for name in NAMES
 @pytest.mark.hf
 @pytest.mark.parametrize(("arch", "name"), MODEL_CASES)
 def test_transformers_model_matches_oracle_and_decodes(arch: str, name: str, oracle):
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     build, base = MODELS[arch]
     model = build()
@@ -168,8 +168,8 @@ def test_transformers_model_matches_oracle_and_decodes(arch: str, name: str, ora
 @pytest.mark.hf
 @pytest.mark.parametrize("name", NAMES)
 def test_transformers_window_covering_the_length_is_plain(name: str, oracle):
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = llama()
     ids = torch.randint(0, 101, (1, 40), generator=torch.Generator().manual_seed(3))
@@ -184,7 +184,7 @@ def test_transformers_window_covering_the_length_is_plain(name: str, oracle):
 @pytest.mark.hf
 def test_composes_with_a_scaling():
     """YaRN installed first, then Self-Extend: the method re-positions with YaRN's frequencies (oracle agrees)."""
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
     from ropekit.scaling import get_scaling
 
     model = llama()
@@ -198,7 +198,7 @@ def test_composes_with_a_scaling():
 
 def _self_extend_changes_only_a_short_window(model, ids, reference, *, covering: int) -> None:
     """Self-Extend with a window of ``covering`` tokens (the whole input) gives ``reference``; a window of 8 does not."""
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     with torch.no_grad():
         apply_attention(model, get_attention("self_extend")(group=2, window=covering))
@@ -211,7 +211,7 @@ def _self_extend_changes_only_a_short_window(model, ids, reference, *, covering:
 @pytest.mark.parametrize("arch", ["phi3", "gpt_neox"])
 def test_fused_qkv_and_partial_rotary_models(arch: str):
     """Phi-3 (one qkv_proj) and GPT-NeoX (rotary on half the head): plain when the window covers the length."""
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     own = {"rotary_pct": 0.5} if arch == "gpt_neox" else {}  # GPT-NeoX has no grouped KV heads
     model = random_hf_model(arch, pad_token_id=0, **SIZES, **own).eval()

@@ -74,7 +74,7 @@ def per_layer_oracle_logits(model, ids: torch.Tensor, name: str, oracle) -> torc
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_model_whose_layers_are_all_nope_is_unchanged(name: str, oracle):
-    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention, describe_attention
 
     model = smollm3([0, 0, 0], layers=3)
     ids = torch.randint(0, 101, (1, 200), generator=torch.Generator().manual_seed(1))
@@ -91,8 +91,8 @@ def test_a_model_whose_layers_are_all_nope_is_unchanged(name: str, oracle):
     [([1, 0, 1, 0], name) for name in NAMES] + [(None, "self_extend"), ([0, 1, 1, 1], "dual_chunk")],
 )
 def test_mixed_layouts_match_a_per_layer_oracle_and_decode(no_rope_layers, name: str, oracle):
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = smollm3(no_rope_layers)
     flags = [int(layer.self_attn.use_rope) for layer in model.model.layers]  # transformers' own reading
@@ -118,7 +118,7 @@ def test_mixed_layouts_match_a_per_layer_oracle_and_decode(no_rope_layers, name:
 
 
 def test_every_layer_of_a_plain_model_gets_the_method(oracle):
-    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention, describe_attention
 
     settings = {k: v for k, v in sizes(3).items() if k != "pad_token_id"}
     model = random_hf_model("llama", **settings).eval()
@@ -164,7 +164,7 @@ def llama4_oracle_logits(model, ids: torch.Tensor, name: str, oracle) -> torch.T
 
 
 def test_llama4_runs_ropekit_rotary_as_its_own():
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = llama4([1, 1, 0])
     ids = torch.randint(0, 101, (1, LENGTH), generator=torch.Generator().manual_seed(4))
@@ -175,8 +175,8 @@ def test_llama4_runs_ropekit_rotary_as_its_own():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_llama4_methods_reach_its_rope_layers_only(name: str, oracle):
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention, describe_attention
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = llama4([1, 0, 1, 0])
     ids = torch.randint(0, 101, (1, LENGTH), generator=torch.Generator().manual_seed(5))
@@ -199,7 +199,7 @@ def test_llama4_methods_reach_its_rope_layers_only(name: str, oracle):
 
 
 def test_llama4_whose_layers_are_all_nope_is_unchanged(oracle):
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     model = llama4([0, 0])
     ids = torch.randint(0, 101, (1, 200), generator=torch.Generator().manual_seed(6))

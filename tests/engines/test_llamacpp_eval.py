@@ -2,7 +2,7 @@
 
 The oracle is ropekit's torch path on the dequantised weights (float32) and llama.cpp's own full recomputation: the
 samples are the same token ids, the answers the same, and perplexity within the 1% that the llama.cpp parity tests
-(``tests/integrations/test_llamacpp.py``) calibrated for the Q4_1 file (12.886 against 12.803 at 1×: 0.65%).
+(``tests/integrations/gguf/test_llamacpp.py``) calibrated for the Q4_1 file (12.886 against 12.803 at 1×: 0.65%).
 """
 
 from __future__ import annotations

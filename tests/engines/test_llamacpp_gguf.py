@@ -19,7 +19,7 @@ L0 = 256
 def test_a_gguf_with_another_rope_differs(smollm2_path, tmp_path) -> None:
     pytest.importorskip("llama_cpp")
     from ropekit.finetune.export import extend
-    from ropekit.integrations.gguf_write import extend_gguf
+    from ropekit.integrations.gguf.write_rope import extend_gguf
 
     plain = extend(smollm2_path, None, tmp_path / "source", original_length=L0).out
     yarn = YarnScaling(factor=4.0, original_max_position_embeddings=L0)

@@ -19,7 +19,7 @@ from helpers.hf_models import LOGIT_TRANSFORMS, random_hf_model
 from ropekit.eval.models import TinyEvalModel, load_eval_model
 from ropekit.eval.passkey import episode_batch_correct
 from ropekit.eval.perplexity import perplexity_at
-from ropekit.integrations.head import LOGIT_TRANSFORM_KEYS, chunk_positions
+from ropekit.integrations.hf.output_head import LOGIT_TRANSFORM_KEYS, chunk_positions
 from ropekit.model.tasks import Episode
 
 VOCAB = 300

@@ -1,7 +1,7 @@
 """``HFEvalModel``: a transformers model saved with ``save_pretrained`` as an evaluation model: what it reads from the
 folder, its logits against transformers' own (native and plain RoPE), its refusals and its out-of-memory errors.
 
-Oracle: transformers 5.18 itself on the same folder (logits at 1e-5), and the config the folder was written from.
+Oracle: transformers itself on the same folder (logits at 1e-5), and the config the folder was written from.
 """
 
 from __future__ import annotations

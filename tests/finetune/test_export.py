@@ -10,8 +10,8 @@ import torch
 from helpers.hf_models import ORIGINAL, random_hf_folder  # ORIGINAL: the small models' length
 from ropekit.config import RopeConfig
 from ropekit.finetune.export import extend
-from ropekit.integrations.hf_config import extended_config
-from ropekit.integrations.native import native_rope
+from ropekit.integrations.hf.model_config import extended_config
+from ropekit.integrations.hf.native_rope import native_rope
 from ropekit.scaling import (
     BaseChange,
     DynamicScaling,
@@ -39,7 +39,7 @@ def _native_equals_patched(source, out, scaling) -> list[float]:
     """Relative max difference per length between ropekit's patched model and the natively loaded export."""
     from transformers import AutoModelForCausalLM
 
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     patched = apply_scaling(AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32), scaling).eval()
     native = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
@@ -195,7 +195,7 @@ def test_per_layer_type_model_keeps_per_layer_type_rope(name, tmp_path):
 
 
 def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
-    """transformers 5.18 cannot run longrope per layer type: the oracle is transformers itself failing."""
+    """transformers cannot run longrope per layer type: the oracle is transformers itself failing."""
     import shutil
 
     from transformers import AutoModelForCausalLM

@@ -21,8 +21,8 @@ def test_smollm2_gguf_extends_natively_with_equal_logits(smollm2_path, tmp_path)
     Oracle: ropekit's patched model built from the same dequantised weights."""
     from transformers import AutoModelForCausalLM
 
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_config import load_model
+    from ropekit.integrations.hf.load import load_model
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     scaling = YarnScaling(factor=4.0, original_max_position_embeddings=TRAIN, ramp="paper")
     result = extend(smollm2_path, scaling, tmp_path / "out")

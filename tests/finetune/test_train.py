@@ -55,7 +55,7 @@ def test_output_loads_natively_with_the_trained_patched_models_logits(llama_dir,
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     out = tmp_path / "out"
     _run(llama_dir, text_file, out, _settings(steps=3), scaling=PAPER_YARN)

@@ -3,8 +3,8 @@
 Written from ``src/llama-model.cpp`` (``load_hparams``: scale = 1/factor), ``src/llama-context.cpp`` (``none`` forces
 scale 1; ext_factor 1 for YaRN; ``yarn_attn_factor`` = g(s)/(1 + 0.1 ln s) · ``rope.scaling.attn_factor``) and
 ``ggml/src/ggml-cpu/ops.cpp`` / ``ggml.c`` (``ggml_rope_yarn_corr_dims``, ``rope_yarn_ramp`` in i0/2, ``rope_yarn``:
-θ/ff, then the mix, mscale · (1 + 0.1 ln(1/scale)) under YaRN), independently of ``ropekit.integrations.gguf_rope``.
-The oracle of the GGUF tests that run without llama.cpp.
+θ/ff, then the mix, mscale · (1 + 0.1 ln(1/scale)) under YaRN), independently of
+``ropekit.integrations.gguf.llamacpp_rope``. The oracle of the GGUF tests that run without llama.cpp.
 """
 
 from __future__ import annotations

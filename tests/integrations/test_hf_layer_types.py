@@ -1,7 +1,7 @@
 """One RoPE per layer type (Gemma 3) inside transformers: ropekit's adapter scales the layer types asked for, each at
 its own base, and reads each type's RoPE.
 
-Oracle: transformers 5.18 itself, on a small random Gemma 3 whose config scales those layer types (logits at 1e-5);
+Oracle: transformers itself, on a small random Gemma 3 whose config scales those layer types (logits at 1e-5);
 plain RoPE must differ by far more than the tolerance.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 from helpers.hf_logits import ATOL, BASE, HEAD_DIM, MATTERS, gemma3, ids_of, llama, logits, max_diff
 from ropekit.config import RopeConfig
-from ropekit.integrations.hf import apply_scaling
+from ropekit.integrations.hf.patch_rope import apply_scaling
 from ropekit.scaling import LinearScaling, YarnScaling
 
 transformers = pytest.importorskip("transformers")
@@ -53,7 +53,7 @@ def test_per_layer_type_scaling_equals_transformers(full, sliding, scaling) -> N
 
 
 def test_per_layer_type_rope_is_read_per_type_and_unscaled_types_keep_their_own() -> None:
-    from ropekit.integrations.hf_config import layer_types_of, rope_of
+    from ropekit.integrations.hf.model_config import layer_types_of, rope_of
 
     model = gemma3()
     assert layer_types_of(model) == ["full_attention", "sliding_attention"]

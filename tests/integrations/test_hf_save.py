@@ -1,7 +1,7 @@
 """A model patched with ``apply_scaling`` saves what it computes: ``save_pretrained`` writes a config that
 transformers alone loads to the same logits, or refuses a RoPE no transformers config expresses.
 
-Oracle: transformers 5.18 itself, reloading the saved folder without ropekit (logits at 1e-5).
+Oracle: transformers itself, reloading the saved folder without ropekit (logits at 1e-5).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from helpers.hf_logits import ATOL, BASE, MATTERS, gemma3, ids_of, llama, logits, max_diff, phi3
-from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling
+from ropekit.integrations.hf.patch_rope import HFRotaryAdapter, apply_scaling
 from ropekit.scaling import DynamicScaling, LinearScaling, NTKScaling, YarnScaling
 
 transformers = pytest.importorskip("transformers")
@@ -56,7 +56,7 @@ def test_save_pretrained_of_a_patched_model_reloads_with_the_same_logits(factory
 
 
 def test_save_pretrained_refuses_a_rope_without_native_form(tmp_path: Path) -> None:
-    """Paper-ramp YaRN on Gemma 3 needs a per-layer-type longrope, which transformers 5.18 cannot run: saving is
+    """Paper-ramp YaRN on Gemma 3 needs a per-layer-type longrope, which transformers cannot run: saving is
     refused (nothing written) instead of writing plain RoPE; a later expressible scaling can be saved again."""
     model = gemma3()
     apply_scaling(model, YarnScaling(factor=4.0, original_max_position_embeddings=32, ramp="paper"))

@@ -21,7 +21,7 @@ LENGTHS = (256, 512)
 @pytest.fixture(scope="module")
 def smollm2_folder(smollm2_path, tmp_path_factory):
     """SmolLM2 as a transformers folder: the GGUF dequantised (float32) by ropekit's loader, with its tokenizer."""
-    from ropekit.integrations.hf_config import load_model
+    from ropekit.integrations.hf.load import load_model
 
     folder = tmp_path_factory.mktemp("smollm2") / "model"
     model, tokenizer = load_model(smollm2_path)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ropekit import from_hf_config
-from ropekit.integrations.hf import apply_scaling
+from ropekit.integrations.hf.patch_rope import apply_scaling
 
 pytestmark = [pytest.mark.real, pytest.mark.hf]
 

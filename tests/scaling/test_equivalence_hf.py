@@ -1,6 +1,6 @@
 """ropekit's frequencies equal transformers' own ``ROPE_INIT_FUNCTIONS`` for every transformers rope type.
 
-Oracle: transformers 5.18 itself, at 1e-6 relative, with float32 artefacts judged against the same transformers
+Oracle: transformers itself, at 1e-6 relative, with float32 artefacts judged against the same transformers
 function re-run in float64 (:mod:`helpers.hf_frequencies`). Each hypothesis example builds one config dict (the
 5.x ``rope_parameters`` form or the 4.x ``rope_scaling`` form) and gives it to transformers and to ropekit. YaRN,
 whose reading rules have the most quirks, is in test_equivalence_hf_yarn.py.

@@ -1,7 +1,7 @@
 """YaRN's frequencies and attention factor equal transformers' own, quirks included: null and zero betas, mscale
 with and without mscale_all_dim, an explicit attention factor, truncate, a null factor, DeepSeek-V3's config.
 
-Oracle: transformers 5.18 itself (:mod:`helpers.hf_frequencies`: 1e-6 relative, float32 artefacts judged against
+Oracle: transformers itself (:mod:`helpers.hf_frequencies`: 1e-6 relative, float32 artefacts judged against
 the same function re-run in float64), and that float64 re-run checked against float32 where both are exact.
 """
 

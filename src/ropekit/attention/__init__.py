@@ -4,7 +4,7 @@ Self-Extend (:mod:`~ropekit.attention.self_extend`), ReRoPE and leaky ReRoPE (:m
 Dual Chunk Attention (:mod:`~ropekit.attention.dual_chunk`), STRING (:mod:`~ropekit.attention.string_rope`) and
 StreamingLLM attention sinks (:mod:`~ropekit.attention.sinks`): each a frozen config in :data:`ATTENTIONS`, run by
 :func:`~ropekit.attention.core.attend` on queries and keys the model has already rotated. No transformers here:
-:mod:`ropekit.integrations.hf_attention` plugs the core into transformers models, and
+:mod:`ropekit.integrations.hf.patch_attention` plugs the core into transformers models, and
 :meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 

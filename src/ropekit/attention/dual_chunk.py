@@ -15,7 +15,7 @@ follow ChunkLlama's code for a model trained at ``L``: ``s + w = 3L/4`` and ``w 
 
 Qwen's ``dual_chunk_attention_config`` (vLLM, SGLang) clamps at its ``chunk_size``, so its ``(chunk_size,
 local_size)`` is this method's ``(s + w − 1, w − 1)``; it may add a length temperature this method does not apply.
-The mapping and its limits: :mod:`ropekit.integrations.dual_chunk_config`.
+The mapping and its limits: :mod:`ropekit.integrations.hf.dual_chunk_config`.
 """
 
 from __future__ import annotations

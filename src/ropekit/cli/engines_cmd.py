@@ -74,7 +74,7 @@ def _extended(model, spec, scratch: Path, target, original, types, gguf):
     plain = extend(model, None, scratch / "source", **options).out
     folder = extend(plain, spec, scratch / "model", target_length=target, **options).out
     if gguf is None:
-        from ropekit.integrations.gguf_write import extend_gguf
+        from ropekit.integrations.gguf.write_rope import extend_gguf
 
         try:
             gguf = extend_gguf(model, spec, scratch / "model.gguf", target_length=target, layer_types=types).out

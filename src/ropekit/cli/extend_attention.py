@@ -1,7 +1,7 @@
 """``ropekit extend --attention``: an attention method written into config.json for the engines that read it.
 
 Only ``dual_chunk`` has such a key: Qwen's ``dual_chunk_attention_config``, which vLLM and SGLang read
-(:mod:`ropekit.integrations.dual_chunk_config` maps it; transformers ignores it and attends as usual).
+(:mod:`ropekit.integrations.hf.dual_chunk_config` maps it; transformers ignores it and attends as usual).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def attention_entry(text: str | None, *, original: int, target: int | None) -> d
     if text is None:
         return {}
     from ropekit.attention import DualChunk
-    from ropekit.integrations.dual_chunk_config import CONFIG_KEY, dual_chunk_config
+    from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY, dual_chunk_config
 
     name, _, params = str(text).partition(":")
     if name.strip() != "dual_chunk":

@@ -51,7 +51,7 @@ def extend_command(
     model's tensors as they are and sets llama.cpp's RoPE metadata (docs/llamacpp.md); llama.cpp's load-time flags
     for the same RoPE are printed too.
     """
-    from ropekit.cli.gguf_out import choose_format, extend_to_gguf
+    from ropekit.cli.extend_gguf import choose_format, extend_to_gguf
 
     model = method.model
     kind = choose_format(out, model, output_format)
@@ -84,11 +84,11 @@ def _extend_folder(
 ) -> None:
     """Write the transformers folder ``out`` (config.json with the new RoPE, the weights as they are) and say what
     was written: JSON, or lines with the rope notes and the line that launches each engine with it."""
-    from ropekit.cli.gguf_out import flags_for, model_rope_of
+    from ropekit.cli.extend_gguf import flags_for, model_rope_of
     from ropekit.cli.launch_view import launch_json, print_launch
     from ropekit.engines.launch import launch_lines
     from ropekit.finetune.export import extend
-    from ropekit.integrations.native import default_target
+    from ropekit.integrations.hf.native_rope import default_target
 
     try:
         with option_errors(**_NAMES):

@@ -174,7 +174,7 @@ def _plan(request, console, dry_run: bool) -> None:
     from ropekit.finetune.fit import plan_finetune, refusal
     from ropekit.finetune.run import load_for_training
     from ropekit.finetune.train import checked_model
-    from ropekit.integrations.hf_config import load_config
+    from ropekit.integrations.hf.load import load_config
 
     def build():
         try:

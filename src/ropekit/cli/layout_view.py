@@ -1,7 +1,7 @@
 """``--model``'s layout view: the RoPE layout a model's config declares, as one table (or JSON).
 
 :func:`read_config` reads a model folder, a ``config.json`` file or a ``.gguf`` file; :func:`layout_table` renders
-:func:`ropekit.integrations.layout.model_layout` for any command that shows a model.
+:func:`ropekit.integrations.hf.model_layout.model_layout` for any command that shows a model.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ropekit.cli.common import option_errors
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ropekit.integrations.layout import Layout
+    from ropekit.integrations.hf.model_layout import Layout
 
 
 def read_config(model: str) -> dict:
@@ -22,7 +22,7 @@ def read_config(model: str) -> dict:
     from pathlib import Path
 
     from ropekit.errors import MissingFile
-    from ropekit.integrations.hf_config import load_config
+    from ropekit.integrations.hf.load import load_config
 
     path = Path(model)
     if path.is_file() and path.suffix.lower() == ".json":
@@ -44,7 +44,7 @@ def model_layout_of(given: Any) -> Layout | None:
     error (exit 2) naming ``--model`` if ropekit refuses part of it."""
     if given is None:
         return None
-    from ropekit.integrations.layout import model_layout
+    from ropekit.integrations.hf.model_layout import model_layout
 
     with option_errors(model="--model"):
         return model_layout(given.config)

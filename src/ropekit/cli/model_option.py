@@ -31,8 +31,8 @@ class ModelRope:
         layout: which layers rotate q and k (``None``: every layer).
         path: ``--model`` as given.
         llama4: Llama 4's temperature and chunked attention
-            (:class:`~ropekit.integrations.llama4_context.Llama4LongContext`; ``None`` for other models).
-        config: its whole ``config.json`` dict (for :func:`ropekit.integrations.layout.model_layout`).
+            (:class:`~ropekit.integrations.hf.llama4_context.Llama4LongContext`; ``None`` for other models).
+        config: its whole ``config.json`` dict (for :func:`ropekit.integrations.hf.model_layout.model_layout`).
     """
 
     head_dim: int
@@ -59,9 +59,9 @@ def read_model(model: Path | None) -> ModelRope | None:
         return None
     from ropekit.cli.layout_view import read_config
     from ropekit.hf_format import text_part
-    from ropekit.integrations.hf_config import original_length_of, rope_of
-    from ropekit.integrations.llama4_context import llama4_long_context
-    from ropekit.integrations.rope_layers import rope_layout
+    from ropekit.integrations.hf.llama4_context import llama4_long_context
+    from ropekit.integrations.hf.model_config import original_length_of, rope_of
+    from ropekit.integrations.hf.rope_layers import rope_layout
 
     try:
         config = read_config(str(model))

@@ -60,7 +60,7 @@ def plan_command(
     options |= {"train_length": "--original-length", "target_length": "--target-length"}
     with option_errors(**options):
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
-    from ropekit.cli.gguf_out import plan_flags
+    from ropekit.cli.extend_gguf import plan_flags
 
     flags = plan_flags(
         [method.name for method in result.methods],

@@ -180,7 +180,8 @@ def _read_factors(path: Path) -> tuple[float, ...]:
 def _model_rope(model: Path, layer_types: tuple[str, ...] | None, original_length: str | None) -> tuple[Any, int]:
     """``(rope of the layers a method goes to, original length)`` of ``model``; the one-line error naming
     ``--model`` (the model's own config is at fault) or the option that asked for what it lacks."""
-    from ropekit.integrations.hf_config import first_scaled_type, load_config, original_length_of, rope_of
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
 
     try:
         config = load_config(model)

@@ -22,7 +22,7 @@ ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
 def probe_for(folder: Path, *, original_length: int | None = None, logit_tokens: int = 0, seed: int = 0) -> Probe:
     """The probe for an extended folder: L0, the target (its ``max_position_embeddings``) and the switch lengths of
     its RoPE (:func:`~ropekit.scaling.static_form.static_form`); ``logit_tokens`` random ids (0: no logits)."""
-    from ropekit.integrations.hf_config import first_scaled_type, original_length_of, rope_of
+    from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
     from ropekit.scaling.static_form import static_form
 
     config = json.loads((Path(folder) / "config.json").read_text())

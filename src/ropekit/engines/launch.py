@@ -11,8 +11,8 @@ at hand, and gives per engine a :class:`Launch`:
   ``--max-model-len`` above ``max_position_embeddings`` (times ``factor`` for linear and dynamic only), so the
   override carries both;
 * llama.cpp takes load-time flags on the unextended GGUF where flags can say the RoPE
-  (:func:`~ropekit.integrations.gguf_rope.llamacpp_flags`), else the GGUF ``extend`` writes (per-pair factors in
-  ``rope_freqs``); a RoPE that follows the length (dynamic NTK, LongRoPE's two lists) has no llama.cpp form;
+  (:func:`~ropekit.integrations.gguf.llamacpp_rope.llamacpp_flags`), else the GGUF ``extend`` writes (per-pair factors
+  in ``rope_freqs``); a RoPE that follows the length (dynamic NTK, LongRoPE's two lists) has no llama.cpp form;
 * Ollama reads RoPE only from a GGUF file's metadata: a Modelfile with the GGUF ``extend`` writes and ``num_ctx``.
 
 Placeholders where a path is not known: ``MODEL`` (the unextended model), ``OUT`` (the folder ``extend`` writes),
@@ -89,8 +89,8 @@ def _from_older_keys(config: Mapping[str, Any]) -> dict[str, Any]:
 def llamacpp_form(config: Mapping[str, Any]) -> tuple[list[str] | None, str | None, str | None]:
     """``(flags, why no flags, why no form)`` of ``config``'s RoPE in llama.cpp: its load-time flags (``None`` where
     only a GGUF with per-pair factors says it), and why not; ``why no form`` when llama.cpp cannot run it at all."""
-    from ropekit.integrations.gguf_rope import llamacpp_flags, to_llamacpp
-    from ropekit.integrations.hf_config import first_scaled_type, rope_of
+    from ropekit.integrations.gguf.llamacpp_rope import llamacpp_flags, to_llamacpp
+    from ropekit.integrations.hf.model_config import first_scaled_type, rope_of
 
     rope = rope_of(dict(config), first_scaled_type(dict(config), None))
     try:
@@ -108,9 +108,9 @@ def native_config(rope: Any, *, original_length: int, target_length: int) -> dic
     ``target_length``: ``head_dim``, ``rope_parameters`` and ``max_position_embeddings`` (dynamic NTK's: its L).
 
     Raises:
-        ValueError: transformers has no form for ``rope`` (:func:`~ropekit.integrations.native.native_rope`).
+        ValueError: transformers has no form for ``rope`` (:func:`~ropekit.integrations.hf.native_rope.native_rope`).
     """
-    from ropekit.integrations.native import native_rope
+    from ropekit.integrations.hf.native_rope import native_rope
 
     native = native_rope(rope, original_length=original_length)
     length = native.max_position_embeddings or target_length

@@ -7,8 +7,8 @@ comparison on the *unextended* model (llama.cpp on the source GGUF, transformers
 RoPE, the same ids) is the quantisation floor, and the extended pair is "same" while its mean |Δlogit| stays within
 :data:`FLOOR_RATIO` × that floor (plus :data:`FLOOR_SLACK`) and its argmax agreement within
 :data:`AGREEMENT_SLACK` of the floor's. Without a source to calibrate on, the fixed tolerance calibrated at 1× with
-plain RoPE on SmolLM2 Q4_1 on text (``tests/integrations/test_llamacpp.py``: mean 0.155, max 1.66; here mean <= 0.25,
-max <= 3.0) applies, and the row says it is uncalibrated. Without a GGUF file the row says which file to write and
+plain RoPE on SmolLM2 Q4_1 on text (``tests/integrations/gguf/test_llamacpp.py``: mean 0.155, max 1.66; here mean <=
+0.25, max <= 3.0) applies, and the row says it is uncalibrated. Without a GGUF file the row says which file to write and
 which load-time flags run the same RoPE on the original file.
 
 By design llama.cpp fixes its RoPE when it starts: LongRoPE's two lists are chosen once by the context size

@@ -8,8 +8,8 @@
   shipped-text ids differ from the 11,643rd token on); without transformers, from llama.cpp's tokenizer
   (``describe()["tokenizer"]`` says which);
 - a scaling method is run through llama.cpp's load-time RoPE options
-  (:func:`ropekit.integrations.gguf_rope.llamacpp_options`): plain RoPE with any base, linear and YaRN; a method
-  that needs per-pair factors is skipped with
+  (:func:`ropekit.integrations.gguf.llamacpp_rope.llamacpp_options`): plain RoPE with any base, linear and YaRN; a
+  method that needs per-pair factors is skipped with
   the reason (write it into the file with ``ropekit extend --out x.gguf`` and evaluate that file's ``native``);
 - answers share one prefill per haystack: :class:`LlamaCppDecoder` feeds tokens into llama.cpp's key/value cache and
   cuts it back (``llama_memory_seq_rm``) after each question, with logits only for the positions asked for;
@@ -51,7 +51,7 @@ def import_llama_cpp() -> Any:
 def file_scaling(path: Path, head_dim: int) -> ScalingConfig | None:
     """The RoPE scaling llama.cpp runs for the file (``None`` for plain RoPE), as a ropekit scaling."""
     from ropekit.hf_format import from_hf_config
-    from ropekit.integrations.gguf_read import gguf_rope_parameters
+    from ropekit.integrations.gguf.read_rope import gguf_rope_parameters
 
     params = gguf_rope_parameters(path)
     return None if params is None else from_hf_config({"head_dim": head_dim, "rope_parameters": params}).scaling
@@ -63,7 +63,7 @@ def transformers_tokenizer(path: Path) -> Any:
         import transformers  # noqa: F401
     except ImportError:
         return None
-    from ropekit.integrations.hf_config import load_tokenizer
+    from ropekit.integrations.hf.load import load_tokenizer
 
     return load_tokenizer(path)
 
@@ -88,7 +88,7 @@ class LlamaCppEvalModel:
     def __init__(
         self, path: str | Path, *, threads: int | None = None, flash_attn: bool = False, batch: int = N_BATCH
     ) -> None:
-        from ropekit.integrations.gguf_read import read_file_rope
+        from ropekit.integrations.gguf.read_rope import read_file_rope
 
         self.llama_cpp = import_llama_cpp()
         path = Path(path)
@@ -127,7 +127,7 @@ class LlamaCppEvalModel:
         Raises:
             LookupError: llama.cpp's options cannot express ``scaling`` on this file (a sweep skips the method).
         """
-        from ropekit.integrations.gguf_rope import llamacpp_options, to_llamacpp
+        from ropekit.integrations.gguf.llamacpp_rope import llamacpp_options, to_llamacpp
 
         if scaling == self.native_scaling:
             self.options = {}
@@ -215,7 +215,7 @@ class LlamaCppEvalModel:
         return self.vocab.detokenize(tokens).decode("utf-8", errors="replace")
 
     def describe(self) -> dict[str, Any]:
-        from ropekit.integrations.gguf import gguf_info
+        from ropekit.integrations.gguf.file import gguf_info
 
         return {
             "kind": "llamacpp",

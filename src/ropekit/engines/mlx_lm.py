@@ -10,7 +10,7 @@ may compute something else than transformers:
   not read (the ramp ends are always floor/ceil);
 * ``dynamic``: the base follows the length of each call (the same as transformers for one forward pass).
 
-What the older keys cannot say to it at all (:func:`ropekit.integrations.legacy_keys.older_reader_gaps`: yarn
+What the older keys cannot say to it at all (:func:`ropekit.integrations.hf.legacy_keys.older_reader_gaps`: yarn
 ``truncate: false``, an attention factor its formulas cannot reach) makes the row "cannot express", with the
 measured difference where the model runs here; the rest, where a config differs, are "differs" with the reason.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positions_below, rotation_table
 from ropekit.engines.transformers_ref import compared_layer, rotary_half
-from ropekit.integrations.legacy_keys import older_reader_gaps, yarn_factors
+from ropekit.integrations.hf.legacy_keys import older_reader_gaps, yarn_factors
 
 NAME = "MLX-LM"
 

@@ -167,7 +167,7 @@ def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | Non
             raise LookupError(f"position={inner.config.position!r} model: attention methods need RoPE")
         inner.set_attention(method)
         return None
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     return apply_attention(inner, method).ropekit_attention_layer_types
 

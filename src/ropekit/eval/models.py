@@ -5,9 +5,9 @@ from a directory or a GGUF file (:class:`HFEvalModel`). :func:`load_eval_model` 
 
 Memory: an evaluation never holds ``(seq × vocab)`` logits. The model body runs once per window to its final
 hidden states ``(batch, seq, d_model)``; the output head (with the model's own final-logit transforms, e.g.
-Gemma's soft-capping: :mod:`ropekit.integrations.head`, shared with fine-tuning) then runs on chunks of positions,
-and the loss is accumulated in float32/float64 (:meth:`HeadScoring.token_losses`), or only the positions whose
-prediction is needed get logits (:meth:`HeadScoring.predict_last`). Peak memory is the weights, one window's
+Gemma's soft-capping: :mod:`ropekit.integrations.hf.output_head`, shared with fine-tuning) then runs on chunks of
+positions, and the loss is accumulated in float32/float64 (:meth:`HeadScoring.token_losses`), or only the positions
+whose prediction is needed get logits (:meth:`HeadScoring.predict_last`). Peak memory is the weights, one window's
 activations and one chunk of logits.
 """
 
@@ -31,7 +31,7 @@ from ropekit.eval.model_support import (  # noqa: F401  (DTYPES, guarded_logits,
     tokenizer_stops,
     torch_dtype,
 )
-from ropekit.integrations.head import (
+from ropekit.integrations.hf.output_head import (
     EVAL_CHUNK_BYTES,
     check_head,
     chunk_positions,
@@ -87,7 +87,7 @@ class HeadScoring:
     """
 
     vocab_size: int
-    #: positions per chunk of logits; ``None``: from :data:`~ropekit.integrations.head.EVAL_CHUNK_BYTES` and the vocabulary
+    #: positions per chunk of logits; ``None``: from :data:`~ropekit.integrations.hf.output_head.EVAL_CHUNK_BYTES` and the vocabulary
     chunk: int | None = None
 
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
@@ -225,22 +225,16 @@ class HFEvalModel(HeadScoring):
             from transformers import AutoConfig, AutoModelForCausalLM
         except ImportError as error:
             raise ValueError("evaluating a transformers model needs transformers: pip install 'ropekit[hf]'") from error
-        from ropekit.integrations.hf import rotary_modules
-        from ropekit.integrations.hf_config import (
-            layer_types_of,
-            load_tokenizer,
-            original_length_of,
-            rope_of,
-            scaled_layer_types,
-            source_of,
-        )
+        from ropekit.integrations.hf.load import load_tokenizer, source_of
+        from ropekit.integrations.hf.model_config import layer_types_of, original_length_of, rope_of, scaled_layer_types
+        from ropekit.integrations.hf.patch_rope import rotary_modules
 
         chosen = torch_dtype(dtype)
         path = Path(path)
         self.name = str(path)
         self.gguf: dict[str, Any] | None = None
         if path.suffix == ".gguf":
-            from ropekit.integrations.gguf import gguf_info
+            from ropekit.integrations.gguf.file import gguf_info
 
             if not path.is_file():
                 raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
@@ -251,7 +245,7 @@ class HFEvalModel(HeadScoring):
         source, options = source_of(path)
         config = AutoConfig.from_pretrained(source, **options)
         if self.gguf is not None:
-            from ropekit.integrations.gguf_read import apply_gguf_rope
+            from ropekit.integrations.gguf.read_rope import apply_gguf_rope
 
             apply_gguf_rope(config, path)  # the RoPE llama.cpp runs: transformers drops rope.scaling.* and rope_freqs
         native = rope_of(config)
@@ -259,7 +253,7 @@ class HFEvalModel(HeadScoring):
         self.rope = dataclasses.replace(native, scaling=None)
         self.train_length = original_length_of(config, native)
         self.layer_types = layer_types_of(config)
-        from ropekit.integrations.rope_layers import rope_layout
+        from ropekit.integrations.hf.rope_layers import rope_layout
 
         #: which layers rotate q and k (``None``: every layer); scalings and attention methods reach those only
         self.rope_layout = rope_layout(config)
@@ -300,7 +294,7 @@ class HFEvalModel(HeadScoring):
         return next(self.model.parameters()).device
 
     def set_scaling(self, scaling: ScalingConfig | None, *, layer_types: tuple[str, ...] | None = None) -> None:
-        from ropekit.integrations.hf import apply_scaling
+        from ropekit.integrations.hf.patch_rope import apply_scaling
 
         apply_scaling(self.model, scaling, layer_types=layer_types)
         self.scaled_layers = getattr(self.model, "ropekit_scaled_layer_types", None)

@@ -32,7 +32,7 @@ from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.perplexity import MODES
 from ropekit.eval.perplexity import perplexity_windows as perplexity_windows  # the sweep cost is said here too
 from ropekit.eval.text import TokenizedText, read_text, shipped_text, tokenize
-from ropekit.integrations.head import EVAL_CHUNK_BYTES
+from ropekit.integrations.hf.output_head import EVAL_CHUNK_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.settings` — :class:`~ropekit.finetune.settings.FinetuneSettings`, how a run trains
   (validated once).
 * :mod:`~ropekit.finetune.train` — the training loop (full-length or PoSE windows); :mod:`~ropekit.finetune.loss` its loss
-  (the chunked head of :mod:`ropekit.integrations.head`), :mod:`~ropekit.finetune.loss_log` its loss log and
+  (the chunked head of :mod:`ropekit.integrations.hf.output_head`), :mod:`~ropekit.finetune.loss_log` its loss log and
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
 * :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.

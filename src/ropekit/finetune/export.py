@@ -1,8 +1,8 @@
 """Write a model with a new RoPE as a checkpoint that transformers loads natively (no ropekit needed).
 
 The native form itself (which ``rope_parameters`` give exactly ropekit's frequencies, and which methods cannot be
-written) is :mod:`ropekit.integrations.native`; reading the model's config is :mod:`ropekit.integrations.hf_config`.
-This module writes the folder.
+written) is :mod:`ropekit.integrations.hf.native_rope`; reading the model's config is
+:mod:`ropekit.integrations.hf.model_config`. This module writes the folder.
 """
 
 from __future__ import annotations
@@ -14,15 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ropekit.integrations.hf_config import (
-    extended_config,
-    first_scaled_type,
-    load_config,
-    load_model,
-    original_length_of,
-    rope_of,
-)
-from ropekit.integrations.native import default_target
+from ropekit.integrations.hf.load import load_config, load_model
+from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
+from ropekit.integrations.hf.native_rope import default_target
 from ropekit.scaling.registry import ScalingConfig
 
 #: files that are the old model's weights or config; everything else in the folder is copied as is.
@@ -105,7 +99,7 @@ def extend(
         layer_types: for per-layer-type models, which layer types to scale (see :func:`extended_config`).
         force: replace the files of ``out`` that the copy writes (refused otherwise).
         extra_config: keys added to the written ``config.json`` that transformers ignores and engines read (Qwen's
-            ``dual_chunk_attention_config``: :mod:`ropekit.integrations.dual_chunk_config`).
+            ``dual_chunk_attention_config``: :mod:`ropekit.integrations.hf.dual_chunk_config`).
 
     Raises:
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.

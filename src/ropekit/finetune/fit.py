@@ -35,7 +35,7 @@ from torch import nn
 
 from ropekit.finetune.fit_measure import available_memory, measure_step, resident_bytes
 from ropekit.finetune.loss import prepared_model
-from ropekit.integrations.head import TRAIN_CHUNK_BYTES
+from ropekit.integrations.hf.output_head import TRAIN_CHUNK_BYTES
 
 #: decoder-layer activation elements per token (fp32, no recomputation), per unit of h, kv width and MLP width;
 #: fitted once on random Llamas with the profiler (tests/finetune/test_fit.py checks the prediction)
@@ -90,7 +90,7 @@ class Shapes:
 
     @classmethod
     def of_config(cls, config: Mapping[str, Any], *, lora_rank: int = 0) -> Shapes:
-        """Shapes from a config dict (:func:`ropekit.integrations.hf_config.load_config`), the model built on the
+        """Shapes from a config dict (:func:`ropekit.integrations.hf.load.load_config`), the model built on the
         meta device (no memory, no weights read)."""
         from transformers import AutoConfig, AutoModelForCausalLM
 

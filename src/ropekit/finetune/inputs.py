@@ -68,7 +68,7 @@ def check_tokenizer(model: Path) -> None:
     Raises:
         ValueError: none of ``tokenizer.json``, ``tokenizer.model``, ``vocab.json``, ... is in the folder.
     """
-    from ropekit.integrations.hf_config import TOKENIZER_FILES, has_tokenizer
+    from ropekit.integrations.hf.load import TOKENIZER_FILES, has_tokenizer
 
     if not has_tokenizer(model):
         raise InvalidArgument(

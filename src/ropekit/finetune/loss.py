@@ -1,7 +1,8 @@
 """The fine-tuning loss: the mean next-token cross-entropy of a transformers causal LM, the head in chunks.
 
-The head, its final-logit transforms and the chunked cross-entropy are :mod:`ropekit.integrations.head`, shared with
-evaluation; this module wraps a model (or a peft model) so that its forward is that loss, for ``accelerate``.
+The head, its final-logit transforms and the chunked cross-entropy are :mod:`ropekit.integrations.hf.output_head`,
+shared with evaluation; this module wraps a model (or a peft model) so that its forward is that loss, for
+``accelerate``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from torch import nn
 
 from ropekit._validate import require_int
 from ropekit.finetune.lora import lora_model
-from ropekit.integrations.head import (
+from ropekit.integrations.hf.output_head import (
     TRAIN_CHUNK_BYTES,
     causal_lm,
     chunk_positions,
@@ -26,13 +27,14 @@ from ropekit.integrations.head import (
 class ChunkedCausalLM(nn.Module):
     """A transformers causal LM (or a peft model around one) whose forward returns the mean next-token loss.
 
-    The output head with the model's own final-logit transforms (:func:`ropekit.integrations.head.head_logits`:
-    soft-capping, Cohere's ``logit_scale``, Granite's ``logits_scaling``) runs on chunks of positions under
-    activation checkpointing, so one chunk of logits (``chunk_bytes`` of float32) is alive at once, in the forward
-    and in the backward pass. When all the logits fit in ``chunk_bytes`` they are formed at once without
-    checkpointing (recomputing the head costs ~15% of a step for a small model). The loss and its gradients equal
-    transformers' ``model(input_ids, position_ids=position_ids, labels=input_ids).loss``; run
-    :func:`ropekit.integrations.head.check_head` on the model first (training does).
+    The output head with the model's own final-logit transforms
+    (:func:`ropekit.integrations.hf.output_head.head_logits`: soft-capping, Cohere's ``logit_scale``, Granite's
+    ``logits_scaling``) runs on chunks of positions under activation checkpointing, so one chunk of logits
+    (``chunk_bytes`` of float32) is alive at once, in the forward and in the backward pass. When all the logits fit in
+    ``chunk_bytes`` they are formed at once without checkpointing (recomputing the head costs ~15% of a step for a small
+    model). The loss and its gradients equal transformers' ``model(input_ids, position_ids=position_ids,
+    labels=input_ids).loss``; run :func:`ropekit.integrations.hf.output_head.check_head` on the model first (training
+    does).
 
     Position ids that skip (PoSE, :mod:`ropekit.finetune.pose`) go with an all-ones attention mask: without a mask
     and without a cache, transformers 5.x reads every jump in ``position_ids`` as the start of another packed

@@ -7,8 +7,8 @@ resumed run's settings and text, and the launch (``accelerate``'s FSDP on a mach
 training needs (:class:`PreparedRun`); nothing is written and no weights load. ``ropekit finetune`` calls it once,
 before its plan, so ``--dry-run`` refuses exactly what the run refuses; :func:`ropekit.finetune.run.finetune` calls
 it for library callers. The one check left to training is the model's output head
-(:func:`ropekit.integrations.head.check_head`), which runs the loaded weights; the dry run makes it when it loads
-them for its measured step.
+(:func:`ropekit.integrations.hf.output_head.check_head`), which runs the loaded weights; the dry run makes it when it
+loads them for its measured step.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def prepare(
         FileNotFoundError: no model, no text, or no parent folder for ``out``.
     """
     from ropekit.finetune.data import pack, tokenize_text
-    from ropekit.integrations.hf_config import load_tokenizer
+    from ropekit.integrations.hf.load import load_tokenizer
 
     if not out_checked:
         check_run_out(request.out, request.model, request.text, resume=request.resume, force=request.force)
@@ -208,13 +208,8 @@ def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[s
     """The model, the method and the text: ``(original length, config to write, notes, the text's documents)``."""
     from ropekit.eval.text import read_text
     from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
-    from ropekit.integrations.hf_config import (
-        extended_config,
-        first_scaled_type,
-        load_config,
-        original_length_of,
-        rope_of,
-    )
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
 
     target, layer_types = request.settings.target_length, request.layer_types
     config = load_config(request.model)

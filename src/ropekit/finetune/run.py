@@ -61,8 +61,8 @@ class FinetuneReport:
 
 def load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
     """The transformers model of ``model`` in float32 (sdpa attention) with ``scaling`` applied, as training loads it."""
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_config import load_model
+    from ropekit.integrations.hf.load import load_model
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     loaded, _ = load_model(model, dtype=torch.float32, attention="sdpa")
     if layer_types is not None:

@@ -32,7 +32,7 @@ from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, writ
 from ropekit.finetune.pose import PoseSettings
 from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
 from ropekit.finetune.settings import FinetuneSettings, resolved_mixed_precision
-from ropekit.integrations.head import check_head
+from ropekit.integrations.hf.output_head import check_head
 
 
 def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
@@ -61,8 +61,8 @@ class TrainResult:
 
 def checked_model(build_model: Callable[[], nn.Module]) -> nn.Module:
     """``build_model()``, refused unless training's loss is the model's own (its output head, as ropekit computes it
-    in chunks: :func:`ropekit.integrations.head.check_head`). Training and the dry run's measured step load through
-    this."""
+    in chunks: :func:`ropekit.integrations.hf.output_head.check_head`). Training and the dry run's measured step load
+    through this."""
     model = build_model()
     check_head(model, what="train on its loss")
     return model

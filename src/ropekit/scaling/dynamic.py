@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ropekit._validate import parse_tokens, require_int
-from ropekit.scaling._hf import max_length
+from ropekit.scaling._hf_numbers import max_length
 from ropekit.scaling.ntk import check_ntk_dim
 from ropekit.scaling.registry import (
     Frequencies,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import require_float, require_int
-from ropekit.scaling._hf import hf_original_length
+from ropekit.scaling._hf_numbers import hf_original_length
 from ropekit.scaling._pairs import PairGroups, pair_ranges, require_hf_keys
 from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
 
@@ -66,7 +66,8 @@ class Llama3Scaling(ScalingConfig):
 
     @classmethod
     def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> Llama3Scaling:
-        """L0 in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`); ``factor`` is required."""
+        """L0 in transformers' order (:func:`~ropekit.scaling._hf_numbers.hf_original_length`); ``factor`` is
+        required."""
         require_hf_keys(params, cls.hf_required, name)
         values = {key: value for key, value in params.items() if value is not None}
         return cls.from_params({**values, "original_max_position_embeddings": hf_original_length(params, model, name)})

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import parse_tokens, require_float, require_int
-from ropekit.scaling._hf import hf_fields
+from ropekit.scaling._hf_numbers import hf_fields
 from ropekit.scaling.registry import (
     Frequencies,
     MissingParameters,
@@ -138,8 +138,8 @@ class LongRopeScaling(ScalingConfig):
 
     @classmethod
     def from_hf(cls, params: dict[str, Any], model: dict[str, Any], *, name: str) -> LongRopeScaling:
-        """L0 in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`); a missing or null factor is
-        ``max_position_embeddings / L0``, clamped to 1 (see ``factor`` above)."""
+        """L0 in transformers' order (:func:`~ropekit.scaling._hf_numbers.hf_original_length`); a missing or null factor
+        is ``max_position_embeddings / L0``, clamped to 1 (see ``factor`` above)."""
         require_hf_keys(params, cls.hf_required, name)
         values, derived = hf_fields(params, model, name)
         if derived is not None:

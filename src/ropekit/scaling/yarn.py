@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import require_choice, require_float, require_int
-from ropekit.scaling._hf import hf_fields, max_length
+from ropekit.scaling._hf_numbers import hf_fields, max_length
 from ropekit.scaling._pairs import PairGroups, pair_ranges, require_hf_keys
 from ropekit.scaling.registry import Frequencies, ScalingConfig, check_factor, inv_freq, register_scaling
 
@@ -43,7 +43,7 @@ class YarnScaling(ScalingConfig):
     * ``factor`` is a required key (transformers raises ``KeyError`` without it), but ``factor: null`` means
       ``max_position_embeddings / original_max_position_embeddings``. ropekit: a missing key raises ``ValueError``,
       null is derived the same way (and raises if the ratio is below 1).
-    * L0 is read in transformers' order (:func:`~ropekit.scaling._hf.hf_original_length`).
+    * L0 is read in transformers' order (:func:`~ropekit.scaling._hf_numbers.hf_original_length`).
     * The ramp's upper end is clamped to ``rotary_dim − 1`` although pair indices stop at ``rotary_dim/2 − 1``:
       when the beta_slow pair lies beyond the last pair the ramp never reaches 1, so even the lowest frequency
       is not fully interpolated. A zero-width ramp gets ``high += 0.001``. ropekit: the same arithmetic (the YaRN

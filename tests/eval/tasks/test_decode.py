@@ -182,7 +182,7 @@ def test_transformers_cached_decoding_matches_recomputation(architecture, method
     every step: under ropekit's attention function (a method), and on Gemma 3 beyond its sliding window, whose
     layers can only be cut back after a question because the cache records what they drop."""
     from ropekit.attention import get_attention
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     model = _random_model(architecture)
     if method is not None:

@@ -23,10 +23,11 @@ transformers' keys. The rule, one for every method (checked against transformers
   half-split pairs; convert the weights first).
 
 Per-layer-type models (Gemma 3: ``rope_parameters`` keyed by layer type) keep that form: the scaling is written for
-the chosen layer types (:func:`~ropekit.integrations.hf_config.scaled_layer_types`: ``full_attention`` when present,
-as transformers scales Gemma 3, else every layer type), each at its own base, and the other layer types are copied unchanged. There the ``longrope`` form is refused: transformers'
-``dynamic_rope_update`` for a per-layer-type ``longrope`` raises ``UnboundLocalError`` on its second call beyond the
-original length (it caches the long frequencies under ``{layer_type}_long_inv_freq`` but reads a local variable).
+the chosen layer types (:func:`~ropekit.integrations.hf.model_config.scaled_layer_types`: ``full_attention`` when
+present, as transformers scales Gemma 3, else every layer type), each at its own base, and the other layer types are
+copied unchanged. There the ``longrope`` form is refused: transformers' ``dynamic_rope_update`` for a per-layer-type
+``longrope`` raises ``UnboundLocalError`` on its second call beyond the original length (it caches the long frequencies
+under ``{layer_type}_long_inv_freq`` but reads a local variable).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def test_the_evaluation_model_gives_transformers_logits(tmp_path: Path) -> None:
 
 
 def test_yarn_changes_the_rope_layers_and_keeps_the_temperature_on_the_nope_layers() -> None:
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = llama4()
     plain = logits(model)
@@ -147,7 +147,7 @@ def test_extend_with_yarn_writes_a_folder_transformers_loads_as_the_patched_mode
     from transformers import AutoModelForCausalLM
 
     from ropekit.finetune.export import extend
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     llama4().save_pretrained(tmp_path / "model")
     extend(tmp_path / "model", YARN, tmp_path / "out")
@@ -163,7 +163,7 @@ def test_extend_with_yarn_writes_a_folder_transformers_loads_as_the_patched_mode
 
 
 def test_the_closed_form_reads_the_config_and_equals_the_formula() -> None:
-    from ropekit.integrations.llama4_context import llama4_long_context
+    from ropekit.integrations.hf.llama4_context import llama4_long_context
 
     context = llama4_long_context(config())
     assert context.nope_layers == (1, 3) and context.chunked_layers == (0, 2) and context.chunk_size == CHUNK
@@ -182,7 +182,7 @@ def test_the_closed_form_reads_the_config_and_equals_the_formula() -> None:
     ("key", "value"), [("floor_scale", 0), ("attn_scale", -0.1), ("attention_chunk_size", 0), ("floor_scale", "8k")]
 )
 def test_bad_settings_are_named(key: str, value) -> None:
-    from ropekit.integrations.llama4_context import llama4_long_context
+    from ropekit.integrations.hf.llama4_context import llama4_long_context
 
     raw = {"model_type": "llama4_text", "num_hidden_layers": 4, key: value}
     with pytest.raises(ValueError, match=key):

@@ -1,6 +1,6 @@
 """The output head, one module for evaluation and training: logits, loss and gradients equal transformers' own.
 
-Oracle: transformers 5.18 itself — ``model(input_ids, labels=input_ids)`` for the loss and its backward pass for the
+Oracle: transformers itself — ``model(input_ids, labels=input_ids)`` for the loss and its backward pass for the
 gradients, ``model(input_ids).logits`` for the head. Each case is a small random model built from a transformers
 config in code (nothing downloaded), one per final-logit transform transformers applies after its output head:
 Cohere's ``logit_scale`` (multiplies), Granite's ``logits_scaling`` (divides), Gemma 2/3's soft-capping, and Llama
@@ -81,7 +81,7 @@ def doubling(model: torch.nn.Module) -> torch.nn.Module:
 
 @pytest.mark.parametrize("name", list(LOGIT_TRANSFORMS))
 def test_head_check_accepts_the_known_transforms(build, name: str) -> None:
-    from ropekit.integrations.head import check_head
+    from ropekit.integrations.hf.output_head import check_head
 
     model = build(name).train()
     check_head(model)
@@ -92,7 +92,7 @@ def test_unknown_transform_is_refused_before_training(build, tmp_path) -> None:
     pytest.importorskip("accelerate")
     from ropekit.finetune.settings import FinetuneSettings
     from ropekit.finetune.train import train
-    from ropekit.integrations.head import check_head
+    from ropekit.integrations.hf.output_head import check_head
 
     with pytest.raises(ValueError, match="transforms the output logits"):
         check_head(doubling(build("llama")))

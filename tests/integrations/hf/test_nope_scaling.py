@@ -69,7 +69,7 @@ SCALINGS = [
 @pytest.mark.parametrize("factory", [smollm3, llama4])
 @pytest.mark.parametrize("scaling", SCALINGS)
 def test_scaling_a_model_whose_layers_are_all_nope_changes_nothing(factory, scaling) -> None:
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = factory([0, 0])
     plain = logits(model, IDS)
@@ -82,7 +82,7 @@ def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(factory,
     from transformers import AutoModelForCausalLM
 
     from ropekit.finetune.export import extend
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     factory([1, 0, 1, 0]).save_pretrained(tmp_path / "model")
     result = extend(tmp_path / "model", scaling, tmp_path / "out")
@@ -102,7 +102,7 @@ def test_the_evaluation_model_and_the_report_say_which_layers_take_the_methods(t
     from ropekit.eval.methods import set_attention
     from ropekit.eval.models import HFEvalModel
     from ropekit.eval.report import model_line
-    from ropekit.integrations.hf_attention import describe_attention
+    from ropekit.integrations.hf.patch_attention import describe_attention
 
     smollm3([1, 1, 1, 0, 1, 1, 1, 0], vocab_size=257).save_pretrained(tmp_path)  # byte ids without a tokenizer
     model = HFEvalModel(tmp_path)

@@ -3,13 +3,13 @@
 :func:`apply_attention` registers one attention function, ``"ropekit"``, in transformers' attention-function
 registry (``AttentionInterface``, with sdpa's mask builder under the same name in ``AttentionMaskInterface``) and
 switches the model to it with ``set_attn_implementation``. The function receives the queries and keys the model
-has already rotated (with whatever scaling :func:`ropekit.integrations.hf.apply_scaling` installed) and re-positions
-them per the method (:func:`ropekit.attention.core.attend`); layers without a method fall through to sdpa.
+has already rotated (with whatever scaling :func:`ropekit.integrations.hf.patch_rope.apply_scaling` installed) and
+re-positions them per the method (:func:`ropekit.attention.core.attend`); layers without a method fall through to sdpa.
 
 Per-layer-type models (Gemma 3): the method goes to the full-attention (global) layers only by default; the
 sliding-window layers keep sdpa and their window. ``model.ropekit_attention_layer_types`` records which.
 
-Models with NoPE layers (SmolLM3, Llama 4: :func:`~ropekit.integrations.rope_layers.rope_layout`): the method goes to
+Models with NoPE layers (SmolLM3, Llama 4: :func:`~ropekit.integrations.hf.rope_layers.rope_layout`): the method goes to
 the layers that rotate q and k only. A NoPE layer's q and k carry no position, so re-positioning them would inject
 positions the model never had; those layers keep sdpa, exactly the model's own attention.
 ``model.ropekit_attention_layers`` records the indices of the layers that got the method.
@@ -27,10 +27,10 @@ from torch import nn
 
 from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
-from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling, rotary_modules
-from ropekit.integrations.hf_config import DEFAULT_LAYER_TYPES, rope_of
-from ropekit.integrations.hf_mscale import refuse_attention_method, refuse_sinks
-from ropekit.integrations.rope_layers import layer_uses_rope, rope_layout
+from ropekit.integrations.hf.attention_layouts import refuse_attention_method, refuse_sinks
+from ropekit.integrations.hf.model_config import DEFAULT_LAYER_TYPES, rope_of
+from ropekit.integrations.hf.patch_rope import HFRotaryAdapter, apply_scaling, rotary_modules
+from ropekit.integrations.hf.rope_layers import layer_uses_rope, rope_layout
 
 __all__ = ["IMPLEMENTATION", "apply_attention"]
 
@@ -106,8 +106,8 @@ def apply_attention(
 ) -> nn.Module:
     """Make ``model`` attend with ``method`` (``None``: back to sdpa), in place; returns ``model``.
 
-    The model's current RoPE (its own, or the scaling :func:`~ropekit.integrations.hf.apply_scaling` installed)
-    stays: the method composes with it. A model still on transformers' own rotary module first gets ropekit's
+    The model's current RoPE (its own, or the scaling :func:`~ropekit.integrations.hf.patch_rope.apply_scaling`
+    installed) stays: the method composes with it. A model still on transformers' own rotary module first gets ropekit's
     float64 one at its native scaling, so re-positioning uses exactly the frequencies that rotated q and k.
 
     Args:

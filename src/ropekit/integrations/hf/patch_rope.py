@@ -13,7 +13,7 @@ adapter does the same. Models with NoPE layers (SmolLM3, Llama 4) need nothing m
 the rotary module's output, so a scaling reaches the RoPE layers only.
 
 The patched model's ``config`` says what it computes: :func:`apply_scaling` rewrites its RoPE keys into the native
-form ``ropekit extend`` writes (:func:`ropekit.integrations.hf_config.extended_config`), so ``save_pretrained``
+form ``ropekit extend`` writes (:func:`ropekit.integrations.hf.model_config.extended_config`), so ``save_pretrained``
 writes a checkpoint that transformers alone loads with the same logits. Where no native form exists (a per-layer-type
 model whose method needs ``longrope``, pairs with frequency 0) the model's ``save_pretrained`` refuses instead of
 writing a config that describes a different model.
@@ -35,15 +35,15 @@ import torch
 from torch import nn
 
 from ropekit.config import RopeConfig
-from ropekit.integrations.hf_config import (
+from ropekit.integrations.hf.attention_layouts import refuse_rotary_swap, sync_softmax_scale
+from ropekit.integrations.hf.legacy_keys import LEGACY_KEYS
+from ropekit.integrations.hf.model_config import (
     extended_config,
     layer_types_of,
     original_length_of,
     rope_of,
     scaled_layer_types,
 )
-from ropekit.integrations.hf_mscale import refuse_rotary_swap, sync_softmax_scale
-from ropekit.integrations.legacy_keys import LEGACY_KEYS
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.registry import ScalingConfig
 
@@ -125,9 +125,9 @@ def apply_scaling(
     """Make ``model`` use ``scaling`` (``None``: plain RoPE at the model's base), in place; returns ``model``.
 
     On a model with one RoPE per layer type (Gemma 3), ``scaling`` goes to the layers of ``layer_types``
-    (default: :func:`~ropekit.integrations.hf_config.scaled_layer_types`, the full-attention layers, or every layer
-    type where none is ``full_attention``), each at its own base; the other layer types keep their own RoPE exactly
-    as the config states it. The scaled layer types are recorded in ``model.ropekit_scaled_layer_types``.
+    (default: :func:`~ropekit.integrations.hf.model_config.scaled_layer_types`, the full-attention layers, or every
+    layer type where none is ``full_attention``), each at its own base; the other layer types keep their own RoPE
+    exactly as the config states it. The scaled layer types are recorded in ``model.ropekit_scaled_layer_types``.
 
     ``model.config`` is rewritten to the native form of the new RoPE (as ``ropekit extend`` writes it: its
     ``rope_parameters``, ``max_position_embeddings`` = the original length × factor or more, and Phi-3's top-level
@@ -176,7 +176,7 @@ def _write_native_config(
 ) -> None:
     """``model.config`` ← the native form of ``scaling`` (from the config as loaded), or a refusing
     ``save_pretrained`` where there is none."""
-    from ropekit.integrations.native import default_target
+    from ropekit.integrations.hf.native_rope import default_target
 
     if getattr(model, "ropekit_source_config", None) is None:
         model.ropekit_source_config = source = copy.deepcopy(model.config)

@@ -32,7 +32,7 @@ def choose_format(out: Path, model: Path, chosen: str | None) -> str:
 def flags_for(rope: Any) -> tuple[list[str] | None, str]:
     """``(flags, text)``: llama.cpp's load-time flags for ``rope`` (a RopeConfig with its scaling), or ``None`` and
     the reason there are none."""
-    from ropekit.integrations.gguf_rope import llamacpp_flags, to_llamacpp
+    from ropekit.integrations.gguf.llamacpp_rope import llamacpp_flags, to_llamacpp
 
     try:
         flags = llamacpp_flags(to_llamacpp(rope, rope_freqs=False, betas=True))
@@ -46,11 +46,12 @@ def model_rope_of(model: Path, spec: Any, layer_types: tuple[str, ...] | None) -
     from ropekit.config import RopeConfig
 
     if model.suffix.lower() == ".gguf":
-        from ropekit.integrations.gguf_read import read_file_rope
+        from ropekit.integrations.gguf.read_rope import read_file_rope
 
         file = read_file_rope(model)
         return RopeConfig(file.rope.n_rot, base=file.rope.freq_base, scaling=spec)
-    from ropekit.integrations.hf_config import first_scaled_type, load_config, rope_of
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import first_scaled_type, rope_of
 
     config = load_config(model)
     rope = rope_of(config, first_scaled_type(config, layer_types))
@@ -73,7 +74,7 @@ def extend_to_gguf(
     """Write the GGUF file and print what was written, with the line that launches each engine with the same RoPE
     (``method``: ``extend``'s method flags, for the lines that write a transformers folder first)."""
     from ropekit.cli.launch_view import launch_json, print_launch
-    from ropekit.integrations.gguf_write import extend_gguf
+    from ropekit.integrations.gguf.write_rope import extend_gguf
 
     try:
         result = extend_gguf(

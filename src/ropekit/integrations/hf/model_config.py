@@ -1,10 +1,10 @@
-"""What a transformers model's config says about its RoPE, and how to load it: one place for every command.
+"""What a transformers model's config says about its RoPE, and its config with a new RoPE: one place for every command.
 
-``extend``, ``finetune``, ``eval`` and :func:`ropekit.integrations.hf.apply_scaling` all read a model through these
-functions, so they agree on which layer types a method scales, what the original length is, whether the model has
-RoPE at all, how a GGUF file is loaded and where the tokenizer is; :func:`extended_config` is the ``config.json`` of the same model
-with a new RoPE, in the native form of :mod:`ropekit.integrations.native`. Each function takes a ``config.json`` dict, a
-transformers config object or a model (its ``.config``).
+``extend``, ``finetune``, ``eval`` and :func:`ropekit.integrations.hf.patch_rope.apply_scaling` all read a model through
+these functions, so they agree on which layer types a method scales, what the original length is and whether the model
+has RoPE at all (they load it with :mod:`ropekit.integrations.hf.load`); :func:`extended_config` is the ``config.json``
+of the same model with a new RoPE, in the native form of :mod:`ropekit.integrations.hf.native_rope`. Each function takes
+a ``config.json`` dict, a transformers config object or a model (its ``.config``).
 
 The layer-type rule (:func:`scaled_layer_types`): a model with one RoPE per layer type (Gemma 3: ``rope_parameters``
 keyed by layer type) gets a method on its ``full_attention`` layers by default, as transformers scales Gemma 3 (its
@@ -14,7 +14,7 @@ Only the types in the config's per-layer ``layer_types`` list count: transformer
 Gemma 3 config that lacks one, so the raw ``config.json`` (read by ``extend``) and the loaded config (``eval``) give
 the same answer. Asking for layer types on a model with one RoPE is refused.
 
-Which layers rotate at all (NoPE layers: SmolLM3, Llama 4) is :func:`ropekit.integrations.rope_layers.rope_layout`;
+Which layers rotate at all (NoPE layers: SmolLM3, Llama 4) is :func:`ropekit.integrations.hf.rope_layers.rope_layout`;
 a NoPE layer takes no RoPE of any layer type, so a written RoPE never reaches it (:func:`extended_config` says so).
 """
 
@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ropekit.config import RopeConfig
-from ropekit.errors import InvalidArgument, MissingFile
+from ropekit.errors import InvalidArgument
 from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
-from ropekit.integrations.legacy_keys import with_legacy_keys
-from ropekit.integrations.native import native_rope
-from ropekit.integrations.rope_layers import rope_layout
+from ropekit.integrations.hf.legacy_keys import with_legacy_keys
+from ropekit.integrations.hf.native_rope import native_rope
+from ropekit.integrations.hf.rope_layers import rope_layout
 from ropekit.scaling.registry import ScalingConfig
 
 #: the layer types a method goes to by default on a per-layer-type model that has them (see :func:`scaled_layer_types`)
 DEFAULT_LAYER_TYPES = ("full_attention",)
-#: files one of which a model folder needs for its tokenizer (``AutoTokenizer`` silently builds an empty one without)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tokenizer.tiktoken")
 #: config keys that carry a RoPE (a rope dict, or the base)
 _ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_emb_base")
 
@@ -83,7 +80,7 @@ def layer_types_of(model_or_config: Any) -> list[str] | None:
 
 def scaled_layer_types(model_or_config: Any, layer_types: Sequence[str] | None = None) -> list[str] | None:
     """The layer types a method is applied to: the one rule of ``extend``, ``finetune``, ``eval`` and
-    :func:`~ropekit.integrations.hf.apply_scaling`.
+    :func:`~ropekit.integrations.hf.patch_rope.apply_scaling`.
 
     Args:
         layer_types: the types asked for; ``None`` (or empty): the default — :data:`DEFAULT_LAYER_TYPES` where the
@@ -171,98 +168,6 @@ def original_length_of(model_or_config: Any, rope: RopeConfig | None = None) -> 
     return int(original)
 
 
-def source_of(model: str | Path) -> tuple[Path, dict[str, Any]]:
-    """``(folder, options)``: the ``from_pretrained`` arguments that read ``model`` offline — a model folder, or a
-    ``.gguf`` file (``gguf_file=`` its name in its folder; transformers dequantises it)."""
-    path = Path(model)
-    if path.suffix.lower() == ".gguf":
-        return path.parent, {"gguf_file": path.name, "local_files_only": True}
-    return path, {"local_files_only": True}
-
-
-def load_config(model: str | Path) -> dict[str, Any]:
-    """The ``config.json`` dict of a model folder, or of a ``.gguf`` file (read by transformers, not dequantised).
-
-    Raises:
-        FileNotFoundError: (a :class:`~ropekit.errors.MissingFile` about ``model``) no such folder or file, or no
-            ``config.json`` in the folder.
-        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``model``) ``config.json`` is not a JSON
-            object, or the ``.gguf`` file is not a whole GGUF file.
-    """
-    path = Path(model)
-    folder, options = source_of(path)
-    if "gguf_file" in options:
-        from ropekit.integrations.gguf import check_gguf
-
-        check_gguf(path)  # empty, not GGUF, truncated: a clear error before transformers reads it
-        from transformers import AutoConfig
-
-        from ropekit.integrations.gguf_read import apply_gguf_rope
-
-        config = apply_gguf_rope(AutoConfig.from_pretrained(folder, **options).to_dict(), path)  # llama.cpp's RoPE
-        return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
-    if not (path / "config.json").is_file():
-        raise MissingFile(
-            "model",
-            str(path),
-            message=f"model {str(path)!r}: no config.json there (a transformers folder or a .gguf file)",
-        )
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        message = f"model {str(path)!r}: config.json is not valid JSON ({error})"
-        raise InvalidArgument("model", str(path), message=message) from None
-    if not isinstance(config, dict):
-        message = f"model {str(path)!r}: config.json must hold a JSON object, got {type(config).__name__}"
-        raise InvalidArgument("model", str(path), message=message)
-    return config
-
-
-def has_tokenizer(model: str | Path) -> bool:
-    """Whether ``model`` carries a tokenizer: a ``.gguf`` file always does, a folder when it holds one of
-    :data:`TOKENIZER_FILES`."""
-    folder, options = source_of(model)
-    return "gguf_file" in options or any((folder / name).is_file() for name in TOKENIZER_FILES)
-
-
-def load_tokenizer(model: str | Path):
-    """The model's own tokenizer (offline), or ``None`` when it has none (:func:`has_tokenizer`)."""
-    if not has_tokenizer(model):
-        return None
-    from transformers import AutoTokenizer
-
-    folder, options = source_of(model)
-    return AutoTokenizer.from_pretrained(folder, **options)
-
-
-def load_model(model: str | Path, *, dtype: Any = None, attention: str | None = None):
-    """``(model, tokenizer or None)`` from a transformers folder or a ``.gguf`` file, offline, in ``dtype``
-    (default float32).
-
-    A GGUF model is dequantised by transformers, which then marks it quantized (not trainable with ``.float()``, not
-    savable); its weights are moved into a plain model built from the same config, which is both.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    folder, options = source_of(model)
-    load: dict[str, Any] = {**options, "dtype": dtype or torch.float32}
-    if attention is not None:
-        load["attn_implementation"] = attention
-    loaded = AutoModelForCausalLM.from_pretrained(folder, **load)
-    if "gguf_file" in options:
-        from ropekit.integrations.gguf_read import apply_gguf_rope
-
-        apply_gguf_rope(loaded.config, model)  # the RoPE llama.cpp runs (transformers drops rope.scaling.*)
-        plain = AutoModelForCausalLM.from_config(
-            loaded.config, dtype=load["dtype"], attn_implementation=attention or "sdpa"
-        )
-        plain.load_state_dict(loaded.state_dict())
-        plain.tie_weights()
-        loaded = plain.eval()
-    return loaded, load_tokenizer(model)
-
-
 def extended_config(
     config: Mapping[str, Any],
     scaling: ScalingConfig | None,
@@ -277,13 +182,13 @@ def extended_config(
         scaling: the method to write (``None``: plain RoPE at the model's base).
         target_length: written as ``max_position_embeddings`` (except for ``dynamic``, which needs its L there).
         layer_types: for per-layer-type configs, which layer types get ``scaling``
-            (:func:`~ropekit.integrations.hf_config.scaled_layer_types`: default ``full_attention`` when present,
+            (:func:`~ropekit.integrations.hf.model_config.scaled_layer_types`: default ``full_attention`` when present,
             else all); refused for a model with one RoPE.
 
     Returns:
         ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, which layers take no
         RoPE (they are unchanged; ``no_rope_layers`` is copied as it is), and, where the older keys
-        ``rope_theta``/``rope_scaling`` cannot say the same (:mod:`~ropekit.integrations.legacy_keys`), why they
+        ``rope_theta``/``rope_scaling`` cannot say the same (:mod:`~ropekit.integrations.hf.legacy_keys`), why they
         were left out.
 
     Raises:

@@ -1,7 +1,7 @@
 """gpt-oss and DeepSeek YaRN forms: the cos/sin factor, DeepSeek's softmax-scale term and the attention layouts
 ropekit's attention methods refuse.
 
-Oracles: transformers 5.18's own rotary classes (``GptOssRotaryEmbedding``, ``DeepseekV3RotaryEmbedding``), its
+Oracles: transformers' own rotary classes (``GptOssRotaryEmbedding``, ``DeepseekV3RotaryEmbedding``), its
 ``yarn_apply_mscale``, and a DeepSeek-V3 model transformers builds from the new config (same weights).
 """
 
@@ -94,7 +94,7 @@ def test_softmax_term_equals_yarn_apply_mscale(extra):
 def test_apply_scaling_resets_deepseek_softmax_scale_as_transformers_builds_it():
     """A DeepSeek-V3 model patched to another YaRN factor equals the model transformers builds with that factor."""
     pytest.importorskip("transformers")
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = deepseek(DEEPSEEK)
     new = {**DEEPSEEK, "factor": 8.0}
@@ -116,8 +116,8 @@ def test_apply_scaling_resets_deepseek_softmax_scale_as_transformers_builds_it()
 def test_attention_methods_refuse_mla_and_sinks_by_name():
     pytest.importorskip("transformers")
     from ropekit.attention import SelfExtend
-    from ropekit.integrations.hf_attention import apply_attention
-    from ropekit.integrations.hf_mscale import refuse_sinks
+    from ropekit.integrations.hf.attention_layouts import refuse_sinks
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     model = deepseek(DEEPSEEK)
     with pytest.raises(ValueError, match=r"multi-head latent attention \(qk_rope_head_dim=8\)"):
@@ -130,8 +130,8 @@ def test_gpt_oss_model_is_refused_by_name():
     """gpt-oss's rotary tables are half-width and its attention has learned sinks: both refused before any work."""
     pytest.importorskip("transformers")
     from ropekit.attention import SelfExtend
-    from ropekit.integrations.hf import apply_scaling
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     options = {"num_local_experts": 2, "num_experts_per_tok": 1, "sliding_window": 16, "rope_parameters": dict(GPT_OSS)}
     model = quietly(random_hf_model, "gpt_oss", vocab=64, intermediate=32, head_dim=16, positions=512, **options).eval()

@@ -11,7 +11,7 @@ Some models interleave layers that take no position at all (NoPE, "no positional
 
 On a NoPE layer q and k are never rotated, so the model's RoPE (its base, a scaling, an attention method that
 re-positions q and k) does not reach it: ``apply_scaling`` and ``extend`` leave it as it is (transformers applies
-``rope_parameters`` only where ``use_rope`` holds), and :func:`~ropekit.integrations.hf_attention.apply_attention`
+``rope_parameters`` only where ``use_rope`` holds), and :func:`~ropekit.integrations.hf.patch_attention.apply_attention`
 gives a method only to the RoPE layers. Every other model rotates q and k in every layer (:func:`rope_layout` is
 ``None``).
 """

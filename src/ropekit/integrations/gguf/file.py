@@ -3,7 +3,7 @@
 transformers reads a GGUF file's metadata as a config and dequantises its tensors into an ordinary
 ``*ForCausalLM`` (``from_pretrained(folder, gguf_file=name)``); its tokenizer comes from the same file. This
 module checks that a file is a whole GGUF file before anything reads it (:func:`check_gguf`) and says what the file
-holds (its quantisation), for the report; the loading arguments are :func:`ropekit.integrations.hf_config.source_of`.
+holds (its quantisation), for the report; the loading arguments are :func:`ropekit.integrations.hf.load.source_of`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ropekit scalings as llama.cpp RoPE fields and flags.
 
 Oracle: ``helpers/llamacpp_port.py``, a direct port of llama.cpp's own arithmetic (llama-cpp-python 0.3.36's vendored tree), written here from the
-C source independently of :mod:`ropekit.integrations.gguf_rope`: ``load_hparams`` (scale = 1/factor, ``none``
+C source independently of :mod:`ropekit.integrations.gguf.llamacpp_rope`: ``load_hparams`` (scale = 1/factor, ``none``
 forces 1), ``llama_context`` (ext_factor 1 for YaRN; ``yarn_attn_factor`` = g(s)/(1 + 0.1 ln s) · attn_factor),
 ``ggml_rope_yarn_corr_dims`` and ``rope_yarn`` (θ/ff, the ramp in i0/2, mscale · (1 + 0.1 ln(1/scale)) under YaRN).
 """
@@ -15,7 +15,7 @@ import pytest
 
 from helpers.llamacpp_port import llamacpp_reference
 from ropekit.config import RopeConfig
-from ropekit.integrations.gguf_rope import (
+from ropekit.integrations.gguf.llamacpp_rope import (
     LlamaCppRope,
     llamacpp_flags,
     llamacpp_options,

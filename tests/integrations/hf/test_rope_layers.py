@@ -1,4 +1,4 @@
-"""The NoPE layout (:func:`ropekit.integrations.rope_layers.rope_layout`) against transformers' own reading: the
+"""The NoPE layout (:func:`ropekit.integrations.hf.rope_layers.rope_layout`) against transformers' own reading: the
 ``use_rope`` flag of each attention module of a random SmolLM3 / Llama 4 built from the same config, from the
 config object, its ``to_dict()`` and a hand-written ``config.json`` that leaves the defaults out."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.hf_models import random_hf_model
-from ropekit.integrations.rope_layers import RopeLayout, layer_uses_rope, rope_layout
+from ropekit.integrations.hf.rope_layers import RopeLayout, layer_uses_rope, rope_layout
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.hf

@@ -1,6 +1,6 @@
 """ropekit inside transformers models: logits with ropekit's rotary adapter equal transformers' own.
 
-Oracle: transformers 5.18 itself. Each case builds a small random model from a config in code (nothing is
+Oracle: transformers itself. Each case builds a small random model from a config in code (nothing is
 downloaded), takes its logits through transformers' own ``rope_parameters`` path, then replaces its rotary
 embedding with ``apply_scaling(model, from_hf_config(model.config).scaling)`` and compares at 1e-5. To show
 that each comparison has teeth, the logits with plain RoPE must differ from the scaled ones by far more than
@@ -35,7 +35,7 @@ from helpers.hf_logits import (
 )
 from helpers.hf_models import random_hf_model
 from ropekit import from_hf_config
-from ropekit.integrations.hf import HFRotaryAdapter, apply_scaling
+from ropekit.integrations.hf.patch_rope import HFRotaryAdapter, apply_scaling
 from ropekit.scaling import DynamicScaling, LinearScaling, NTKScaling, YarnScaling
 
 transformers = pytest.importorskip("transformers")

@@ -1,8 +1,8 @@
 """What a model's config says about its positions, in one description: what ``ropekit inspect --model`` prints.
 
 One row per fact a layout can carry (each read by the function that owns it elsewhere: the RoPE by
-:func:`ropekit.from_hf_config`, the NoPE layers by :mod:`ropekit.integrations.rope_layers`, the attention layouts by
-:mod:`ropekit.integrations.hf_mscale`, Qwen's dual-chunk config by :mod:`ropekit.integrations.dual_chunk_config`), each with what ropekit does with it. Reads a ``config.json`` dict; no weights.
+:func:`ropekit.from_hf_config`, the NoPE layers by :mod:`ropekit.integrations.hf.rope_layers`, the attention layouts by
+:mod:`ropekit.integrations.hf.attention_layouts`, Qwen's dual-chunk config by :mod:`ropekit.integrations.hf.dual_chunk_config`), each with what ropekit does with it. Reads a ``config.json`` dict; no weights.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config, text_part
-from ropekit.integrations.dual_chunk_config import CONFIG_KEY, dual_chunk_from_config
-from ropekit.integrations.rope_layers import rope_layout
+from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY, dual_chunk_from_config
+from ropekit.integrations.hf.rope_layers import rope_layout
 from ropekit.scaling.registry import frequencies
 
 __all__ = ["Layout", "model_layout"]

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 import torch
 
-from ropekit.integrations.gguf_read import read_file_rope
-from ropekit.integrations.gguf_rope import llamacpp_options
-from ropekit.integrations.gguf_write import extend_gguf
+from ropekit.integrations.gguf.llamacpp_rope import llamacpp_options
+from ropekit.integrations.gguf.read_rope import read_file_rope
+from ropekit.integrations.gguf.write_rope import extend_gguf
 from ropekit.scaling import LinearScaling, Llama3Scaling, LongRopeScaling, NTKScaling, YarnScaling
 
 llama_cpp = pytest.importorskip("llama_cpp")

@@ -1,4 +1,4 @@
-"""The older keys (rope_theta, rope_scaling) beside rope_parameters: the same RoPE for transformers 5.18 (its own
+"""The older keys (rope_theta, rope_scaling) beside rope_parameters: the same RoPE for transformers (its own
 rotary module, with and without them) and for a reader of the older keys, or a note saying why they are left out or
 what MLX-LM cannot read from them."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from ropekit.finetune.export import extend
 from ropekit.hf_format import from_hf_config, to_hf_dict
-from ropekit.integrations.hf_config import extended_config
+from ropekit.integrations.hf.model_config import extended_config
 from ropekit.scaling import LinearScaling, LongRopeScaling, NTKScaling, YarnScaling
 
 pytest.importorskip("transformers")
@@ -175,7 +175,7 @@ def test_extend_writes_them_into_config_json(llama_dir, tmp_path) -> None:
 def test_apply_scaling_then_save_pretrained_writes_them(llama_dir, tmp_path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.integrations.hf import apply_scaling
+    from ropekit.integrations.hf.patch_rope import apply_scaling
 
     model = apply_scaling(
         AutoModelForCausalLM.from_pretrained(llama_dir),
@@ -190,7 +190,7 @@ def test_apply_scaling_then_save_pretrained_writes_them(llama_dir, tmp_path) -> 
 def test_the_added_keys_leave_the_gguf_form_as_it_was(llama_config) -> None:
     """llama.cpp's metadata for an extended folder (ropekit's reading of it) is the same with the added mscale keys
     as without them."""
-    from ropekit.integrations.gguf_rope import to_llamacpp
+    from ropekit.integrations.gguf.llamacpp_rope import to_llamacpp
 
     scaling = YarnScaling(**YARN, attention_factor=1.3)
     new, _ = extended_config(llama_config().to_dict(), scaling, target_length=4 * ORIGINAL)

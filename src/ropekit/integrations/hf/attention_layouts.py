@@ -3,9 +3,9 @@
 * **DeepSeek's softmax-scale term.** transformers' DeepSeek-V2-style attention classes (those whose module
   defines ``yarn_apply_mscale``: DeepSeek-V2, V3, V3.2, Mistral 4, LongCat-Flash, MiniCPM3, GLM-4-MoE-Lite, ...)
   multiply the softmax scale by g(s, mscale_all_dim)² once, when the layer is built, from the config's YaRN factor.
-  :func:`sync_softmax_scale` sets it again for the scaling :func:`~ropekit.integrations.hf.apply_scaling` installs
-  (:meth:`~ropekit.scaling.registry.ScalingConfig.softmax_mscale`), so the patched model equals one transformers
-  builds from the new config.
+  :func:`sync_softmax_scale` sets it again for the scaling :func:`~ropekit.integrations.hf.patch_rope.apply_scaling`
+  installs (:meth:`~ropekit.scaling.registry.ScalingConfig.softmax_mscale`), so the patched model equals one
+  transformers builds from the new config.
 * **Multi-head latent attention** (``qk_rope_head_dim`` in the config): only the last ``qk_rope_head_dim`` dims of
   each head rotate, and queries, keys and values have different head sizes. ropekit's attention methods re-rotate
   the leading dims of q and k, so :func:`refuse_attention_method` refuses such models by name.
@@ -14,7 +14,7 @@
   :func:`refuse_sinks` at call time).
 * **Half-width rotary tables** (gpt-oss: its rotary module returns one cos/sin column per pair for its own
   ``_apply_rotary_emb``, where Llama-style models repeat them for ``rotate_half``): ropekit's rotary adapter returns
-  the Llama form, so :func:`~ropekit.integrations.hf.apply_scaling` refuses these models by name
+  the Llama form, so :func:`~ropekit.integrations.hf.patch_rope.apply_scaling` refuses these models by name
   (:func:`refuse_rotary_swap`); ``ropekit extend`` writes their native config instead.
 """
 

@@ -18,8 +18,8 @@ from helpers.gguf_files import BASE, L0, D, fields, tensors, write_source
 from helpers.llamacpp_port import llamacpp_reference
 from ropekit.config import RopeConfig
 from ropekit.hf_format import from_hf_config
-from ropekit.integrations.gguf_read import apply_gguf_rope, gguf_rope_parameters, read_file_rope
-from ropekit.integrations.gguf_write import extend_gguf, gguf_form, write_gguf
+from ropekit.integrations.gguf.read_rope import apply_gguf_rope, gguf_rope_parameters, read_file_rope
+from ropekit.integrations.gguf.write_rope import extend_gguf, gguf_form, write_gguf
 from ropekit.scaling import LinearScaling, Llama3Scaling, YarnScaling, frequencies
 
 gguf = pytest.importorskip("gguf")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from helpers.gguf_files import fields, write_source
 from ropekit.cli.app import app
-from ropekit.cli.gguf_out import choose_format, extend_to_gguf
+from ropekit.cli.extend_gguf import choose_format, extend_to_gguf
 from ropekit.scaling import Llama3Scaling, YarnScaling
 
 gguf = pytest.importorskip("gguf")

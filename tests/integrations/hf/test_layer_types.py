@@ -1,6 +1,6 @@
 """One rule for the layer types a method scales, shared by ``extend``, ``eval``, ``finetune`` and ``apply_scaling``.
 
-Oracle: transformers 5.18 loading what ``extend`` wrote (no ropekit involved) — the training-free method that
+Oracle: transformers loading what ``extend`` wrote (no ropekit involved) — the training-free method that
 ``eval`` (and ``finetune``'s before/after table) applies to the source model must give the same logits. The models
 are small random Gemma 3 models built in code; one of them has no ``full_attention`` layer, and its ``config.json``
 has no ``full_attention`` RoPE (transformers adds one when it loads the config, which no layer runs).
@@ -50,7 +50,8 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_rule_agrees_on_the_raw_and_the_loaded_config(all_sliding: Path, mixed: Path) -> None:
-    from ropekit.integrations.hf_config import load_config, scaled_layer_types
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import scaled_layer_types
 
     for path, expected in ((all_sliding, ["sliding_attention"]), (mixed, ["full_attention"])):
         loaded = transformers.AutoConfig.from_pretrained(path)

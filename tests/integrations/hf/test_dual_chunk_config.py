@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ropekit.attention import DualChunk
-from ropekit.integrations.dual_chunk_config import dual_chunk_config, dual_chunk_from_config
+from ropekit.integrations.hf.dual_chunk_config import dual_chunk_config, dual_chunk_from_config
 
 # ---- the mapping -------------------------------------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ def oracle_logits(model, ids):
 def test_random_qwen2_attends_as_vllm_dual_chunk():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from ropekit.integrations.hf_attention import apply_attention
+    from ropekit.integrations.hf.patch_attention import apply_attention
 
     ids = torch.randint(0, 101, (1, LENGTH), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():

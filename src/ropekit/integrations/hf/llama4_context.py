@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ropekit.integrations.rope_layers import rope_layout
+from ropekit.integrations.hf.rope_layers import rope_layout
 
 __all__ = ["Llama4LongContext", "llama4_long_context"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.integrations.gguf_rope import LlamaCppRope, llamacpp_frequencies
+from ropekit.integrations.gguf.llamacpp_rope import LlamaCppRope, llamacpp_frequencies
 
 #: the tensor llama.cpp reads per-pair divisors from (``LLM_TENSOR_ROPE_FREQS``)
 ROPE_FREQS = "rope_freqs.weight"

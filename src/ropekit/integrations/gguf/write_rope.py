@@ -3,7 +3,7 @@
 The tensors are copied byte for byte (same quantisation, no dequantisation); only RoPE metadata changes — the
 architecture's ``rope.freq_base``, ``rope.scaling.{type,factor,original_context_length,attn_factor}`` and
 ``context_length`` — and, for per-pair methods, the ``rope_freqs`` tensor (F32, n_rot/2 divisors of θ_i). What each
-field means to llama.cpp is in :mod:`ropekit.integrations.gguf_rope`.
+field means to llama.cpp is in :mod:`ropekit.integrations.gguf.llamacpp_rope`.
 
 Models with sliding-window layers (Gemma 3): llama.cpp scales only the other layers (``get_rope_freq_scale`` gives
 the sliding layers ``freq_scale`` 1 and their own base ``rope.freq_base_swa``), and YaRN then leaves them unchanged,
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.integrations.gguf_read import ROPE_FREQS, FileRope, import_gguf, read_file_rope
-from ropekit.integrations.gguf_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
+from ropekit.integrations.gguf.llamacpp_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
+from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, import_gguf, read_file_rope
 
 
 def gguf_form(
@@ -180,7 +180,7 @@ def extend_gguf(
         ValueError: the method cannot be expressed in llama.cpp for this file (the message says why).
         FileExistsError: ``out`` exists and ``force`` is false.
     """
-    from ropekit.integrations.native import default_target
+    from ropekit.integrations.hf.native_rope import default_target
 
     file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)

@@ -1,0 +1,24 @@
+"""GGUF files (llama.cpp's format) and llama.cpp's RoPE: reading, checking and writing them.
+
+The ``gguf`` package is imported inside the functions that need it; optional extras ``hf`` and ``gguf``.
+
+* :mod:`~ropekit.integrations.gguf.file` — whether a file is a whole GGUF file
+  (:func:`~ropekit.integrations.gguf.file.check_gguf`, before anything reads it) and what it holds (its quantisation).
+* :mod:`~ropekit.integrations.gguf.llamacpp_rope` — llama.cpp's RoPE (what a GGUF file's metadata and llama.cpp's
+  load-time flags mean) against ropekit's scaling.
+* :mod:`~ropekit.integrations.gguf.read_rope` — a GGUF file's RoPE as llama.cpp reads it, and the transformers
+  ``rope_parameters`` that compute the same.
+* :mod:`~ropekit.integrations.gguf.write_rope` — a copy of a GGUF file whose RoPE metadata makes llama.cpp compute a
+  ropekit scaling (``extend --out x.gguf``).
+
+A GGUF file is loaded as a transformers model by :mod:`ropekit.integrations.hf.load`; ``extend``'s GGUF output
+and llama.cpp's flags for ``extend`` and ``plan`` are :mod:`ropekit.cli.extend_gguf`. The llama-cpp-python version
+checked is in :data:`ropekit._versions.CHECKED`.
+"""
+
+__all__ = [
+    "file",
+    "llamacpp_rope",
+    "read_rope",
+    "write_rope",
+]

@@ -1,0 +1,48 @@
+"""transformers models: their configs, loading, ropekit's methods inside them, and their output head.
+
+Heavy imports (torch, transformers) happen inside the modules, never here; optional extra ``hf``.
+
+* :mod:`~ropekit.integrations.hf.model_config` — what a transformers config says about its RoPE (the layer types a
+  method scales, the original length, whether it has RoPE) and the ``config.json`` of the same model with a new RoPE.
+* :mod:`~ropekit.integrations.hf.load` — a model, its ``config.json`` and its tokenizer, loaded offline from a folder or
+  a ``.gguf`` file.
+* :mod:`~ropekit.integrations.hf.native_rope` — the native transformers form of any RoPE (what ``extend``, ``finetune``
+  and a patched model's config write).
+* :mod:`~ropekit.integrations.hf.legacy_keys` — the older ``rope_theta`` / ``rope_scaling`` keys written beside
+  ``rope_parameters``.
+* :mod:`~ropekit.integrations.hf.patch_rope` — ropekit's scaling methods inside transformers models
+  (:func:`~ropekit.integrations.hf.patch_rope.apply_scaling` swaps the rotary modules).
+* :mod:`~ropekit.integrations.hf.patch_attention` — the training-free attention methods inside transformers models
+  (:func:`~ropekit.integrations.hf.patch_attention.apply_attention`).
+* :mod:`~ropekit.integrations.hf.attention_layouts` — the attention layouts that change what those two must do
+  (DeepSeek's softmax-scale term, multi-head latent attention, attention sinks, half-width rotary tables).
+* :mod:`~ropekit.integrations.hf.rope_layers` — which layers rotate q and k (NoPE layers: SmolLM3, Llama 4).
+* :mod:`~ropekit.integrations.hf.llama4_context` — Llama 4's own long-context settings (attention temperature, chunked
+  local attention).
+* :mod:`~ropekit.integrations.hf.dual_chunk_config` — Qwen's ``dual_chunk_attention_config`` and ropekit's
+  ``dual_chunk`` method, each from the other.
+* :mod:`~ropekit.integrations.hf.model_layout` — a model's whole RoPE layout from its config, as ``inspect --model``
+  shows it.
+* :mod:`~ropekit.integrations.hf.output_head` — the output head and the chunked cross-entropy, for evaluation and
+  training.
+
+What a transformers RoPE dict means, as plain dicts, is in the core (which never imports this package):
+:mod:`ropekit.hf_format` (``RopeConfig`` and ``rope_parameters``, each way) and :mod:`ropekit.scaling._hf_numbers`
+(numbers read from a config dict, each error naming its key). The transformers version these modules are checked
+against is :data:`ropekit._versions.CHECKED`.
+"""
+
+__all__ = [
+    "attention_layouts",
+    "dual_chunk_config",
+    "legacy_keys",
+    "llama4_context",
+    "load",
+    "model_config",
+    "model_layout",
+    "native_rope",
+    "output_head",
+    "patch_attention",
+    "patch_rope",
+    "rope_layers",
+]
