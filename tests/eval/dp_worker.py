@@ -21,7 +21,7 @@ import sys
 
 def _inject_failure(rank: int, method: str | None) -> None:
     """Make the first unit of ``method`` (any method when ``None``) measured in this process raise."""
-    from ropekit.eval import sweep_grid
+    from ropekit.eval import methods, sweep_grid
     from ropekit.eval.tasks import grid
 
     def failing(original, method_of):
@@ -33,13 +33,13 @@ def _inject_failure(rank: int, method: str | None) -> None:
         return run
 
     current = {"method": None}
-    configure = grid.configure
+    configure = methods.configure
 
-    def remember(model, name, **kwargs):  # which method the model is set up for (both grids call configure)
+    def remember(model, name, **kwargs):  # which method the model is set up for (both grids configure through it)
         current["method"] = name
         return configure(model, name, **kwargs)
 
-    grid.configure = sweep_grid.configure = remember
+    methods.configure = remember
     grid._answer_locally = failing(grid._answer_locally, lambda *a: current["method"])
     sweep_grid._measure = failing(sweep_grid._measure, lambda model, settings, tokens, unit: unit[0])
 

@@ -7,6 +7,9 @@ A method name is a RoPE scaling (``none``, ``native`` or a ``rope_type``), a tra
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
@@ -201,3 +204,43 @@ def restore(model: Any, method: str) -> None:
     model.set_scaling(model.native_scaling)
     if split_method(method)[1] is not None:
         set_attention(model, None)
+
+
+@contextlib.contextmanager
+def configured_groups(
+    model: Any, units: Sequence[tuple], indices: list[int], settings: Any
+) -> Iterator[Iterator[tuple[str, int, list[int], dict | None, str | None]]]:
+    """The units ``indices`` (ascending) grouped by their (method, length), each group with its method put on
+    ``model`` (:func:`configure`) before it is yielded: ``(method, length, indices, described, skipped)``, where
+    ``skipped`` is why the method cannot run on ``model`` (then ``described`` is ``None``, and its later lengths
+    are not tried). Whatever method is on the model is taken off (:func:`restore`) when the block ends, also on an
+    error."""
+    current: list[str] = []
+
+    def groups() -> Iterator[tuple[str, int, list[int], dict | None, str | None]]:
+        skipped: dict[str, str] = {}
+        for (method, length), chunk in itertools.groupby(indices, key=lambda i: units[i][:2]):
+            if current and method != current[0]:
+                restore(model, current.pop())
+            if not current:
+                current.append(method)
+            described = None
+            if method not in skipped:
+                try:
+                    described = configure(
+                        model,
+                        method,
+                        length=length,
+                        train_length=model.train_length,
+                        factor=settings.factor,
+                        params=settings.params,
+                    )
+                except LookupError as error:
+                    skipped[method] = str(error)
+            yield method, length, list(chunk), described, skipped.get(method)
+
+    try:
+        yield groups()
+    finally:
+        if current:
+            restore(model, current[0])

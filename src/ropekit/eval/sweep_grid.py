@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ropekit.eval.methods import configure, restore
+from ropekit.eval.methods import configured_groups
 from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import perplexity_at, perplexity_windows
 
@@ -82,29 +82,11 @@ def measure_units(
     ``{"skipped": reason}`` for a method that cannot run on ``model`` (its later lengths are then not tried).
     ``on_tokens`` gets each unit's forward tokens, ``on_step`` a label after each (method, length)."""
     outcomes: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {}
-    current = None
-    try:
-        for (method, length), chunk in itertools.groupby(indices, key=lambda i: units[i][:2]):
-            chunk = list(chunk)
-            if current is not None and method != current:
-                restore(model, current)
-            current = method
-            if method not in skipped:
-                try:
-                    described = configure(
-                        model,
-                        method,
-                        length=length,
-                        train_length=model.train_length,
-                        factor=settings.factor,
-                        params=settings.params,
-                    )
-                except LookupError as error:
-                    skipped[method] = str(error)
+    with configured_groups(model, units, indices, settings) as groups:
+        for method, length, chunk, described, skipped in groups:
             for i in chunk:
-                if method in skipped:
-                    outcomes.append({"skipped": skipped[method]})
+                if skipped is not None:
+                    outcomes.append({"skipped": skipped})
                 else:
                     run = {"method": method, **described, "eval_text_sha256": tokens.sha256}
                     run["eval_text_tokens"] = len(tokens.ids)
@@ -112,10 +94,7 @@ def measure_units(
                 if on_tokens is not None:
                     on_tokens(costs[i])
             if on_step is not None:
-                on_step(f"{method} {'skipped' if method in skipped else '@ ' + str(length)}")
-    finally:
-        if current is not None:
-            restore(model, current)
+                on_step(f"{method} {'skipped' if skipped is not None else '@ ' + str(length)}")
     return outcomes
 
 

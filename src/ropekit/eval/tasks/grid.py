@@ -9,13 +9,12 @@ made from the outcomes are those of one process answering them all in order.
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ropekit.eval.methods import configure, restore
+from ropekit.eval.methods import configured_groups
 from ropekit.eval.tasks.base import Sample
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
 from ropekit.eval.tasks.scoring import cell, score
@@ -132,35 +131,15 @@ def answer_units(
     "forward"}``, or ``{"skipped": reason}`` for a method that cannot run on ``model`` (its later lengths are then
     not tried). ``on_tokens`` gets each unit's forward tokens, ``on_step`` a label after each unit."""
     outcomes: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {}
-    current = None
-    try:
-        for (method, length), chunk in itertools.groupby(indices, key=lambda i: units[i][:2]):
+    with configured_groups(model, units, indices, settings) as groups:
+        for _, _, chunk, run, skipped in groups:
             group = [units[i] for i in chunk]
-            if current is not None and method != current:
-                restore(model, current)
-            current = method
-            if method not in skipped:
-                try:
-                    run = configure(
-                        model,
-                        method,
-                        length=length,
-                        train_length=model.train_length,
-                        factor=settings.factor,
-                        params=settings.params,
-                    )
-                except LookupError as error:
-                    skipped[method] = str(error)
-            if method in skipped:
-                outcomes += [{"skipped": skipped[method]} for _ in group]
+            if skipped is not None:
+                outcomes += [{"skipped": skipped} for _ in group]
                 if on_tokens is not None:  # keep a progress bar's total exact
                     on_tokens(sum(sample_cost(samples[n, t][i]) for _, n, t, i in group))
                 continue
             outcomes += _answer_group(model, run, group, samples, on_tokens, on_step)
-    finally:
-        if current is not None:
-            restore(model, current)
     return outcomes
 
 
