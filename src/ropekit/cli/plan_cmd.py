@@ -38,8 +38,6 @@ def plan_command(
 ) -> None:
     """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why);
     with --model, its RoPE and training length, and which of its layers take no RoPE (NoPE)."""
-    from rich.console import Console
-
     from ropekit.theory import plan
 
     given = read_model(model)
@@ -60,41 +58,41 @@ def plan_command(
     options |= {"train_length": "--original-length", "target_length": "--target-length"}
     with option_errors(**options):
         result = plan(head_dim, base, train, target, rotary_dim=rotary_dim, robust=robust)
-    from ropekit.cli.extend_gguf import plan_flags
-
-    flags = plan_flags(
-        [method.name for method in result.methods],
-        head_dim=head_dim,
-        base=base,
-        rotary_dim=rotary_dim,
-        factor=result.factor,
-        train_length=train,
-    )
     from ropekit.attention.plan import attention_plan
-    from ropekit.cli.launch_view import launch_json, plan_launch, print_launch
+    from ropekit.cli.extend_gguf import plan_flags
+    from ropekit.cli.launch_view import plan_launch
     from ropekit.finetune.choose import training_free_choice
 
+    names = [method.name for method in result.methods]
+    shape = {"head_dim": head_dim, "base": base, "rotary_dim": rotary_dim, "factor": result.factor}
+    flags = plan_flags(names, **shape, train_length=train)
+    model_path = given.path if given else None
+    launch = plan_launch(names, **shape, train_length=train, target_length=target, model=model_path)
     attention = attention_plan(train, target)
-    chosen, why_chosen = training_free_choice(result)
-    launch = plan_launch(
-        [method.name for method in result.methods],
-        head_dim=head_dim,
-        base=base,
-        rotary_dim=rotary_dim,
-        factor=result.factor,
-        train_length=train,
-        target_length=target,
-        model=given.path if given else None,
-    )
+    chosen = training_free_choice(result)
     if json_output:
-        llamacpp = {name: value[0] for name, value in flags.items()}
-        described = {"model": given.to_dict()} if given else {}
-        if given is not None and given.llama4 is not None:
-            described["llama4_long_context"] = given.llama4.to_dict(train, target)
-        described["launch"] = {name: launch_json(lines) for name, lines in launch.items()}
-        described["launch_method"] = chosen
-        print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
+        _print_json(result, given, flags, attention, launch, chosen[0], train, target)
         return
+    _print_text(result, given, flags, attention, launch, chosen, train, target)
+
+
+def _print_json(result, given, flags, attention, launch, chosen: str, train: int, target: int) -> None:
+    from ropekit.cli.launch_view import launch_json
+
+    llamacpp = {name: value[0] for name, value in flags.items()}
+    described = {"model": given.to_dict()} if given else {}
+    if given is not None and given.llama4 is not None:
+        described["llama4_long_context"] = given.llama4.to_dict(train, target)
+    described["launch"] = {name: launch_json(lines) for name, lines in launch.items()}
+    described["launch_method"] = chosen
+    print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
+
+
+def _print_text(result, given, flags, attention, launch, chosen: tuple[str, str], train: int, target: int) -> None:
+    from rich.console import Console
+
+    from ropekit.cli.launch_view import print_launch
+
     console = Console()
     _print_model(console, given, train, target)
     for line in result.lines():
@@ -104,8 +102,9 @@ def plan_command(
     for name, (_, text) in flags.items():
         console.print(f"  {name}: {text}", highlight=False)
     echo = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
-    echo(f"Launch lines for {chosen} at {target:,} tokens ({why_chosen.removeprefix('plan: ')}; --json: every method):")
-    print_launch(launch[chosen], echo)
+    method, why = chosen
+    echo(f"Launch lines for {method} at {target:,} tokens ({why.removeprefix('plan: ')}; --json: every method):")
+    print_launch(launch[method], echo)
     print_attention_plan(console, attention, target)
 
 
