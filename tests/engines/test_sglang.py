@@ -32,10 +32,13 @@ def test_sglang_computes_what_transformers_computes_for_yarn(llama_dir, tmp_path
 
 
 @needs_sglang
-def test_sglangs_dynamic_is_static_ntk(llama_dir, tmp_path) -> None:
+def test_sglangs_dynamic_is_static_ntk_at_the_target_length(llama_dir, tmp_path) -> None:
+    """One table with the NTK base of max_position_embeddings (L0) × factor: transformers' at the target length,
+    not at the shorter served lengths."""
     scaling = DynamicScaling(factor=4.0, original_max_position_embeddings=L0)
     row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
-    assert row.verdict == "differs" and "static NTK" in row.detail, row.detail
+    assert row.verdict == "differs" and "static NTK" in row.detail and f"from position {L0 - 1} " in row.detail
+    assert row.numbers[f"table_max_diff@{4 * L0}"] < 1e-4
 
 
 @needs_sglang

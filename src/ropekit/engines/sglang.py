@@ -4,12 +4,15 @@ SGLang 0.5.23 installs with ``--no-deps`` into ``.venv-vllm`` beside vLLM (``mak
 ``orjson`` and ``IPython``, which its rotary imports need); its module then builds on CPU (it warns that vLLM's
 ``_C`` kernels are missing, which the native path does not use). :mod:`ropekit.engines._sglang_probe` runs
 ``get_rope(head_size, rotary_dim, max_position, base, is_neox_style, rope_scaling, dtype)`` with the arguments vLLM's
-probe gets (:func:`ropekit.engines.vllm.request_for`) and applies it to the probe vectors: SGLang's own arithmetic.
+probe gets (:func:`ropekit.engines.vllm.request_for`), except ``max_position``: the config's
+``max_position_embeddings``, as SGLang's model classes pass it. Then it applies the module to the probe vectors:
+SGLang's own arithmetic.
 
 By design (``sglang/srt/layers/rotary_embedding``): ``dynamic`` is one static table for ``max_position × factor``
-positions with the NTK base of that length; YaRN reads ``attn_factor`` or ``mscale``/``mscale_all_dim``, not
-``attention_factor``, and always truncates the correction range; LongRoPE reads ``short_mscale``/``long_mscale``,
-not ``attention_factor``, and picks the long list for a whole batch once a position in it exceeds L0.
+positions with the NTK base of that length (static NTK at the target length where ``max_position`` is L0); YaRN
+reads ``attn_factor`` or ``mscale``/``mscale_all_dim``, not ``attention_factor``, and always truncates the correction
+range; LongRoPE reads ``short_mscale``/``long_mscale``, not ``attention_factor``, and picks the long list for a whole
+batch once a position in it exceeds L0.
 The rotary module is compared (tables), not a model.
 """
 
@@ -43,13 +46,12 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
 
 def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
     """The documented SGLang behaviours (module docstring) that apply to ``params``, the rope dict it is given."""
-    kind, longest = params.get("rope_type"), probe.target_length
+    kind = params.get("rope_type")
     reasons = []
     if kind == "dynamic":
-        factor = float(params.get("factor", 1.0))
         reasons.append(
-            f"SGLang's dynamic is static NTK: one table for {longest:,} × {factor:g} positions with the base of "
-            "that length, at every position"
+            "SGLang's dynamic is static NTK: one table for max_position_embeddings × factor positions with the "
+            "base of that length, at every position"
         )
     has_mscales = params.get("mscale") is not None and params.get("mscale_all_dim") is not None
     if kind == "yarn" and params.get("attention_factor") is not None and not has_mscales:
@@ -59,7 +61,7 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
     if kind == "longrope" and params.get("attention_factor") is not None:
         reasons.append(
             "SGLang ignores longrope's attention_factor (it reads short_mscale/long_mscale, else derives "
-            f"sqrt(1 + ln(M/L0)/ln L0) from its max position M = {longest:,})"
+            "sqrt(1 + ln(M/L0)/ln L0) from max_position_embeddings M)"
         )
     if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
         reasons.append("SGLang picks LongRoPE's long list for a whole batch once one of its positions exceeds L0")
@@ -74,4 +76,7 @@ def row(case: Case) -> EngineRow:
         return EngineRow(NAME, None, "cannot run here", why, where)
     if version() is None:
         return EngineRow(NAME, None, "cannot run here", f"sglang is not in the vLLM environment ({INSTALL})", where)
-    return vllm.table_row(sys.modules[__name__], case, where)
+    # SGLang's model classes pass the config's max_position_embeddings (vLLM's probe: its --max-model-len)
+    longest = int(case.config.get("max_position_embeddings") or case.probe.target_length)
+    request = {**vllm.request_for(case), "max_position": longest}
+    return vllm.table_row(sys.modules[__name__], request, case, where)

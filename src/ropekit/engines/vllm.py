@@ -113,16 +113,16 @@ def row(case: Case) -> EngineRow:
     if interpreter is None:
         why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
         return EngineRow(NAME, None, "cannot run here", why, where)
-    return table_row(sys.modules[__name__], case, where)
+    return table_row(sys.modules[__name__], request_for(case), case, where)
 
 
-def table_row(engine: ModuleType, case: Case, where: str) -> EngineRow:
+def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: str) -> EngineRow:
     """The verdict of an engine whose rotary module runs in the vLLM environment (vLLM's, SGLang's): its
-    ``PROBE`` script beside this file reads :func:`request_for` on stdin; ``engine`` gives ``NAME``, ``version()``
-    and ``known_behaviours(params, probe)``."""
+    ``PROBE`` script beside this file reads ``request`` (as :func:`request_for` makes it) on stdin; ``engine``
+    gives ``NAME``, ``version()`` and ``known_behaviours(params, probe)``."""
     done = subprocess.run(
         [str(python()), "-P", str(Path(__file__).with_name(engine.PROBE))],  # -P: not this folder on sys.path
-        input=json.dumps(request_for(case)),
+        input=json.dumps(request),
         capture_output=True,
         text=True,
         check=False,
