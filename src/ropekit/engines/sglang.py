@@ -64,7 +64,10 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
             "sqrt(1 + ln(M/L0)/ln L0) from max_position_embeddings M)"
         )
     if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
-        reasons.append("SGLang picks LongRoPE's long list for a whole batch once one of its positions exceeds L0")
+        reasons.append(
+            "SGLang picks LongRoPE's long list for a whole batch once a position in it exceeds L0 (L0 + 1 tokens "
+            "still get the short list), transformers once the length exceeds L0"
+        )
     return reasons
 
 
