@@ -45,7 +45,9 @@ screenshot: setup
 
 # vLLM's rotary classes for `ropekit engines` (tests/engines/test_vllm.py), in their own environment: vLLM's pins fight
 # ropekit's, so it is installed with --no-deps beside the same torch plus what its rotary imports name (about 3 min from
-# pip's cache, longer on a first download); if it cannot install within 20 minutes, setup goes on and the vLLM tests skip
+# pip's cache, longer on a first download); if it cannot install within 20 minutes, setup goes on and the vLLM tests skip.
+# SGLang's rotary module (tests/engines/test_sglang.py) builds in the same environment: sglang with --no-deps plus the
+# two packages its rotary imports need
 VLLM_DEPS = packaging pydantic regex numpy cbor2 psutil pyzmq urllib3 "transformers==5.18.0" aiohttp requests \
 	openai-harmony openai pillow pybase64 cachetools cloudpickle msgspec uvloop py-cpuinfo prometheus_client \
 	xgrammar fastapi partial_json_parser llguidance
@@ -56,6 +58,9 @@ $(VLLM_READY):
 	  && timeout 1200 .venv-vllm/bin/pip install --quiet --no-deps "vllm==0.33.0" \
 	  && timeout 1200 .venv-vllm/bin/pip install --quiet $(VLLM_DEPS) \
 	  && (.venv-vllm/bin/pip uninstall --quiet -y torchaudio || true) \
+	  && ( ( .venv-vllm/bin/pip install --quiet orjson IPython \
+	         && .venv-vllm/bin/pip install --quiet --no-deps "sglang==0.5.23" ) \
+	       || echo "warning: SGLang did not install; SGLang engine tests skipped" ) \
 	  && touch $(VLLM_READY) ) \
 	  || echo "warning: the vLLM environment did not install; vLLM engine tests skipped"
 # (torchaudio is uninstalled above because its library does not load beside torch 2.13)

@@ -12,7 +12,8 @@ functions (never a port):
 * :mod:`~ropekit.engines.mlx_lm`: MLX-LM's loader, RoPE modules and model;
 * :mod:`~ropekit.engines.llama_cpp`: llama.cpp's runtime on the GGUF file (logits);
 * :mod:`~ropekit.engines.vllm`: vLLM's ``get_rope`` module, in its own environment (subprocess);
-* :mod:`~ropekit.engines.sglang`, :mod:`~ropekit.engines.ollama`: launch lines, and why they are not run here.
+* :mod:`~ropekit.engines.sglang`: SGLang's ``get_rope`` module, in the vLLM environment (subprocess);
+* :mod:`~ropekit.engines.ollama`: its launch line, and why it is not run here.
 
 Each row says ``same`` (with the largest difference), ``differs`` (how much, from which position, and why: a
 documented behaviour of the engine, or none), ``cannot express`` or ``cannot run here``, and the line that launches

@@ -1,26 +1,40 @@
-"""SGLang: not installed here, so the row gives the launch line and says why it was not run.
+"""SGLang: its own rotary-embedding module (``get_rope``), built on CPU in the vLLM environment and run in a subprocess.
 
-SGLang 0.5.23's rotary classes (``sglang.srt.layers.rotary_embedding``) import its runtime and platform layers
-(``sglang.srt.platforms``, ``sglang.kernels``) and use ``sgl_kernel`` lazily; whether they build on CPU beside
-vLLM's environment was not tried."""
+SGLang 0.5.23 installs with ``--no-deps`` into ``.venv-vllm`` beside vLLM (``make vllm-env`` adds it, with
+``orjson`` and ``IPython``, which its rotary imports need); its module then builds on CPU (it warns that vLLM's
+``_C`` kernels are missing, which the native path does not use). :mod:`ropekit.engines._sglang_probe` runs
+``get_rope(head_size, rotary_dim, max_position, base, is_neox_style, rope_scaling, dtype)`` with the arguments vLLM's
+probe gets (:func:`ropekit.engines.vllm.request_for`), except ``max_position``: the config's
+``max_position_embeddings``, as SGLang's model classes pass it. Then it applies the module to the probe vectors:
+SGLang's own arithmetic.
+
+By design (``sglang/srt/layers/rotary_embedding``): ``dynamic`` is one static table for ``max_position × factor``
+positions with the NTK base of that length (static NTK at the target length where ``max_position`` is L0); YaRN
+reads ``attn_factor`` or ``mscale``/``mscale_all_dim``, not ``attention_factor``, and always truncates the correction
+range; LongRoPE reads ``short_mscale``/``long_mscale``, not ``attention_factor``, and picks the long list for a whole
+batch once a position in it exceeds L0.
+The rotary module is compared (tables), not a model.
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
+from ropekit.engines import vllm
 from ropekit.engines.probe import Case, EngineRow, Probe
 
 NAME = "SGLang"
+#: the script beside this file that runs in the vLLM environment
+PROBE = "_sglang_probe.py"
+#: what puts SGLang into the vLLM environment (the Makefile's vllm-env step)
+INSTALL = '.venv-vllm/bin/pip install orjson IPython && .venv-vllm/bin/pip install --no-deps "sglang==0.5.23"'
 
 
 def version() -> str | None:
-    if importlib.util.find_spec("sglang") is None:
-        return None
-    from importlib.metadata import version as installed
-
-    return installed("sglang")
+    """SGLang's version in the vLLM environment (its installed metadata), or ``None`` where it is not there."""
+    return vllm.installed("sglang")
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
@@ -30,10 +44,42 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
+def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
+    """The documented SGLang behaviours (module docstring) that apply to ``params``, the rope dict it is given."""
+    kind = params.get("rope_type")
+    reasons = []
+    if kind == "dynamic":
+        reasons.append(
+            "SGLang's dynamic is static NTK: one table for max_position_embeddings × factor positions with the "
+            "base of that length, at every position"
+        )
+    has_mscales = params.get("mscale") is not None and params.get("mscale_all_dim") is not None
+    if kind == "yarn" and params.get("attention_factor") is not None and not has_mscales:
+        reasons.append("SGLang ignores yarn's attention_factor (it reads attn_factor, or mscale/mscale_all_dim)")
+    if kind == "yarn" and params.get("truncate") is False:
+        reasons.append("SGLang ignores yarn's truncate: false (it always rounds the correction range)")
+    if kind == "longrope" and params.get("attention_factor") is not None:
+        reasons.append(
+            "SGLang ignores longrope's attention_factor (it reads short_mscale/long_mscale, else derives "
+            "sqrt(1 + ln(M/L0)/ln L0) from max_position_embeddings M)"
+        )
+    if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
+        reasons.append(
+            "SGLang picks LongRoPE's long list for a whole batch once a position in it exceeds L0 (L0 + 1 tokens "
+            "still get the short list), transformers once the length exceeds L0"
+        )
+    return reasons
+
+
 def row(case: Case) -> EngineRow:
-    found = version()
-    why = (
-        "sglang is not installed here (its rotary module imports SGLang's runtime and platform layers; building it "
-        "on CPU was not tried)"
-    )
-    return EngineRow(NAME, found, "cannot run here", why, launch(case.config, case.probe, case.folder))
+    """SGLang's verdict: its rotary module, given what vLLM's is given, against transformers' tables."""
+    where = launch(case.config, case.probe, case.folder)
+    if vllm.python() is None:
+        why = f"no vLLM environment to install SGLang into ({vllm.DEFAULT_PYTHON}; make vllm-env)"
+        return EngineRow(NAME, None, "cannot run here", why, where)
+    if version() is None:
+        return EngineRow(NAME, None, "cannot run here", f"sglang is not in the vLLM environment ({INSTALL})", where)
+    # SGLang's model classes pass the config's max_position_embeddings (vLLM's probe: its --max-model-len)
+    longest = int(case.config.get("max_position_embeddings") or case.probe.target_length)
+    request = {**vllm.request_for(case), "max_position": longest}
+    return vllm.table_row(sys.modules[__name__], request, case, where)

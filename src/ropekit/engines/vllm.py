@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,8 @@ import numpy as np
 from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positions_below
 
 NAME = "vLLM"
+#: the script beside this file that runs in the vLLM environment
+PROBE = "_vllm_probe.py"
 #: the interpreter of the vLLM environment (``ROPEKIT_VLLM_PYTHON`` overrides)
 DEFAULT_PYTHON = ".venv-vllm/bin/python"
 
@@ -66,11 +70,17 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
 
 def version() -> str | None:
     """vLLM's version in its environment (from its installed metadata), or ``None`` without one."""
+    return installed("vllm") or ("unknown" if python() is not None else None)
+
+
+def installed(package: str) -> str | None:
+    """``package``'s version in the vLLM environment (from its installed metadata), or ``None`` where it has no
+    such package or there is no environment."""
     interpreter = python()
     if interpreter is None:
         return None
-    found = sorted(interpreter.parent.parent.glob("lib/python*/site-packages/vllm-*.dist-info"))
-    return found[-1].name.removeprefix("vllm-").removesuffix(".dist-info") if found else "unknown"
+    found = sorted(interpreter.parent.parent.glob(f"lib/python*/site-packages/{package}-*.dist-info"))
+    return found[-1].name.removeprefix(f"{package}-").removesuffix(".dist-info") if found else None
 
 
 def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> dict[str, Any]:
@@ -103,16 +113,23 @@ def row(case: Case) -> EngineRow:
     if interpreter is None:
         why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
         return EngineRow(NAME, None, "cannot run here", why, where)
+    return table_row(sys.modules[__name__], request_for(case), case, where)
+
+
+def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: str) -> EngineRow:
+    """The verdict of an engine whose rotary module runs in the vLLM environment (vLLM's, SGLang's): its
+    ``PROBE`` script beside this file reads ``request`` (as :func:`request_for` makes it) on stdin; ``engine``
+    gives ``NAME``, ``version()`` and ``known_behaviours(params, probe)``."""
     done = subprocess.run(
-        [str(interpreter), "-P", str(Path(__file__).with_name("_vllm_probe.py"))],  # -P: not this folder,
-        input=json.dumps(request_for(case)),
+        [str(python()), "-P", str(Path(__file__).with_name(engine.PROBE))],  # -P: not this folder on sys.path
+        input=json.dumps(request),
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        return failed_row(done.stderr, where)
-    return row_from_reply(json.loads(done.stdout.strip().splitlines()[-1]), case, where)
+        return failed_row(engine, done.stderr, where)
+    return row_from_reply(engine, json.loads(done.stdout.strip().splitlines()[-1]), case, where)
 
 
 def request_for(case: Case) -> dict[str, Any]:
@@ -131,19 +148,21 @@ def request_for(case: Case) -> dict[str, Any]:
     }
 
 
-def failed_row(stderr: str, where: str) -> EngineRow:
-    """The row of a vLLM run that failed, from its last line of stderr."""
+def failed_row(engine: ModuleType, stderr: str, where: str) -> EngineRow:
+    """The row of an engine's probe run that failed, from its last line of stderr."""
     last = (stderr.strip().splitlines() or ["no output"])[-1]
     verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
-    return EngineRow(NAME, version(), verdict, f"vLLM failed: {last}", where)
+    return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME} failed: {last}", where)
 
 
-def row_from_reply(reply: dict[str, Any], case: Case, where: str) -> EngineRow:
-    """vLLM's verdict from the probe's reply (its tables against the reference's)."""
+def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where: str) -> EngineRow:
+    """An engine's verdict from its probe's reply (its tables against the reference's)."""
     from ropekit.engines.transformers_ref import rope_parameters
 
     params = rope_parameters(case.folder)
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known_behaviours(params, case.probe))
+    verdict, detail, numbers = judge(
+        case.reference, theirs, case.probe, known=engine.known_behaviours(params, case.probe)
+    )
     numbers["mscale"] = reply.get("mscale")
-    return EngineRow(NAME, reply["version"], verdict, f"{detail} (rotary module only)", where, numbers)
+    return EngineRow(engine.NAME, reply["version"], verdict, f"{detail} (rotary module only)", where, numbers)
