@@ -4,6 +4,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# the vLLM (and SGLang) environment of the engine tests, complete once this file exists (defined before setup uses it)
+VLLM_READY := .venv-vllm/.ready
 
 .PHONY: setup test report lint bench screenshot vllm-env
 
@@ -51,7 +53,6 @@ screenshot: setup
 VLLM_DEPS = packaging pydantic regex numpy cbor2 psutil pyzmq urllib3 "transformers==5.18.0" aiohttp requests \
 	openai-harmony openai pillow pybase64 cachetools cloudpickle msgspec uvloop py-cpuinfo prometheus_client \
 	xgrammar fastapi partial_json_parser llguidance
-VLLM_READY := .venv-vllm/.ready
 $(VLLM_READY):
 	( $(PYTHON) -m venv .venv-vllm \
 	  && .venv-vllm/bin/pip install --quiet "torch==2.13.0" \
