@@ -58,8 +58,9 @@ def compare_folder(
     """
     progress("transformers (reference)")
     reference = reference_answer(folder, probe)
-    ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), _hf_launch(folder))
     config = json.loads((Path(folder) / "config.json").read_text())
+    launch_line = _hf_launch(folder, config)
+    ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), launch_line)
     baseline = None
     if source is not None and gguf is not None and probe.ids and "llama.cpp" in engines:
         progress("transformers on the unextended model (llama.cpp's quantisation floor)")
@@ -89,8 +90,7 @@ def _describe(reference: Answer) -> str:
     return f"served lengths {served}; softmax scale {reference.softmax_scale:.6g}"
 
 
-def _hf_launch(folder: Path) -> str:
+def _hf_launch(folder: Path, config: dict) -> str:
     from ropekit.engines.launch import launch_lines
 
-    config = json.loads((Path(folder) / "config.json").read_text())
     return launch_lines(config, int(config.get("max_position_embeddings") or 0), folder=folder)["transformers"].text()
