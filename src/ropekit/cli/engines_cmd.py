@@ -45,14 +45,16 @@ def engines_command(
             spec, original, target, types, _ = method.resolve(training=False)
             folder, gguf, source = _extended(model, spec, Path(scratch), target, original, types, gguf)
             source = source if logits else None
-            launch = _launch_lines(folder, original, model=model, flags=method.flags())
+            where = {"model": model, "flags": method.flags()}
         else:
             source = None
             if model.suffix == ".gguf":
                 raise fail("--model: a .gguf file needs method flags (--scaling, --base or --plan)")
             folder, original = model, parse_length(original_length, "--original-length") if original_length else None
-            launch = _launch_lines(folder, original, gguf=gguf, written=True)
-        rows = _compare(folder, original, logits, chosen, gguf, source, launch, quiet=json_output)
+            where = {"gguf": gguf, "written": True}
+        probe = _probe(folder, original, logits)
+        launch = _launch_lines(folder, probe.target_length, **where)
+        rows = _compare(folder, probe, chosen, gguf, source, launch, quiet=json_output)
     if json_output:
         summary = {"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]}
         summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
@@ -83,25 +85,29 @@ def _extended(model, spec, scratch: Path, target, original, types, gguf):
     return folder, gguf, (plain, model)
 
 
-def _launch_lines(folder: Path, original: int | None, *, model=None, flags: str = "...", gguf=None, written=False):
-    """The launch lines: for ``folder`` (and ``--gguf``) itself when ``written`` (an output ``extend`` wrote), else
-    for the files the user writes (``extend --model MODEL FLAGS``), not the temporary ones the comparison ran on."""
+def _probe(folder: Path, original: int | None, logits: int):
+    from ropekit.engines.compare import probe_for
+
+    return probe_for(folder, original_length=original, logit_tokens=logits)
+
+
+def _launch_lines(folder: Path, target: int, *, model=None, flags: str = "...", gguf=None, written=False):
+    """The launch lines at ``target`` tokens: for ``folder`` (and ``--gguf``) itself when ``written`` (an output
+    ``extend`` wrote), else for the files the user writes (``extend --model MODEL FLAGS``), not the temporary ones
+    the comparison ran on."""
     import json
 
-    from ropekit.engines.compare import probe_for
     from ropekit.engines.launch import launch_lines
 
     config = json.loads((folder / "config.json").read_text())
-    target = probe_for(folder, original_length=original).target_length
     if not written:
         return launch_lines(config, target, model=model, method=flags)
     return launch_lines(config, target, folder=folder, gguf=gguf)
 
 
-def _compare(folder: Path, original, logits: int, chosen, gguf, source, launch, *, quiet: bool):
-    from ropekit.engines.compare import compare_folder, probe_for
+def _compare(folder: Path, probe, chosen, gguf, source, launch, *, quiet: bool):
+    from ropekit.engines.compare import compare_folder
 
-    probe = probe_for(folder, original_length=original, logit_tokens=logits)
     report = (lambda message: None) if quiet else (lambda message: typer.echo(f"running {message} ...", err=True))
     return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report, launch=launch)
 
