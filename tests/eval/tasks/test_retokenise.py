@@ -8,12 +8,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ropekit.eval.tasks.base import Pieces
 from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.model.tokenizer import byte_ids, byte_text
 
 #: English-like prose with punctuation, numbers and code: the haystack text and the tokenizer's training text
-WORDS = "river mill miller counts sacks twice water stone bridge market evening morning village road".split()
+WORDS = [
+    "river",
+    "mill",
+    "miller",
+    "counts",
+    "sacks",
+    "twice",
+    "water",
+    "stone",
+    "bridge",
+    "market",
+    "evening",
+    "morning",
+    "village",
+    "road",
+]
 
 
 def prose(seed: int, sentences: int) -> str:
