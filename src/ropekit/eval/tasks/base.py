@@ -134,7 +134,7 @@ class Pieces:
     def cuts(self, ids: np.ndarray) -> np.ndarray | None:
         """Where ``ids`` (a text tokenized whole) may be cut and joined with a piece: ``(len(ids) + 1,)`` bools,
         entry ``i`` for the cut before token ``i``. A cut is clean where token ``i`` starts with a space and token
-        ``i - 1`` ends in a non-space character (the text's start and end count as such): the tokenizer split the
+        ``i - 1`` ends in a whole non-space character (the text's start and end count as such): the tokenizer split the
         text there on its own, so either side tokenizes alone as it did in the whole, and joins a piece that ends in
         a non-space character or starts with a space or newline the same way. ``None`` without :attr:`decode`.
         """
@@ -208,7 +208,8 @@ class Haystack:
     distractor: Callable[[np.random.Generator], str] | None = None
 
     def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:
-        """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
+        """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts (in a text
+        haystack: its clean cuts, :meth:`Pieces.cuts`), its end among them.
 
         Raises:
             InvalidArgument: ``text`` has no more than ``count`` tokens (a ``ValueError`` about ``text``).
