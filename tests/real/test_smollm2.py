@@ -42,18 +42,18 @@ METHODS = {
 
 
 @pytest.fixture(scope="module")
-def smollm2(smollm2_path: Path):
-    from ropekit.eval.models import load_eval_model
+def text_ids(smollm2_model) -> torch.Tensor:
+    from ropekit.model.corpus import heldout_bytes
 
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    return load_eval_model(smollm2_path)
+    return smollm2_model.encode(heldout_bytes()[:12_000])
 
 
 @pytest.fixture(scope="module")
-def text_ids(smollm2) -> torch.Tensor:
-    from ropekit.model.corpus import heldout_bytes
-
-    return smollm2.encode(heldout_bytes()[:12_000])
+def plain_logits(smollm2_model, text_ids: torch.Tensor) -> torch.Tensor:
+    """The logits of the first 600 tokens with plain RoPE, computed once for every method's comparison."""
+    smollm2_model.set_scaling(None)
+    with torch.no_grad():
+        return smollm2_model.model(input_ids=text_ids[None, :600]).logits
 
 
 def test_the_gguf_loads_as_a_llama_with_its_rope(smollm2, smollm2_path: Path) -> None:
@@ -67,18 +67,18 @@ def test_the_gguf_loads_as_a_llama_with_its_rope(smollm2, smollm2_path: Path) ->
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_ropekit_scaling_equals_transformers_rope_parameters(smollm2, text_ids: torch.Tensor, method: str) -> None:
+def test_ropekit_scaling_equals_transformers_rope_parameters(
+    smollm2, text_ids: torch.Tensor, plain_logits: torch.Tensor, method: str
+) -> None:
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-    model = smollm2.model
+    model, plain = smollm2.model, plain_logits
     ids = text_ids[None, :600]
     config = copy.deepcopy(model.config)
     config.rope_parameters = {"rope_theta": smollm2.rope.base, **METHODS[method]}
     if method == "dynamic":
         config.max_position_embeddings = ORIGINAL  # dynamic NTK's original length
     with torch.no_grad():
-        apply_scaling(model, None)
-        plain = model(input_ids=ids).logits
         model.model.rotary_emb = LlamaRotaryEmbedding(config)  # transformers' own path for this rope_parameters
         theirs = model(input_ids=ids).logits
         apply_scaling(model, from_hf_config(config).scaling)
@@ -92,10 +92,10 @@ def test_chunked_perplexity_equals_full_logits(smollm2, text_ids: torch.Tensor) 
     from ropekit.eval.perplexity import perplexity_at
 
     smollm2.set_scaling(None)
-    smollm2.chunk = 100  # several chunks per window
-    chunked = perplexity_at(smollm2, text_ids, 1024, 512, max_tokens=1024)
+    smollm2.chunk = 100  # six chunks in the window of 512
+    chunked = perplexity_at(smollm2, text_ids, 512, 256, max_tokens=512)
     with torch.no_grad():
-        full = perplexity_at(lambda batch: smollm2.model(input_ids=batch).logits, text_ids, 1024, 512, max_tokens=1024)
+        full = perplexity_at(lambda batch: smollm2.model(input_ids=batch).logits, text_ids, 512, 256, max_tokens=512)
     smollm2.chunk = None
     assert chunked.perplexity == pytest.approx(full.perplexity, rel=1e-5)
     assert chunked.inside == pytest.approx(full.inside, rel=1e-5)

@@ -48,12 +48,13 @@ def import_llama_cpp() -> Any:
     return llama_cpp
 
 
-def file_scaling(path: Path, head_dim: int) -> ScalingConfig | None:
-    """The RoPE scaling llama.cpp runs for the file (``None`` for plain RoPE), as a ropekit scaling."""
+def file_scaling(path: Path, head_dim: int, *, reader: Any = None) -> ScalingConfig | None:
+    """The RoPE scaling llama.cpp runs for the file (``None`` for plain RoPE), as a ropekit scaling (read from
+    ``reader``, the file's ``open_gguf``, where given)."""
     from ropekit.hf_format import from_hf_config
     from ropekit.integrations.gguf.read_rope import gguf_rope_parameters
 
-    params = gguf_rope_parameters(path)
+    params = gguf_rope_parameters(path, reader=reader)
     return None if params is None else from_hf_config({"head_dim": head_dim, "rope_parameters": params}).scaling
 
 
@@ -88,7 +89,7 @@ class LlamaCppEvalModel:
     def __init__(
         self, path: str | Path, *, threads: int | None = None, flash_attn: bool = False, batch: int = N_BATCH
     ) -> None:
-        from ropekit.integrations.gguf.read_rope import read_file_rope
+        from ropekit.integrations.gguf.read_rope import open_gguf, read_file_rope
 
         self.llama_cpp = import_llama_cpp()
         path = Path(path)
@@ -99,9 +100,10 @@ class LlamaCppEvalModel:
         self.path, self.name = path, str(path)
         self.threads = threads or torch.get_num_threads()
         self.flash_attn, self.batch = bool(flash_attn), int(batch)
-        self.file = read_file_rope(path)
+        reader = open_gguf(path)  # the metadata parsed once for the RoPE and its scaling
+        self.file = read_file_rope(path, reader=reader)
         rope = self.file.rope
-        self.native_scaling = file_scaling(path, rope.n_rot)
+        self.native_scaling = file_scaling(path, rope.n_rot, reader=reader)
         self.rope = RopeConfig(rope.n_rot, base=rope.freq_base)
         original = getattr(self.native_scaling, "original_max_position_embeddings", None)
         self.train_length = int(original or self.file.context_length)

@@ -233,12 +233,14 @@ class HFEvalModel(HeadScoring):
         path = Path(path)
         self.name = str(path)
         self.gguf: dict[str, Any] | None = None
+        reader = None  # a GGUF file's metadata, parsed once for its description and its RoPE
         if path.suffix == ".gguf":
-            from ropekit.integrations.gguf.file import gguf_info
+            from ropekit.integrations.gguf.file import check_gguf, gguf_info
 
             if not path.is_file():
                 raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
-            self.gguf = gguf_info(path)
+            reader = check_gguf(path)
+            self.gguf = gguf_info(path, reader=reader)
         elif not (path / "config.json").is_file():
             message = f"no config.json in {str(path)!r}: not a transformers model directory"
             raise MissingFile("path", str(path), message=message, leads=False)
@@ -247,7 +249,7 @@ class HFEvalModel(HeadScoring):
         if self.gguf is not None:
             from ropekit.integrations.gguf.read_rope import apply_gguf_rope
 
-            apply_gguf_rope(config, path)  # the RoPE llama.cpp runs: transformers drops rope.scaling.* and rope_freqs
+            apply_gguf_rope(config, path, reader=reader)  # llama.cpp's: transformers drops rope.scaling.*, rope_freqs
         native = rope_of(config)
         self.native_scaling = native.scaling
         self.rope = dataclasses.replace(native, scaling=None)

@@ -10,13 +10,6 @@ import torch
 pytestmark = [pytest.mark.real, pytest.mark.hf]
 
 
-@pytest.fixture(scope="module")
-def smollm2(smollm2_path):
-    from ropekit.eval.models import load_eval_model
-
-    return load_eval_model(smollm2_path)
-
-
 def test_smollm2_samples_and_fast_path(smollm2):
     from ropekit.eval.tasks.decode import greedy_answer, make_decoder
     from ropekit.eval.tasks.run import detokenize, model_pieces, stop_tokens

@@ -97,12 +97,10 @@ def ids(smollm2_path: Path) -> list[int]:
     return vocab.tokenize(heldout_bytes()[:400_000], add_bos=False)
 
 
-@pytest.fixture(scope="module")
-def ropekit_model(smollm2_path: Path):
-    from ropekit.eval.models import HFEvalModel
-
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    return HFEvalModel(smollm2_path)
+@pytest.fixture
+def ropekit_model(smollm2):
+    """The session's dequantised SmolLM2 (``tests/conftest.py``), with plain RoPE at the start of each test."""
+    return smollm2
 
 
 def ropekit_logits(model, ids: list[int], spec) -> np.ndarray:
@@ -111,10 +109,32 @@ def ropekit_logits(model, ids: list[int], spec) -> np.ndarray:
         return model.model(input_ids=torch.tensor([ids])).logits[0].double().numpy()
 
 
-def test_plain_rope_calibrates_the_tolerance(smollm2_path: Path, ids: list[int], ropekit_model) -> None:
+@pytest.fixture(scope="module")
+def plain_logits(smollm2_model, ids: list[int]) -> np.ndarray:
+    """ropekit's logits of the first N ids with plain RoPE, computed once: the calibration's and every method's."""
+    return ropekit_logits(smollm2_model, ids[:N], None)
+
+
+@pytest.fixture(scope="module")
+def extended(smollm2_path: Path, ids: list[int], tmp_path_factory):
+    """``extended(name)``: the method's file written by ``extend_gguf`` and llama.cpp's ``(nll, logits beyond L0)``
+    on it, computed once per module (the method test and the load-time flags test read the same run)."""
+    runs = {}
+
+    def run(name: str):
+        if name not in runs:
+            out = tmp_path_factory.mktemp(f"extended-{name}") / "out.gguf"
+            written = extend_gguf(smollm2_path, METHODS[name], out, target_length=N)
+            runs[name] = (written, *llamacpp_run(written.out, ids[:N], keep=slice(L0, N)))
+        return runs[name]
+
+    return run
+
+
+def test_plain_rope_calibrates_the_tolerance(smollm2_path: Path, ids: list[int], plain_logits: np.ndarray) -> None:
     """1×, plain RoPE: the two engines differ only by arithmetic (quantised activations, float32 vs float64 angles)."""
     nll, theirs = llamacpp_run(smollm2_path, ids[:N], keep=slice(0, N))
-    ours = ropekit_logits(ropekit_model, ids[:N], None)
+    ours = plain_logits
     difference = np.abs(theirs - ours)
     print(
         f"1x plain: mean {difference.mean():.4f} max {difference.max():.4f} ppl {_ppl(nll)} {_ppl(_nll(ours, ids[1:N]))}"
@@ -136,15 +156,14 @@ SLOW = {"yarn-attention", "llama3", "longrope", "linear", "ntk"}
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in METHODS])
 def test_llamacpp_runs_the_extended_file_as_ropekit_runs_the_method(
-    name: str, smollm2_path: Path, ids: list[int], ropekit_model, tmp_path: Path
+    name: str, ids: list[int], ropekit_model, plain_logits: np.ndarray, extended
 ) -> None:
     """Beyond L0: logits within the calibrated tolerance, perplexity within 1%, and llama.cpp at least twice as close
     to the method as to plain RoPE (so a file llama.cpp read as something else would fail)."""
     spec = METHODS[name]
-    written = extend_gguf(smollm2_path, spec, tmp_path / "out.gguf", target_length=N)
-    nll, theirs = llamacpp_run(written.out, ids[:N], keep=slice(L0, N))
+    _, nll, theirs = extended(name)
     ours = ropekit_logits(ropekit_model, ids[:N], spec)
-    plain = ropekit_logits(ropekit_model, ids[:N], None)
+    plain = plain_logits
     difference, to_plain = np.abs(theirs - ours[L0:]), np.abs(theirs - plain[L0:])
     ratio = _ppl(nll[L0:]) / _ppl(_nll(ours, ids[1:N])[L0:])
     print(
@@ -165,23 +184,22 @@ def test_llamacpp_runs_the_extended_file_as_ropekit_runs_the_method(
 @pytest.mark.parametrize(
     "name", ["yarn", pytest.param("linear", marks=pytest.mark.slow), pytest.param("ntk", marks=pytest.mark.slow)]
 )
-def test_load_time_flags_equal_the_files_metadata(name: str, smollm2_path: Path, ids: list[int], tmp_path) -> None:
+def test_load_time_flags_equal_the_files_metadata(name: str, smollm2_path: Path, ids: list[int], extended) -> None:
     """The printed flags (as llama_cpp.Llama options) on the original file run what the extended file runs."""
-    written = extend_gguf(smollm2_path, METHODS[name], tmp_path / "out.gguf", target_length=N)
+    written, _, from_file = extended(name)
     options = llamacpp_options(written.form)
-    _, from_file = llamacpp_run(written.out, ids[:N], keep=slice(L0, N))
     _, from_flags = llamacpp_run(smollm2_path, ids[:N], keep=slice(L0, N), **options)
     np.testing.assert_allclose(from_flags, from_file, atol=1e-4, rtol=0)
 
 
 @pytest.mark.slow  # about 70 s: loads the extended GGUF a second time through transformers
-def test_ropekit_reads_an_extended_file_as_llamacpp_runs_it(smollm2_path, ids, ropekit_model, tmp_path) -> None:
+def test_ropekit_reads_an_extended_file_as_llamacpp_runs_it(ids, ropekit_model, extended) -> None:
     """Per-pair factors and an attention factor in the file (YaRN with the paper's ramp, through rope_freqs): the
     model ropekit loads from the extended file is the patched model, which matches llama.cpp (test above)."""
     from ropekit.eval.models import HFEvalModel
 
     spec = METHODS["yarn-paper"]
-    written = extend_gguf(smollm2_path, spec, tmp_path / "out.gguf", target_length=N)
+    written, _, _ = extended("yarn-paper")
     assert read_file_rope(written.out).rope.freq_factors is not None
     loaded = HFEvalModel(written.out)
     with torch.no_grad():

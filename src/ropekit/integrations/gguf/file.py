@@ -69,11 +69,12 @@ def check_gguf(path: str | Path, option: str = "model") -> Any:
     return reader
 
 
-def gguf_info(path: str | Path) -> dict[str, Any]:
+def gguf_info(path: str | Path, *, reader: Any = None) -> dict[str, Any]:
     """What a GGUF file holds: its name, size, architecture, quantisation and tensor types.
 
     ``quantisation`` is the file type llama.cpp records (``general.file_type``, e.g. ``MOSTLY_Q4_1``: most
     tensors in Q4_1); ``tensor_types`` counts tensors per storage type (e.g. ``{"Q4_1": 210, "F32": 61}``).
+    ``reader``: :func:`check_gguf`'s result where the caller has checked the file already (else checked here).
 
     Raises:
         ValueError: the ``gguf`` package is missing, or the file is not a GGUF file.
@@ -83,7 +84,7 @@ def gguf_info(path: str | Path) -> dict[str, Any]:
     except ImportError as error:
         raise ValueError("reading a GGUF file needs the gguf package: pip install 'ropekit[hf]'") from error
     path = Path(path)
-    reader = check_gguf(path)
+    reader = check_gguf(path) if reader is None else reader
 
     def field(key: str) -> Any:
         item = reader.fields.get(key)

@@ -54,18 +54,28 @@ class FileRope:
     unmodelled: tuple[str, ...]
 
 
-def read_file_rope(path: str | Path) -> FileRope:
-    """The RoPE llama.cpp would run for the GGUF file ``path`` (defaults as in llama.cpp's ``load_hparams``).
+def open_gguf(path: str | Path) -> Any:
+    """The ``gguf.GGUFReader`` of ``path``: its metadata and tensor table, parsed once (a vocabulary of 50k tokens
+    takes seconds), for the functions here that take ``reader=``.
 
     Raises:
         ValueError: not a readable GGUF file, or the gguf package is missing.
     """
     gguf = import_gguf()
     try:
-        reader = gguf.GGUFReader(str(path))
+        return gguf.GGUFReader(str(path))
     except (ValueError, OSError) as error:
         raise ValueError(f"{str(path)!r} is not a readable GGUF file: {error}") from error
-    return _file_rope(reader)
+
+
+def read_file_rope(path: str | Path, *, reader: Any = None) -> FileRope:
+    """The RoPE llama.cpp would run for the GGUF file ``path`` (defaults as in llama.cpp's ``load_hparams``), read
+    from ``reader`` (its :func:`open_gguf`) where the caller has parsed the file already.
+
+    Raises:
+        ValueError: not a readable GGUF file, or the gguf package is missing.
+    """
+    return _file_rope(open_gguf(path) if reader is None else reader)
 
 
 def _file_rope(reader: Any) -> FileRope:
@@ -115,8 +125,9 @@ def _is_plain(rope: LlamaCppRope) -> bool:
     return not scaled and rope.freq_factors is None and rope.attn_factor == 1.0
 
 
-def gguf_rope_parameters(path: str | Path) -> dict[str, Any] | None:
-    """transformers ``rope_parameters`` computing what llama.cpp computes for the GGUF file ``path``.
+def gguf_rope_parameters(path: str | Path, *, reader: Any = None) -> dict[str, Any] | None:
+    """transformers ``rope_parameters`` computing what llama.cpp computes for the GGUF file ``path`` (read from
+    ``reader`` where given, as :func:`read_file_rope`).
 
     ``None`` for plain RoPE (what transformers' loader already gives). Linear and YaRN without per-pair factors are
     written as themselves; anything else (``rope_freqs``, an extra attention factor on linear) as ``longrope`` with
@@ -129,7 +140,7 @@ def gguf_rope_parameters(path: str | Path) -> dict[str, Any] | None:
     from ropekit.hf_format import to_hf_dict
     from ropekit.scaling import LinearScaling, LongRopeScaling, YarnScaling
 
-    file = read_file_rope(path)
+    file = read_file_rope(path, reader=reader)
     if file.unmodelled:
         raise ValueError(
             f"{Path(path).name}: llama.cpp's RoPE for this file uses {', '.join(file.unmodelled)}, which ropekit does "
@@ -165,15 +176,16 @@ def gguf_rope_parameters(path: str | Path) -> dict[str, Any] | None:
     return to_hf_dict(RopeConfig(rope.n_rot, base=rope.freq_base, scaling=spec))
 
 
-def apply_gguf_rope(config: Any, path: str | Path) -> Any:
+def apply_gguf_rope(config: Any, path: str | Path, *, reader: Any = None) -> Any:
     """Give a transformers config loaded from the GGUF file ``path`` the RoPE llama.cpp runs (in place; returned).
 
-    Works on a ``PretrainedConfig`` or a plain ``config.json`` dict; a plain-RoPE file leaves it unchanged.
+    Works on a ``PretrainedConfig`` or a plain ``config.json`` dict; a plain-RoPE file leaves it unchanged. ``reader``:
+    the file's :func:`open_gguf`, where the caller has parsed it already.
 
     Raises:
         ValueError: as :func:`gguf_rope_parameters`.
     """
-    params = gguf_rope_parameters(path)
+    params = gguf_rope_parameters(path, reader=reader)
     if params is None:
         return config
     is_dict = isinstance(config, dict)

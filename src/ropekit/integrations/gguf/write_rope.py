@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ropekit.integrations.gguf.llamacpp_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
-from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, import_gguf, read_file_rope
+from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, import_gguf, open_gguf, read_file_rope
 
 
 def gguf_form(
@@ -71,9 +71,16 @@ def gguf_form(
 
 
 def write_gguf(
-    source: str | Path, out: str | Path, form: LlamaCppRope, *, context_length: int, force: bool = False
+    source: str | Path,
+    out: str | Path,
+    form: LlamaCppRope,
+    *,
+    context_length: int,
+    force: bool = False,
+    reader: Any = None,
 ) -> Path:
     """Copy ``source`` to ``out`` with ``form`` as its RoPE and ``context_length``; tensors byte for byte.
+    ``reader``: the source's :func:`~ropekit.integrations.gguf.read_rope.open_gguf`, where the caller has parsed it.
 
     The file is written beside ``out`` and renamed into place when complete (:func:`ropekit._output.staged_file`), so
     an interrupted write leaves any old ``out`` as it was.
@@ -89,7 +96,7 @@ def write_gguf(
     if out.exists() and source.exists() and os.path.samefile(out, source):
         raise ValueError(f"out {str(out)!r} is the source model; choose a new file")
     check_output(out, kind="file", force=force)
-    reader = gguf.GGUFReader(str(source))
+    reader = gguf.GGUFReader(str(source)) if reader is None else reader
     arch = str(reader.fields["general.architecture"].contents())
     with staged_file(out, force=force) as partial:
         _write(gguf, reader, partial, arch, form, context_length)
@@ -182,7 +189,8 @@ def extend_gguf(
     """
     from ropekit.integrations.hf.native_rope import default_target
 
-    file = read_file_rope(model)
+    reader = open_gguf(model)  # parsed once for the RoPE read here and the copy written below
+    file = read_file_rope(model, reader=reader)
     form = gguf_form(file, scaling, layer_types=layer_types)
     original = int(
         original_length
@@ -191,5 +199,5 @@ def extend_gguf(
         or file.context_length
     )
     target = default_target(scaling, original) if target_length is None else int(target_length)
-    path = write_gguf(model, out, form, context_length=target, force=force)
+    path = write_gguf(model, out, form, context_length=target, force=force, reader=reader)
     return GGUFResult(path, form, target, file.architecture)

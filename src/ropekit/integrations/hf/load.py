@@ -40,12 +40,13 @@ def load_config(model: str | Path) -> dict[str, Any]:
     if "gguf_file" in options:
         from ropekit.integrations.gguf.file import check_gguf
 
-        check_gguf(path)  # empty, not GGUF, truncated: a clear error before transformers reads it
+        reader = check_gguf(path)  # empty, not GGUF, truncated: a clear error before transformers reads it
         from transformers import AutoConfig
 
         from ropekit.integrations.gguf.read_rope import apply_gguf_rope
 
-        config = apply_gguf_rope(AutoConfig.from_pretrained(folder, **options).to_dict(), path)  # llama.cpp's RoPE
+        config = AutoConfig.from_pretrained(folder, **options).to_dict()
+        config = apply_gguf_rope(config, path, reader=reader)  # the RoPE llama.cpp runs
         return {key: value for key, value in config.items() if not key.startswith("_")}  # _name_or_path: local
     if not (path / "config.json").is_file():
         raise MissingFile(
