@@ -12,3 +12,10 @@ OMP_NUM_THREADS=1 $PY evidence/smollm2/engine_speed/flash_parity.py > $OUT/flash
 # Run C (bench_16k_2threads.jsonl), 8k and 16k in one run, two threads per engine, not niced; started 20:32 UTC at
 # load average 0.4, which rose to 6-11 once other jobs started (the 16k rows ran at load 6-11):
 # PYTHONPATH=src OMP_NUM_THREADS=2 python benchmarks/bench_engines.py --lengths 8192,16384 --samples 1 --threads 2 --llamacpp flash_attn=on,batch=2048
+# Agreement (agreement.jsonl), 8k, one thread per engine, llama.cpp at its defaults (flash attention off, batch 512),
+# the greedy answers compared and one window's perplexity per engine; started 21:30 UTC at load average 4.8
+# (uptime: 4.80, 4.87, 5.93):
+# PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_engines.py --lengths 8192 --samples 1 --threads 1 --perplexity
+# then 16k, answers only (a 16k perplexity window per engine did not fit the time), appended to agreement.jsonl;
+# started 21:47 UTC at load average 4.5 (uptime: 4.47, 4.53, 5.00):
+# PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_engines.py --lengths 16384 --samples 1 --threads 1
