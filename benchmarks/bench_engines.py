@@ -214,7 +214,10 @@ def summary(rows: list, names: list[str]) -> None:
             if name != "torch" and (length, "torch") in by and (length, name) in by:
                 wall = by[length, "torch"]["seconds"] / by[length, name]["seconds"]
                 cpu = by[length, "torch"]["cpu_seconds"] / by[length, name]["cpu_seconds"]
-                print(f"{length}: {name}: {wall:.2f}x torch's speed in wall time, {cpu:.2f}x in CPU seconds")
+                print(
+                    f"{length}: {name}: {wall:.2f}x torch's speed in wall time, {cpu:.2f}x in CPU seconds",
+                    file=sys.stderr,
+                )
 
 
 def main() -> None:
