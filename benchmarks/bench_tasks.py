@@ -22,9 +22,8 @@ import time
 import torch
 
 from ropekit.eval.models import load_eval_model
-from ropekit.eval.tasks.base import Pieces
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-from ropekit.eval.tasks.run import stop_tokens
+from ropekit.eval.tasks.run import model_pieces, stop_tokens
 from ropekit.eval.tasks.suite import make_sample
 from ropekit.eval.text import shipped_text, tokenize
 
@@ -60,7 +59,7 @@ def main() -> None:
     model = load_eval_model(args.model)
     length = args.length or model.train_length
     text = tokenize(shipped_text(), model.encode, model.separator).ids.numpy()
-    pieces = Pieces(lambda b: model.encode(b).numpy())
+    pieces = model_pieces(model)
     stop = stop_tokens(model)
     cases = {
         "one sample (niah_single_2)": [

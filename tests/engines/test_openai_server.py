@@ -1,10 +1,11 @@
 """``--engine openai`` against llama.cpp's own server (``llama-cpp-python[server]``), started here on 127.0.0.1 with
 SmolLM2's GGUF file and stopped afterwards; only loopback traffic.
 
-That server takes prompts only as text, and a sample's ids (its pieces tokenized one by one) are not the ids of its
-text tokenized whole ("again." + " " + "The" against "again." + " The"), so the engine refuses it (tested). The
-other tests start it through ``helpers/ids_server.py``, which lets it take the prompt as token ids, as llama.cpp's C++
-server, vLLM and SGLang do.
+That server takes prompts only as text. A sample's ids (its pieces tokenized one by one, joined where SmolLM2's
+byte-level BPE splits text on its own) are the ids of its text tokenized whole, so the engine sends the text and
+gets the same answers (tested); a prompt whose text would re-tokenise otherwise ("again." + " " + "The" against
+"again." + " The") is refused (tested). The other tests start it through ``helpers/ids_server.py``, which lets it take the
+prompt as token ids, as llama.cpp's C++ server, vLLM and SGLang do.
 
 The oracle is ``--engine llamacpp`` on the same file: the same scores on the same samples, the server's greedy text
 starting with the engine's answer (the engine stops once the canonical answer is out), the same perplexity.
@@ -12,6 +13,7 @@ starting with the engine's answer (the engine stops once the canonical answer is
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -86,18 +88,38 @@ def test_answers_equal_the_llamacpp_engine(smollm2_path, server, engine, samples
     assert model.ids_accepted is True
 
 
-def test_a_server_taking_only_text_is_refused_on_a_re_tokenisation_mismatch(smollm2_path, samples, tmp_path) -> None:
+def test_a_server_taking_only_text_gets_the_samples_as_text_and_refuses_a_mismatch(
+    smollm2_path, engine, samples, tmp_path
+) -> None:
+    """ropekit's samples go as text (it re-tokenises to their ids) and are answered as the engine answers them; a
+    prompt made of pieces the tokenizer would merge ("again." + " " + "The") is refused in one line."""
     from ropekit.engines.openai_client import ServerError
+    from ropekit.eval.tasks.base import Sample
+    from ropekit.eval.tasks.decode import greedy_answer
+    from ropekit.eval.tasks.scoring import score
 
     _, made = samples
     sample = made[LENGTH, "niah_single_1"][0]
+    pieces = [engine.encode(text).numpy() for text in (b" There and back again.", b" ", b"The grass is green.")]
+    split = Sample(
+        "niah_single_1", np.concatenate([*pieces, sample.context[: -sum(map(len, pieces))]]), sample.questions
+    )
     text_only = Server(smollm2_path, tmp_path / "server.log", ids=False)
     text_only.start()
     try:
         model = served(smollm2_path, text_only)
+        texts = model.answer_all([sample])
+        assert model.ids_accepted is False  # the server took the prompt as text
+        decoder = engine.decoder()
+        decoder.extend(torch.from_numpy(sample.context), keep=0)
+        for question, text in zip(sample.questions, texts[id(sample)][0], strict=True):
+            ours = engine.detokenize(
+                greedy_answer(decoder, question.ids, question.target, question.budget, engine.stop_tokens).tokens
+            )
+            assert text.startswith(ours) and score(text, question.answers) == score(ours, question.answers)
         with pytest.raises(ServerError, match="re-tokenises to different ids") as caught:
-            model.answer_all([sample])
-        assert "\n" not in str(caught.value) and model.ids_accepted is False
+            model.answer_all([split])
+        assert "\n" not in str(caught.value)
     finally:
         text_only.stop()
 

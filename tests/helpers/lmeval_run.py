@@ -1,5 +1,5 @@
-"""The lm-eval tests' helpers: a tokenizer that merges what ropekit joins, the CLI through typer's runner, and an
-lm-eval run in this process that writes what ``lm_eval --log_samples`` writes (nothing downloaded)."""
+"""The lm-eval tests' helpers: a byte-level BPE tokenizer and one that merges what ropekit joins, the CLI through
+typer's runner, and an lm-eval run in this process that writes what ``lm_eval --log_samples`` writes (nothing downloaded)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ runner = CliRunner()
 
 
 def merging_tokenizer():
-    """A byte-level BPE tokenizer whose merges join a space to the next word (``" The"``), as real BPE tokenizers
-    do: the text of a sample joined from pieces tokenised one by one does not re-tokenise to the same ids."""
+    """A byte-level BPE tokenizer (GPT-2's split rule) whose merges join a space to the next word (``" The"``), as
+    real BPE tokenizers do: ropekit's samples, joined at spaces and newlines, re-tokenise exactly with it."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -30,6 +30,23 @@ def merging_tokenizer():
     backend.train_from_iterator(
         [NOISE * 20, "The magic number for kufi is 8918109. What is the magic number?"], trainer
     )
+    backend.add_special_tokens(["<|endoftext|>"])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>")
+
+
+def spanning_tokenizer():
+    """A SentencePiece-style BPE tokenizer (Llama-2's layout: spaces become ``▁``, no pre-tokenizer) whose merges
+    span a space (``"e▁"``, ``".▁"``): the text of ropekit's pieces, read whole, tokenizes otherwise."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from ropekit.eval.tasks.base import NOISE
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    trainer = trainers.BpeTrainer(vocab_size=320, show_progress=False, special_tokens=["<unk>"])
+    backend.train_from_iterator([NOISE * 20, "The magic number for kufi is 8918109.\nWhat is the number?"], trainer)
     backend.add_special_tokens(["<|endoftext|>"])
     return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.lmeval_run import merging_tokenizer
+from helpers.lmeval_run import merging_tokenizer, spanning_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -22,4 +22,14 @@ def merging_model(make_llama, tmp_path_factory) -> Path:
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (path / name).unlink()
     merging_tokenizer().save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def spanning_model(make_llama, tmp_path_factory) -> Path:
+    """A random Llama with :func:`spanning_tokenizer` (SentencePiece-style: merges across a space)."""
+    path = make_llama(tmp_path_factory.mktemp("lmeval") / "spanning", positions=512, vocab=400)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (path / name).unlink()
+    spanning_tokenizer().save_pretrained(path)
     return path

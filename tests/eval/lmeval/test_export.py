@@ -1,5 +1,6 @@
 """``eval tasks --write-lm-eval``: the folder holds ropekit's very samples as text that re-tokenises to their ids,
-one lm-eval task per ropekit task; a tokenizer that would re-tokenise them otherwise is refused in one line."""
+one lm-eval task per ropekit task (every task with a byte-level BPE tokenizer); a tokenizer that would re-tokenise
+them otherwise (SentencePiece-style) is refused in one line."""
 
 from __future__ import annotations
 
@@ -27,19 +28,18 @@ def exported(byte_model, tmp_path_factory):
     return folder
 
 
-def test_the_documents_are_ropekits_samples_token_for_token(exported, byte_model):
+def assert_token_for_token(folder, model_path, tasks: tuple[str, ...]) -> None:
+    """The folder's documents, tokenized by the tokenizer it holds, are ropekit's samples' ids."""
     from transformers import AutoTokenizer
 
     from ropekit.eval.models import HFEvalModel
     from ropekit.eval.tasks.run import TaskSettings, make_samples
 
-    model = HFEvalModel(byte_model)
-    tokenizer = AutoTokenizer.from_pretrained(exported / "tokenizer")
-    settings = TaskSettings(
-        methods=("none",), tasks=("niah_single_1", "niah_multikey_2", "vt", "cwe"), lengths=(256, 320), samples=2
-    )
+    model = HFEvalModel(model_path)
+    tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
+    settings = TaskSettings(methods=("none",), tasks=tasks, lengths=(256, 320), samples=2)
     samples = make_samples(model, settings)
-    docs = docs_of(exported)
+    docs = docs_of(folder)
     expected = [
         (task, length, i, q, s.prompt(q).tolist(), list(s.questions[q].answers), s.questions[q].budget)
         for (length, task), group in samples.items()
@@ -62,6 +62,21 @@ def test_the_documents_are_ropekits_samples_token_for_token(exported, byte_model
     assert all(d["train_length"] == 512 and d["length"] == len(e[4]) for d, e in zip(docs, expected, strict=True))
 
 
+def test_the_documents_are_ropekits_samples_token_for_token(exported, byte_model):
+    assert_token_for_token(exported, byte_model, ("niah_single_1", "niah_multikey_2", "vt", "cwe"))
+
+
+def test_a_byte_level_bpe_tokenizer_exports_every_task(merging_model, tmp_path):
+    """Pieces joined where byte-level BPE splits text on its own: every task's text re-tokenises to its ids."""
+    from ropekit.eval.tasks.suite import TASKS
+
+    folder = tmp_path / "tasks"
+    args = ("--tasks", "all", "--lengths", "256,320", "--samples", "2")
+    result = cli("eval", "tasks", "--model", merging_model, *args, "--write-lm-eval", folder)
+    assert result.exit_code == 0, result.output
+    assert_token_for_token(folder, merging_model, tuple(TASKS))
+
+
 def test_one_yaml_per_task_and_the_group(exported):
     manifest = json.loads((exported / "manifest.json").read_text())
     tasks = ["niah_single_1", "niah_multikey_2", "vt", "cwe"]
@@ -78,9 +93,9 @@ def test_one_yaml_per_task_and_the_group(exported):
     assert (exported / "ropekit_lmeval.py").is_file() and (exported / "tokenizer" / "tokenizer.json").is_file()
 
 
-def test_a_tokenizer_that_merges_the_pieces_is_refused_and_nothing_written(merging_model, tmp_path):
+def test_a_tokenizer_that_merges_across_the_joins_is_refused_and_nothing_written(spanning_model, tmp_path):
     folder = tmp_path / "tasks"
-    result = cli("eval", "tasks", "--model", merging_model, *ARGS, "--write-lm-eval", folder)
+    result = cli("eval", "tasks", "--model", spanning_model, *ARGS, "--write-lm-eval", folder)
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].startswith("error: --write-lm-eval: the text of ") and "does not re-tokenise" in lines[0]

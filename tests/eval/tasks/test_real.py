@@ -18,14 +18,13 @@ def smollm2(smollm2_path):
 
 
 def test_smollm2_samples_and_fast_path(smollm2):
-    from ropekit.eval.tasks.base import Pieces
     from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-    from ropekit.eval.tasks.run import detokenize, stop_tokens
+    from ropekit.eval.tasks.run import detokenize, model_pieces, stop_tokens
     from ropekit.eval.tasks.suite import make_sample
     from ropekit.eval.text import shipped_text, tokenize
 
     text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
-    pieces = Pieces(lambda b: smollm2.encode(b).numpy())
+    pieces = model_pieces(smollm2)
     sample = make_sample("niah_multikey_1", 192, pieces.encode, text=text, index=0, pieces=pieces, asks=2)
     assert sample.length == 192
     assert all(a in detokenize(smollm2, sample.context.tolist()) for q in sample.questions for a in q.answers)
@@ -53,14 +52,13 @@ def test_every_task_builds_at_128k_with_smollm2s_tokenizer(smollm2, deadline):
     import time
     from collections import Counter
 
-    from ropekit.eval.tasks.base import Pieces
-    from ropekit.eval.tasks.run import detokenize
+    from ropekit.eval.tasks.run import detokenize, model_pieces
     from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.eval.text import shipped_text, tokenize
 
     text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
     text = np.tile(text, 131072 // len(text) + 1)  # the shipped text is about 50k tokens: repeated for 128k haystacks
-    pieces = Pieces(lambda b: smollm2.encode(b).numpy())
+    pieces = model_pieces(smollm2)
     started = time.perf_counter()
     with deadline(300):  # the tokenizer's per-call cost dominates: 18 s on 2 busy cores
         samples = {task: make_sample(task, 131072, pieces.encode, text=text, pieces=pieces) for task in TASKS}

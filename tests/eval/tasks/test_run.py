@@ -20,15 +20,17 @@ PROMPT_END = re.compile(r"\?( The \w+ for \S+ is| They are)")
 def oracle_answer(context: str, question: str) -> str:
     """The answer, found by reading the context (independently of the generators' own bookkeeping)."""
     if m := re.match(r"\nWhat is the magic (\w+) for (\S+)\?", question):
-        return " " + re.search(rf"The magic {m[1]} for {re.escape(m[2])} is (\S+)\. ", context)[1]
+        return " " + re.search(rf"The magic {m[1]} for {re.escape(m[2])} is ([^\s.]+)\.", context)[1]
     if m := re.match(r"\nWhat are all the magic (\w+)s for (\S+)\?", question):
-        return " " + ", ".join(re.findall(rf"The magic {m[1]} for {re.escape(m[2])} is (\S+)\. ", context))
+        return " " + ", ".join(re.findall(rf"The magic {m[1]} for {re.escape(m[2])} is ([^\s.]+)\.", context))
     if m := re.match(r"\nWhat are the magic (\w+)s for ([^?]+)\?", question):
         keys = m[2].split(", ")
-        return " " + ", ".join(re.search(rf"The magic {m[1]} for {re.escape(k)} is (\S+)\. ", context)[1] for k in keys)
+        return " " + ", ".join(
+            re.search(rf"The magic {m[1]} for {re.escape(k)} is ([^\s.]+)\.", context)[1] for k in keys
+        )
     if m := re.match(r"\nWhich variables are assigned the value (\d+)\?", question):
-        chain = [re.search(rf"VAR (\w+) = {m[1]}\. ", context)[1]]
-        while nxt := re.search(rf"VAR (\w+) = VAR {chain[-1]}\. ", context):
+        chain = [re.search(rf"VAR (\w+) = {m[1]}\.", context)[1]]
+        while nxt := re.search(rf"VAR (\w+) = VAR {chain[-1]}\.", context):
             chain.append(nxt[1])
         return " " + " ".join(chain)
     if m := re.match(r"\nWhich (\d+) words appear most often in the list\?", question):

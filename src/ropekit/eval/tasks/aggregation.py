@@ -50,7 +50,9 @@ def _list_sample(
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
     pool = WordPool(rng, f"task {task!r} at length {length:,}")
-    own = Pieces(pieces.encode)  # longer words are nearly all this sample's only: a shared cache would only grow
+    own = Pieces(
+        pieces.encode, pieces.decode
+    )  # longer words are nearly all this sample's only: a shared cache would only grow
 
     def word_ids(word: str) -> np.ndarray:  # " word" (two-syllable words recur in every sample: cached for all)
         return (pieces if len(word) <= 2 * MIN_SYLLABLES else own).ids(" " + word)

@@ -6,9 +6,23 @@ exactly the tokens that the needles, the question and (for training) the answer 
 2404.06654) fits its haystacks by a binary search on the amount of filler; the word-list tasks here do the same
 (:func:`largest_fitting`) and then pad with the haystack to the exact count.
 
+The pieces are joined only where the tokenizer itself splits the text, so that the sample's text, decoded and
+tokenized whole (as RULER tokenizes, and as lm-eval and text-only servers do), gives back its ids. Every piece
+that joins a sentence carries its space in front, never behind (``" The grass is green. ..."``, a needle
+``" The magic number for X is 1234567."``, an answer ``" 1234567"``), and the question and the list header start
+with a newline, so every join is a non-space character followed by a space or a newline: a pre-token boundary of
+byte-level BPE tokenizers (GPT-2's split rule, SmolLM2's), where their merges never reach across, and of the byte
+tokenizer. A text haystack (a slice of the evaluation text's ids) is cut only before a token that starts with a
+space after one that ends in a non-space character (:meth:`Pieces.cuts`, from each token's decoded text); the
+needles go in at such cuts too. Two things this cannot fix: a tokenizer whose split rule joins punctuation to a
+following newline (Llama-3's and Qwen2's regex: ``".\n"``), and a SentencePiece tokenizer that decodes a token
+without its leading space (Llama-2's ``"▁The"``, no cut is ever found, and a text haystack is then cut at any
+token): their samples are still exact in length, but their text may not re-tokenise to the same ids (the lm-eval
+export and the text-only server path check it and refuse).
+
 Typical use (what every task module does)::
 
-    pieces = Pieces(encode)                                  # caches the encoding of repeated strings
+    pieces = Pieces(encode, decode)                          # caches the encoding of repeated strings
     needles = [pieces.ids(needle_text)]
     question = pieces.ids(question_text)
     fill = length - sum(map(len, needles)) - len(question)  # tokens left for the haystack
@@ -28,13 +42,14 @@ import numpy as np
 from ropekit.errors import InvalidArgument
 
 #: RULER's noise haystack (the sentence it repeats; ``type_haystack: noise``)
-NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+NOISE = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 #: haystack kinds: RULER's repeated noise sentences, the evaluation text (``--text``), or other needles
 HAYSTACKS = ("noise", "text", "needles")
 CONSONANTS = "bdfghklmnprstvz"
 VOWELS = "aeiou"
 
 Encode = Callable[[bytes], np.ndarray]
+Decode = Callable[[list[int]], str]
 T = TypeVar("T")
 
 
@@ -93,10 +108,19 @@ class Sample:
 
 @dataclass
 class Pieces:
-    """Encodes strings with the model's tokenizer, caching repeated ones (the noise sentence, templates)."""
+    """Encodes strings with the model's tokenizer, caching repeated ones (the noise sentence, templates).
+
+    Attributes:
+        encode: text (UTF-8 bytes) → token ids, no special tokens added.
+        decode: token ids → text (the model's ``detokenize``); it tells where a text haystack may be cut
+            (:meth:`cuts`). Without it a text haystack is cut at any token, and its samples may not re-tokenise.
+    """
 
     encode: Encode
+    decode: Decode | None = None
     cache: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per token id: (its text starts with a space, its text ends in a whole non-space character)
+    edges: dict[int, tuple[bool, bool]] = field(default_factory=dict)
 
     def ids(self, text: str) -> np.ndarray:
         if text not in self.cache:
@@ -106,6 +130,26 @@ class Pieces:
     def once(self, text: str) -> np.ndarray:
         """``text`` encoded without caching it (a string no other sample will hold: the cache would only grow)."""
         return np.asarray(self.encode(text.encode()), dtype=np.int64)
+
+    def cuts(self, ids: np.ndarray) -> np.ndarray | None:
+        """Where ``ids`` (a text tokenized whole) may be cut and joined with a piece: ``(len(ids) + 1,)`` bools,
+        entry ``i`` for the cut before token ``i``. A cut is clean where token ``i`` starts with a space and token
+        ``i - 1`` ends in a whole non-space character (the text's start and end count as such): the tokenizer split the
+        text there on its own, so either side tokenizes alone as it did in the whole, and joins a piece that ends in
+        a non-space character or starts with a space or newline the same way. ``None`` without :attr:`decode`.
+        """
+        if self.decode is None:
+            return None
+        unique, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+        for token in unique.tolist():
+            if token not in self.edges:
+                text = self.decode([token])
+                whole_end = bool(text) and not text[-1].isspace() and text[-1] != "\ufffd"  # not a partial character
+                self.edges[token] = (text[:1] == " ", whole_end)
+        table = np.array([self.edges[t] for t in unique.tolist()], dtype=bool).reshape(-1, 2)[inverse]
+        starts = np.concatenate([table[:, 0], [True]])
+        ends = np.concatenate([[True], table[:, 1]])
+        return starts & ends
 
 
 def random_word(rng: np.random.Generator, syllables: int = 3) -> str:
@@ -164,7 +208,8 @@ class Haystack:
     distractor: Callable[[np.random.Generator], str] | None = None
 
     def stream(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:
-        """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts.
+        """Exactly ``count`` filler tokens, and the indices where a whole unit (sentence, needle) starts (in a text
+        haystack: its clean cuts, :meth:`Pieces.cuts`), its end among them.
 
         Raises:
             InvalidArgument: ``text`` has no more than ``count`` tokens (a ``ValueError`` about ``text``).
@@ -172,12 +217,7 @@ class Haystack:
         if count <= 0:
             return np.zeros(0, dtype=np.int64), [0]
         if self.kind == "text":
-            size = len(self.text)
-            if size <= count:
-                message = f"the haystack text has {size:,} tokens; this sample needs more than {count:,}"
-                raise InvalidArgument("text", size, allowed=f"more than {count:,} tokens", message=message)
-            start = int(rng.integers(0, size - count))
-            return np.asarray(self.text[start : start + count], dtype=np.int64), range(count + 1)
+            return self._slice(rng, count, pieces)
         units, total, bounds = [], 0, [0]
         while total < count:  # each unit adds at least one token
             unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.once(self.distractor(rng))
@@ -187,6 +227,23 @@ class Haystack:
             total += len(unit)
             bounds.append(min(total, count))
         return np.concatenate(units)[:count], bounds
+
+    def _slice(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:
+        """A random slice of ``count`` tokens of ``text`` that starts and ends at clean cuts (:meth:`Pieces.cuts`),
+        and its clean cuts as the needles' bounds; where the text has no such slice (no decode, or a tokenizer whose
+        tokens never decode with their leading space), a random slice cut anywhere."""
+        size = len(self.text)
+        if size <= count:
+            message = f"the haystack text has {size:,} tokens; this sample needs more than {count:,}"
+            raise InvalidArgument("text", size, allowed=f"more than {count:,} tokens", message=message)
+        cuts = pieces.cuts(self.text)
+        valid = None if cuts is None else np.flatnonzero(cuts[: size - count] & cuts[count:size])
+        if valid is None or not len(valid):
+            start = int(rng.integers(0, size - count))
+            return np.asarray(self.text[start : start + count], dtype=np.int64), range(count + 1)
+        start = int(valid[rng.integers(len(valid))])
+        bounds = np.flatnonzero(cuts[start : start + count + 1]).tolist()  # 0 and count among them
+        return np.asarray(self.text[start : start + count], dtype=np.int64), bounds
 
 
 def insert_needles(

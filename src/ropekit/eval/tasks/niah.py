@@ -46,7 +46,8 @@ def draw_value(rng: np.random.Generator, kind: str) -> str:
 
 
 def needle_text(kind: str, key: str, value: str) -> str:
-    return f"The magic {kind} for {key} is {value}. "
+    """One needle, its space in front (a piece joins the text before it at a space: :mod:`~ropekit.eval.tasks.base`)."""
+    return f" The magic {kind} for {key} is {value}."
 
 
 def question_text(kind: str, keys: list[str], values: int) -> str:

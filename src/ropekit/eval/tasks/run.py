@@ -129,6 +129,11 @@ def check_plan(model: Any, settings: TaskSettings) -> list[int]:
     return lengths
 
 
+def model_pieces(model: Any) -> Pieces:
+    """The pieces of ``model``'s samples: its tokenizer both ways (decoding tells where a text haystack is cut)."""
+    return Pieces(lambda b: model.encode(b).numpy(), lambda ids: detokenize(model, ids))
+
+
 def make_samples(
     model: Any, settings: TaskSettings, text: TokenizedText | None = None
 ) -> dict[tuple[int, str], list[Sample]]:
@@ -141,7 +146,7 @@ def make_samples(
     check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
-    pieces = Pieces(lambda b: model.encode(b).numpy())
+    pieces = model_pieces(model)
     out = {}
     for length in settings.token_lengths(model.train_length):
         for task in settings.tasks:
@@ -171,7 +176,7 @@ def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None
     check_plan(model, settings)
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     ids = tokens.ids.numpy()
-    pieces = Pieces(lambda b: model.encode(b).numpy())
+    pieces = model_pieces(model)
     shortest = min(settings.token_lengths(model.train_length))
     dropped = {}
     for task in settings.tasks:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ropekit._registry import Registry
 from ropekit.eval.tasks.aggregation import common_words_sample, frequent_words_sample
-from ropekit.eval.tasks.base import HAYSTACKS, Encode, Haystack, Pieces, Sample
+from ropekit.eval.tasks.base import HAYSTACKS, Decode, Encode, Haystack, Pieces, Sample
 from ropekit.eval.tasks.niah import niah_sample
 from ropekit.eval.tasks.tracking import tracking_sample
 
@@ -157,6 +157,7 @@ def make_sample(
     index: int = 0,
     depth: float | None = None,
     pieces: Pieces | None = None,
+    decode: Decode | None = None,
     **overrides: Any,
 ) -> Sample:
     """Sample ``index`` of ``task`` at ``length`` tokens for the tokenizer ``encode`` (bytes → ids), by seed.
@@ -164,12 +165,14 @@ def make_sample(
     Args:
         text: token ids of the evaluation text, for text haystacks.
         depth: needle depth (``None``: drawn, as RULER does).
-        pieces: a shared encoding cache (made from ``encode`` when ``None``).
+        pieces: a shared encoding cache (made from ``encode`` and ``decode`` when ``None``).
+        decode: token ids → text, where a text haystack may be cut so that the sample re-tokenises
+            (:meth:`~ropekit.eval.tasks.base.Pieces.cuts`; without it a text haystack is cut at any token).
         overrides: generator parameters (``haystack``, ``keys``, ``asks``, ``hops``, …).
     """
     spec = TASKS.get(task)
     return spec.sample(
-        sample_rng(seed, length, task, index), length, pieces or Pieces(encode), text, depth=depth, **overrides
+        sample_rng(seed, length, task, index), length, pieces or Pieces(encode, decode), text, depth=depth, **overrides
     )
 
 

@@ -71,8 +71,8 @@ def tracking_sample(
         chain = names[c * (hops + 1) : (c + 1) * (hops + 1)]
         start = first if c == 0 else float(rng.random())
         later = sorted(start + (1 - start) * float(rng.random()) for _ in range(hops))
-        text = [f"VAR {chain[0]} = {values[c]}. "] + [
-            f"VAR {chain[i]} = VAR {chain[i - 1]}. " for i in range(1, hops + 1)
+        text = [f" VAR {chain[0]} = {values[c]}."] + [  # each statement's space in front (base: pieces)
+            f" VAR {chain[i]} = VAR {chain[i - 1]}." for i in range(1, hops + 1)
         ]
         statements += [pieces.ids(t) for t in text]
         depths += [start, *later]
