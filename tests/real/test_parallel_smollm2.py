@@ -4,7 +4,8 @@ process does, byte for byte.
 
 Oracle: the same commands in one plain process (no launcher). Both runs execute the commands in one interpreter each
 (``helpers/run_commands.py``), so torch and the model's code load once per process; the lengths are the shortest
-that give every kind of unit on both methods (yarn at s = 2, so that its samples differ from none's)."""
+that give each process units of every command on both methods (yarn at s = 2, so that it measures another model
+than none): per method 2 task samples, 2 perplexity lengths and 2 passkey cells."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ METHODS = ["--methods", "none,yarn", "--factor", "2"]
 def commands(model: Path, out: Path) -> list[list[str]]:
     common = ["--model", str(model), *METHODS]
     return [
-        ["eval", "tasks", *common, "--tasks", "cwe,fwe", "--lengths", "512", "--samples", "2", "--out", str(out / "tasks")],
-        ["eval", "perplexity", *common, "--multiples", "0.0625", "--max-tokens", "512", "--out", str(out / "perplexity")],
+        ["eval", "tasks", *common, "--tasks", "cwe,fwe", "--lengths", "512", "--samples", "1", "--out", str(out / "tasks")],
+        ["eval", "perplexity", *common, "--multiples", "0.03125,0.0625", "--max-tokens", "512", "--out", str(out / "perplexity")],
         ["eval", "passkey", *common, "--multiples", "0.0625", "--depths", "0,1", "--trials", "1",
          "--out", str(out / "passkey")],
     ]  # fmt: skip
@@ -82,7 +83,9 @@ def test_two_accelerate_processes_give_what_one_process_gives(smollm2_path, tmp_
     assert [(r["method"], r["task"]) for r in tasks["rows"]] == [
         ("none", "cwe"), ("none", "fwe"), ("yarn", "cwe"), ("yarn", "fwe")
     ]  # fmt: skip
-    assert [r["method"] for r in perplexity["perplexity"]] == ["none", "yarn"]
-    ppl = {r["method"]: r["perplexity"] for r in perplexity["perplexity"]}
-    assert ppl["none"] != ppl["yarn"] and all(1 < p < 1e3 for p in ppl.values())  # yarn at s = 2 is another model
+    assert [(r["method"], r["length"]) for r in perplexity["perplexity"]] == [
+        ("none", 256), ("none", 512), ("yarn", 256), ("yarn", 512)
+    ]  # fmt: skip
+    ppl = {(r["method"], r["length"]): r["perplexity"] for r in perplexity["perplexity"]}
+    assert ppl["none", 512] != ppl["yarn", 512] and all(1 < p < 1e3 for p in ppl.values())
     assert len(passkey["passkey"]) == 2 * 2
