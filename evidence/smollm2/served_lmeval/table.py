@@ -65,8 +65,7 @@ def main(out: Path, gguf: str) -> None:
               f"| {llamacpp[key]['score']:.1%} | {openai[key]['score']:.1%} | {text[key]:.4f} |"
               + (f" {penalty[key]:.4f} |" if penalty else ""))  # fmt: skip
     same = all(
-        max(abs(ids[k] - r["score"]), abs(table[k]["score"] - r["score"]), abs(openai[k]["score"] - r["score"]))
-        < 1e-12
+        max(abs(ids[k] - r["score"]), abs(table[k]["score"] - r["score"]), abs(openai[k]["score"] - r["score"])) < 1e-12
         for k, r in llamacpp.items()
     )
     print(f"\nlm-eval (ids), effective-length, --engine llamacpp and --engine openai equal on every row: {same}")
