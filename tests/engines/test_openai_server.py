@@ -4,7 +4,7 @@ SmolLM2's GGUF file and stopped afterwards; only loopback traffic.
 That server takes prompts only as text. A sample's ids (its pieces tokenized one by one, joined where SmolLM2's
 byte-level BPE splits text on its own) are the ids of its text tokenized whole, so the engine sends the text and
 gets the same answers (tested); a prompt whose text would re-tokenise otherwise ("again." + " " + "The" against
-"again." + " The") is refused (tested). The other tests start it through ``_ids_server.py``, which lets it take the
+"again." + " The") is refused (tested). The other tests start it through ``helpers/ids_server.py``, which lets it take the
 prompt as token ids, as llama.cpp's C++ server, vLLM and SGLang do.
 
 The oracle is ``--engine llamacpp`` on the same file: the same scores on the same samples, the server's greedy text
@@ -13,68 +13,19 @@ starting with the engine's answer (the engine stops once the canonical answer is
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("llama_cpp")
-for _package in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
+from helpers.llama_server import N_CTX, SERVER_PACKAGES, Server
+
+for _package in SERVER_PACKAGES:
     pytest.importorskip(_package)
 
 #: slow: a server start and 1024-token prompts take minutes on a loaded 2-core machine
 pytestmark = [pytest.mark.llamacpp, pytest.mark.real, pytest.mark.slow]
 
 LENGTH = 1024
-N_CTX = 2048
-
-
-class Server:
-    """llama-cpp-python's server on a free loopback port; ``start`` and ``stop`` (a server that dies)."""
-
-    def __init__(self, model: Path, log: Path, *, ids: bool = True, logits_all: bool = False) -> None:
-        self.ids, self.logits_all = ids, logits_all
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.model, self.log, self.process = model, log, None
-
-    def start(self) -> None:
-        launcher = [str(Path(__file__).with_name("_ids_server.py"))] if self.ids else ["-m", "llama_cpp.server"]
-        command = [sys.executable, *launcher, "--model", str(self.model), "--host", "127.0.0.1"]
-        command += ["--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1"]
-        command += ["--logits_all", str(self.logits_all).lower(), "--verbose", "false"]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log.open("a"), env=env)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(self.url + "/models", timeout=2).read()
-                return
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        raise RuntimeError("the server did not answer within 90 s")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        self.process = None
 
 
 @pytest.fixture(scope="module")

@@ -56,21 +56,26 @@ def cli(*args: str):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def run_lm_eval(model: Path, tasks: Path, out: Path, names: list[str]) -> dict:
-    """lm-eval's ``hf`` backend on ``model`` over the task folder ``tasks``, in this process, its per-sample output
-    written as ``lm_eval --log_samples --output_path out`` writes it; returns lm-eval's results."""
+def run_lm_eval(
+    model: Path, tasks: Path, out: Path, names: list[str], *, backend: str = "hf", args: str = "", gen_kwargs: str = ""
+) -> dict:
+    """lm-eval's ``backend`` over the task folder ``tasks``, in this process, its per-sample output written as
+    ``lm_eval --log_samples --output_path out`` writes it; returns lm-eval's results. ``args``: the backend's
+    ``--model_args`` (default, for ``hf``: ``model`` in float32 on the CPU); ``gen_kwargs``: lm-eval's
+    ``--gen_kwargs`` (added to every task's generation options)."""
     lm_eval = pytest.importorskip("lm_eval")
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
     tracker = EvaluationTracker(output_path=str(out))
     results = lm_eval.simple_evaluate(
-        model="hf",
-        model_args=f"pretrained={model},dtype=float32,max_length=1024",
+        model=backend,
+        model_args=args or f"pretrained={model},dtype=float32,max_length=1024",
         tasks=names,
         task_manager=TaskManager(include_path=str(tasks), include_defaults=False),
         batch_size=1,
         device="cpu",
+        gen_kwargs=gen_kwargs or None,
         log_samples=True,
         evaluation_tracker=tracker,
     )

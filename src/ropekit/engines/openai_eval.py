@@ -122,14 +122,19 @@ class OpenAIEvalModel:
             "top_k": 1,
             **extra,
         }
+        prompt = self.prompt(ids)
         try:
-            reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
+            reply = self.client.post("/completions", {**body, "prompt": prompt})
             self.ids_accepted = True if self.ids_accepted is None else self.ids_accepted
         except ServerError as error:
+            # a prompt sent as ids before any was accepted may be refused for being ids (llama.cpp's Python server:
+            # HTTP 500); with --concurrency, several are in flight when the first refusal comes, and each goes again
+            # as text (whichever thread learnt it first)
             wrapped = _context_error(error, len(ids) + budget)
-            if wrapped is not error or self.ids_accepted is not None or "answered HTTP" not in str(error):
+            as_ids = not isinstance(prompt, str)
+            if wrapped is not error or not as_ids or self.ids_accepted or "answered HTTP" not in str(error):
                 raise wrapped from None
-            self.ids_accepted = False  # the first prompt as ids was refused (llama.cpp's Python server: HTTP 500)
+            self.ids_accepted = False
             try:
                 reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
             except ServerError as again:

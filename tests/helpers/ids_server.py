@@ -1,6 +1,6 @@
 """llama-cpp-python's server (``python -m llama_cpp.server``) taking a completion prompt as token ids too, as
 llama.cpp's own C++ server, vLLM and SGLang do; its ``Llama.create_completion`` already takes ids, only the request
-model refuses them. Run as ``python _ids_server.py --model FILE ...`` (the server's own options)."""
+model refuses them. Run as ``python ids_server.py --model FILE ...`` (the server's own options)."""
 
 from __future__ import annotations
 
