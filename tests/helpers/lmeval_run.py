@@ -84,3 +84,19 @@ def run_lm_eval(
     for name in results["configs"]:
         tracker.save_results_samples(task_name=name, samples=samples[name])
     return {**results, "samples": samples}
+
+
+def assert_same_as_ropekit(results: dict, out: Path, own) -> None:
+    """lm-eval's scores (``results``, its run written to ``out``) are ``own``'s (a ropekit ``run_tasks`` result on the
+    same samples) cell for cell, and ``ropekit eval effective-length out`` gives ``own``'s table and summary."""
+    import json
+
+    for row in own.rows:
+        assert results["results"][f"ropekit_{row['task']}"][f"{row['length']},none"] == pytest.approx(row["score"])
+    table = cli("eval", "effective-length", out, "--json")
+    assert table.exit_code == 0, table.output
+    data = json.loads(table.output)
+    assert data["summary"] == own.to_dict()["summary"]
+    assert [(r["task"], r["length"], r["score"]) for r in data["rows"]] == [
+        (r["task"], r["length"], r["score"]) for r in own.rows
+    ]

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from helpers.lmeval_run import cli, run_lm_eval
+from helpers.lmeval_run import assert_same_as_ropekit, cli, run_lm_eval
 
 pytest.importorskip("lm_eval")
 for _package in ("aiohttp", "tenacity"):  # lm-eval's API backends (lm-eval[api])
@@ -92,12 +92,4 @@ def test_local_completions_scores_equal_the_llamacpp_engine(exported, server, ow
         exported, exported, tmp_path / "out", ["ropekit"], backend="local-completions", args=args,
         gen_kwargs="repeat_penalty=1.0",
     )  # fmt: skip
-    for row in own.rows:
-        assert results["results"][f"ropekit_{row['task']}"][f"{row['length']},none"] == pytest.approx(row["score"])
-    table = cli("eval", "effective-length", tmp_path / "out", "--json")
-    assert table.exit_code == 0, table.output
-    data = json.loads(table.output)
-    assert data["summary"] == own.to_dict()["summary"]
-    assert [(r["task"], r["length"], r["score"]) for r in data["rows"]] == [
-        (r["task"], r["length"], r["score"]) for r in own.rows
-    ]
+    assert_same_as_ropekit(results, tmp_path / "out", own)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from helpers.lmeval_run import cli, run_lm_eval
+from helpers.lmeval_run import assert_same_as_ropekit, cli, run_lm_eval
 from ropekit.eval.tasks.suite import TASKS as SUITE
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.usefixtures("quiet_transformers")]
@@ -47,12 +47,4 @@ def test_lm_eval_scores_on_smollm2_equal_ropekits(smollm2_folder, tmp_path):
         HFEvalModel(smollm2_folder), TaskSettings(methods=("none",), tasks=TASKS, lengths=LENGTHS, samples=2)
     )
     results = run_lm_eval(smollm2_folder, folder, tmp_path / "out", ["ropekit"])
-    for row in own.rows:
-        assert results["results"][f"ropekit_{row['task']}"][f"{row['length']},none"] == pytest.approx(row["score"])
-    table = cli("eval", "effective-length", tmp_path / "out", "--json")
-    assert table.exit_code == 0, table.output
-    data = json.loads(table.output)
-    assert data["summary"] == own.to_dict()["summary"]
-    assert [(r["task"], r["length"], r["score"]) for r in data["rows"]] == [
-        (r["task"], r["length"], r["score"]) for r in own.rows
-    ]
+    assert_same_as_ropekit(results, tmp_path / "out", own)

@@ -19,9 +19,9 @@ TEXT = (
 ) * 400
 
 
-@pytest.fixture(scope="session")
-def bpe_encode():
-    """A byte-level BPE tokenizer (transformers' fast tokenizer) trained on a few lines: multi-byte tokens."""
+def _train_bpe(corpus: list[str], vocab: int):
+    """A byte-level BPE tokenizer (GPT-2's split rule) trained on ``corpus``: ``encode`` (bytes → ids), with the
+    decoding as its ``decode`` attribute (ids → text)."""
     pytest.importorskip("tokenizers")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -29,9 +29,8 @@ def bpe_encode():
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=vocab, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
-    corpus = [TEXT[:4000], "The magic number for kiwi is 1234567. What is the magic number? They are VAR ABC"]
     tokenizer.train_from_iterator(corpus, trainer)
 
     def encode(text: bytes) -> np.ndarray:
@@ -39,6 +38,19 @@ def bpe_encode():
 
     encode.decode = lambda ids: tokenizer.decode([int(i) for i in ids])
     return encode
+
+
+@pytest.fixture(scope="session")
+def bpe_encode():
+    """A byte-level BPE tokenizer (transformers' fast tokenizer) trained on a few lines: multi-byte tokens."""
+    corpus = [TEXT[:4000], "The magic number for kiwi is 1234567. What is the magic number? They are VAR ABC"]
+    return _train_bpe(corpus, 400)
+
+
+@pytest.fixture(scope="session")
+def train_bpe():
+    """The trainer of :func:`_train_bpe`, for modules that train their own tokenizer."""
+    return _train_bpe
 
 
 @pytest.fixture(scope="session")

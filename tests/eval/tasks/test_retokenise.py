@@ -45,26 +45,10 @@ def prose(seed: int, sentences: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def bpe():
+def bpe(train_bpe):
     """A byte-level BPE tokenizer (GPT-2's split rule) trained on generated prose: ``(encode, decode)``."""
-    pytest.importorskip("tokenizers")
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tokenizer.train_from_iterator([prose(0, 400)], trainer)
-
-    def encode(text: bytes) -> np.ndarray:
-        return np.array(tokenizer.encode(text.decode()).ids, dtype=np.int64)
-
-    def decode(ids) -> str:
-        return tokenizer.decode([int(i) for i in ids])
-
-    return encode, decode
+    encode = train_bpe([prose(0, 400)], 600)
+    return encode, encode.decode
 
 
 @pytest.fixture(scope="module")
