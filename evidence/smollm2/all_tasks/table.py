@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ropekit.eval.passkey import wilson_interval
+from ropekit.eval.tasks.scoring import samples_to_separate
 
 HERE = Path(__file__).parent
 METHODS = ("none", "yarn", "ntk", "self_extend")
@@ -53,15 +54,6 @@ def pct(values: list[float]) -> str:
     return f"{100 * mean:.0f}% [{100 * low:.0f}, {100 * high:.0f}] (n={len(values)})"
 
 
-def needed(p: float, q: float, tasks: int, limit: int = 10_000) -> int | None:
-    p, q = min(p, q), max(p, q)
-    for n in range(1, limit + 1):
-        total = tasks * n
-        if wilson_interval(p * total, total)[1] < wilson_interval(q * total, total)[0]:
-            return n
-    return None
-
-
 def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
     scores, engines, seeds = load(folder)
@@ -85,7 +77,7 @@ def main() -> None:
     for a, b in itertools.combinations(at16, 2):
         (pa, la, ha), (pb, lb, hb) = interval(means[16384, a]), interval(means[16384, b])
         apart = "**separate**" if ha < lb or hb < la else "overlap"
-        n = needed(pa, pb, asked) if pa != pb else None
+        n = samples_to_separate(pa, pb, asked) if pa != pb else None
         more = f"{n} ({asked * n} per mean)" if n else "never (equal rates)" if pa == pb else "over 10,000"
         print(f"| {a} / {b} | {apart} | {more} |")
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ropekit.eval.passkey import wilson_interval
+from ropekit.eval.tasks.scoring import samples_to_separate
 
 HERE = Path(__file__).parent
 LENGTH = 16384
@@ -54,16 +55,6 @@ def fmt(scores: list[float]) -> str:
     return f"{sum(scores):g}/{len(scores)} = {100 * mean:.0f}% [{100 * low:.0f}, {100 * high:.0f}]"
 
 
-def needed(p: float, q: float, limit: int = 10_000) -> int | None:
-    """Samples per cell (3 per mean) at which Wilson intervals at rates p < q stop overlapping; None past limit."""
-    p, q = min(p, q), max(p, q)
-    for n in range(1, limit + 1):
-        total = TASKS * n
-        if wilson_interval(p * total, total)[1] < wilson_interval(q * total, total)[0]:
-            return n
-    return None
-
-
 def main() -> None:
     data = load()
     pooled = {m: data["CPU float32"][m] + data["H100 bfloat16"][m] for m in METHODS}
@@ -82,7 +73,7 @@ def main() -> None:
             (_, la, ha), (_, lb, hb) = interval(source[a]), interval(source[b])
             line.append("**separate**" if ha < lb or hb < la else "overlap")
         pa, pb = interval(pooled[a])[0], interval(pooled[b])[0]
-        n = needed(pa, pb) if pa != pb else None
+        n = samples_to_separate(pa, pb, TASKS) if pa != pb else None
         line.append(f"{n} ({TASKS * n} per mean)" if n else "never (equal rates)" if pa == pb else "over 10,000")
         print("| " + " | ".join(line) + " |")
 

@@ -57,3 +57,15 @@ def test_no_relative_effective_length_for_a_model_that_scores_nothing_at_its_tra
     result = effective_lengths(means, 85.6, reference=0.0)  # a 0% threshold would call every length effective
     assert result["relative_effective_length"] is None and result["relative_interval"] == [None, None]
     assert result["effective_length"] is None
+
+
+def test_samples_to_separate_matches_the_closed_form_for_none_against_all():
+    """0/n against n/n: Wilson's upper bound for 0 successes is z²/(n + z²), so the intervals part at the first n
+    with z²/(n + z²) < 1/2, i.e. n > z² = 3.8416: n = 4 (k trials per sample: the first n with k·n > z²)."""
+    from ropekit.eval.tasks.scoring import samples_to_separate
+
+    z2 = 1.96**2
+    assert samples_to_separate(0.0, 1.0) == 4
+    for k in (1, 2, 3, 11):
+        assert samples_to_separate(1.0, 0.0, per_sample=k) == next(n for n in range(1, 10) if k * n > z2)
+    assert samples_to_separate(0.5, 0.5, limit=50) is None

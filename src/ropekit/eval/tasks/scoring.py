@@ -116,3 +116,15 @@ def effective_lengths(
             effective_length({n: m["ci95"][1] for n, m in means.items()}, relative),
         ]
     return result
+
+
+def samples_to_separate(p: float, q: float, per_sample: int = 1, limit: int = 10_000) -> int | None:
+    """The fewest samples ``n`` at which 95% Wilson intervals of ``per_sample · n`` trials at success rates ``p`` and
+    ``q`` stop overlapping (a mean over ``per_sample`` tasks takes that many trials per sample); ``None`` past
+    ``limit`` (and for equal rates, which never separate)."""
+    low, high = min(p, q), max(p, q)
+    for n in range(1, limit + 1):
+        total = per_sample * n
+        if wilson_interval(low * total, total)[1] < wilson_interval(high * total, total)[0]:
+            return n
+    return None
