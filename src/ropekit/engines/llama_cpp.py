@@ -38,11 +38,10 @@ AGREEMENT_SLACK = 0.05
 
 
 def version() -> str | None:
-    try:
-        import llama_cpp
-    except ImportError:
-        return None
-    return llama_cpp.__version__
+    """llama-cpp-python's version, read without loading its library (``None`` where it is not installed)."""
+    from ropekit.engines.llamacpp_probe import installed_version
+
+    return installed_version()
 
 
 def _launch(config: dict[str, Any], probe: Probe, gguf: Path | None) -> tuple[str, str | None]:
@@ -98,6 +97,11 @@ def row(case: Case) -> EngineRow:
         return EngineRow(NAME, None, "cannot run here", "llama-cpp-python is not installed (ropekit[llamacpp])", launch)
     if gguf is None or reference.logits is None:
         return EngineRow(NAME, found, "cannot run here", "no GGUF file of this model given (--gguf)", launch)
+    from ropekit.engines.llamacpp_probe import probe as probe_file
+
+    why = probe_file(gguf)
+    if why is not None:
+        return EngineRow(NAME, found, "cannot run here", why, launch)
     theirs = logits(gguf, list(probe.ids))
     numbers = gaps(theirs, reference.logits)
     floor = None if baseline is None else gaps(logits(baseline[1], list(probe.ids)), baseline[0])
@@ -112,8 +116,11 @@ def row(case: Case) -> EngineRow:
 
 
 def logits(path: Path, ids: list[int]) -> np.ndarray:
-    """llama.cpp's logits (float64, ``(len(ids), vocab)``) on ``ids``, 512 at a time, n_ctx = ``len(ids)``."""
-    import llama_cpp
+    """llama.cpp's logits (float64, ``(len(ids), vocab)``) on ``ids``, 512 at a time, n_ctx = ``len(ids)``, once a
+    child process has run the file (:func:`ropekit.engines.llamacpp_probe.require_llama_cpp`)."""
+    from ropekit.engines.llamacpp_probe import require_llama_cpp
+
+    llama_cpp = require_llama_cpp(path)
 
     llm = llama_cpp.Llama(str(path), n_ctx=len(ids), n_batch=512, n_ubatch=512, n_threads=1, verbose=False)
     vocab, rows = llm.n_vocab(), []

@@ -39,15 +39,6 @@ N_BATCH = 512
 CONTEXT_MARGIN = 1024
 
 
-def import_llama_cpp() -> Any:
-    """The ``llama_cpp`` package, or a ``ValueError`` saying how to install it."""
-    try:
-        import llama_cpp
-    except ImportError as error:
-        raise ValueError("the llamacpp engine needs llama-cpp-python: pip install 'ropekit[llamacpp]'") from error
-    return llama_cpp
-
-
 def file_scaling(path: Path, head_dim: int, *, reader: Any = None) -> ScalingConfig | None:
     """The RoPE scaling llama.cpp runs for the file (``None`` for plain RoPE), as a ropekit scaling (read from
     ``reader``, the file's ``open_gguf``, where given)."""
@@ -83,20 +74,23 @@ class LlamaCppEvalModel:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: llama-cpp-python is missing, or the file's RoPE uses inputs ropekit does not model.
+        ValueError: the file's RoPE uses inputs ropekit does not model.
+        LlamaCppUnavailable (a ValueError): llama-cpp-python is missing, or a child process could not run the file
+            (its library crashed, e.g. built for instructions this machine does not run): the reason, one line.
     """
 
     def __init__(
         self, path: str | Path, *, threads: int | None = None, flash_attn: bool = False, batch: int = N_BATCH
     ) -> None:
+        from ropekit.engines.llamacpp_probe import require_llama_cpp
         from ropekit.integrations.gguf.read_rope import open_gguf, read_file_rope
 
-        self.llama_cpp = import_llama_cpp()
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
         if batch < 1:
             raise ValueError(f"batch must be a positive number of tokens, got {batch}")
+        self.llama_cpp = require_llama_cpp(path)  # a child process runs the file first: its crash stays there
         self.path, self.name = path, str(path)
         self.threads = threads or torch.get_num_threads()
         self.flash_attn, self.batch = bool(flash_attn), int(batch)

@@ -1,9 +1,10 @@
 """Build, cache and load the C++ CPU kernel (:mod:`ropekit.kernels._cpu_source`).
 
 The kernel is compiled with the system C++ compiler against the installed torch, so ``pip install ropekit``
-needs no build step and the binary matches this machine (``-march=native``). The shared library is cached in
-``$ROPEKIT_CACHE_DIR`` (default ``~/.cache/ropekit/kernels``) under a hash of the source, flags, compiler,
-torch and Python versions and CPU flags, so the compile (~20 s of CPU time; 25–70 s of wall time on a loaded
+needs no build step and the binary matches this machine: ``-march=native`` less every feature the kernel does not
+enable (AMX always off: the kernel never asks for its tile state; see :mod:`ropekit._cpu_features`). The shared
+library is cached in ``$ROPEKIT_CACHE_DIR`` (default ``~/.cache/ropekit/kernels``) under a hash of the source,
+flags, compiler, torch and Python versions and the instruction set the kernel enables, so the compile (~20 s of CPU time; 25–70 s of wall time on a loaded
 2-core machine) happens once per machine.
 
 The first call never stalls: it starts the compile in a detached background process, says so once on stderr,
@@ -25,7 +26,6 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -38,6 +38,7 @@ from types import ModuleType
 
 import torch
 
+from ropekit import _cpu_features
 from ropekit.kernels._cpu_source import CPP_SOURCE
 
 MODULE_NAME = "_ropekit_cpu"
@@ -68,18 +69,6 @@ def find_compiler() -> str | None:
     return None
 
 
-def _cpu_flags() -> str:
-    """CPU feature line, so a cache shared between machines never loads a binary built for another CPU."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return line.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def compile_flags() -> list[str]:
     """Compiler flags; they keep the math bit-identical to the separate eager torch ops.
 
@@ -88,8 +77,10 @@ def compile_flags() -> list[str]:
     ``vfmaddsub`` despite it (seen with fp64 rows of one or two pairs), so it is switched off; the loop
     vectorizer, which does the real work, is unaffected.
     """
-    arch = "-march=native" if platform.machine().lower() in ("x86_64", "amd64", "i686") else "-mcpu=native"
-    flags = ["-O3", arch, "-ffp-contract=off", "-fno-tree-slp-vectorize", "-fPIC", "-shared", "-std=c++20"]
+    arch = _cpu_features.native_flags()
+    if _cpu_features.is_x86():
+        arch += [f"-mno-{name}" for name in _cpu_features.AMX_FLAGS if f"-mno-{name}" not in arch]
+    flags = ["-O3", *arch, "-ffp-contract=off", "-fno-tree-slp-vectorize", "-fPIC", "-shared", "-std=c++20"]
     flags += ["-fvisibility=hidden", "-w"]
     flags.append(f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}")
     if sys.platform.startswith("linux"):
@@ -110,7 +101,7 @@ def build_key(compiler: str) -> str:
         torch.__version__,
         sys.implementation.cache_tag or "",
         sys.version,
-        _cpu_flags(),
+        _cpu_features.describe(),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
