@@ -265,9 +265,16 @@ class OpenAIEvalModel:
             rows.append(tokens + [-1] * (count - len(tokens)))
         return torch.tensor(rows, dtype=torch.int64)
 
-    def describe(self) -> dict[str, Any]:
+    def ran_as(self) -> dict[str, Any]:
+        """How the answers held were sent to the server (the journal's record of each): ``token ids``, ``text
+        (re-tokenised, checked)``, both, or ``none`` before any answer."""
         sent = self.journal.sent_forms()
         prompts = {frozenset({"ids"}): "token ids", frozenset({"text"}): "text (re-tokenised, checked)"}
+        return {
+            "prompts": prompts.get(frozenset(sent), "token ids and text (re-tokenised, checked)" if sent else "none")
+        }
+
+    def describe(self) -> dict[str, Any]:
         return {
             "kind": "openai",
             "name": self.name,
@@ -275,7 +282,7 @@ class OpenAIEvalModel:
             "server_model": self.server_model,
             "server_max_context": self.max_context,
             "server_reports": {"models_entry": self.identity["models_entry"], "props": self.identity["props"]},
-            "prompts": prompts.get(frozenset(sent), "token ids and text (re-tokenised, checked)" if sent else "none"),
+            **self.ran_as(),
             "concurrency": self.concurrency,
             "tokenizer": {**self.vocab.describe(), "sha256": self.identity["tokenizer_sha256"]},
         }
