@@ -66,6 +66,7 @@ def test_a_rerun_against_another_server_is_refused_then_restarted_with_force(fol
     with FakeServer(tag="B") as second:  # the same model id
         line = error_line(tasks(folder, second.url, "--out", tmp_path))
         assert line.startswith("error: --out:") and f"url: {first.url} → {second.url}" in line
+        assert line.endswith("(--force starts it again)")
         assert not second.asked
         result = tasks(folder, second.url, "--out", tmp_path, "--force")
     assert result.exit_code == 0, result.output

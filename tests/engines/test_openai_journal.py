@@ -53,7 +53,7 @@ def test_a_run_resumed_against_another_server_reuses_none_of_its_answers(folder,
     with FakeServer(tag="B") as second:  # the same model id, another server
         with pytest.raises(JournalMismatch, match=f"url: {first.url} → {second.url}") as caught:
             served(folder, second, journal=journal)
-        assert "\n" not in str(caught.value) and "--force" in str(caught.value)
+        assert "\n" not in str(caught.value) and "start the journal again" in str(caught.value)
         model = served(folder, second)
         model.resume_from(journal, fresh=True)  # --force: the journal starts again
         answers = [model.answer(ids, 4)[0] for ids in PROMPTS]

@@ -48,7 +48,7 @@ def test_a_server_listing_several_models_needs_served_model(folder, prompt) -> N
     from ropekit.engines.openai_served import ServedModelError
 
     with FakeServer(models=("small", "large")) as server:
-        with pytest.raises(ServedModelError, match=r"serves 2 models \('small', 'large'\); choose one"):
+        with pytest.raises(ServedModelError, match=r"serves 2 models \('small', 'large'\); name the one to evaluate"):
             served(folder, server)
         with pytest.raises(ServedModelError, match="does not serve 'medium'"):
             served(folder, server, served_model="medium")

@@ -119,4 +119,4 @@ def resume_answers(eval_model, journal: Path, *, force: bool) -> None:
     try:
         eval_model.resume_from(journal, fresh=force)
     except ValueError as error:
-        raise fail(f"--out: {error}") from None
+        raise fail(f"--out: {error} (--force starts it again)") from None

@@ -246,7 +246,7 @@ class OpenAIEvalModel:
         n = len(ids)
         if not isinstance(found, list) or len(found) < n:
             raise ValueError(
-                f"{asked} did not send them (llama.cpp's Python server sends them when started with --logits_all true)"
+                f"{asked} did not send them (llama-cpp-python's server sends them when started with its logits_all option on)"
             )
         values = found[1:n]
         if found[0] is not None or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):

@@ -70,8 +70,8 @@ class AnswerJournal:
             path.unlink()
         if path.is_symlink():
             raise JournalMismatch(
-                f"{path} is a symbolic link; answers are written only into --out itself (remove it, or rerun with "
-                "--force to start the journal again)"
+                f"{path} is a symbolic link; answers are written only into the journal's own folder, never through "
+                "a link (remove it, or start the journal again)"
             )
         recorded = self._read(path)
         if recorded is None:
@@ -94,14 +94,14 @@ class AnswerJournal:
                 continue  # a line cut short by the run that died
         if recorded is None and answers:
             raise JournalMismatch(
-                f"{path} holds answers without a record of the server and settings they came from; rerun with "
-                "--force to start it again"
+                f"{path} holds answers without a record of the server and settings they came from; start the "
+                "journal again to evaluate"
             )
         if recorded is not None and recorded != self.identity:
             changes = "; ".join(identity_changes(recorded, self.identity))
             raise JournalMismatch(
-                f"{path} holds answers from another server or settings ({changes}); rerun with --force to start "
-                "the journal again"
+                f"{path} holds answers from another server or settings ({changes}); start the journal again to "
+                "evaluate against this one"
             )
         self.done = answers
         return recorded

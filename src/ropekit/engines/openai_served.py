@@ -40,7 +40,7 @@ def choose_model(url: str, listed: Any, served_model: str | None) -> dict[str, A
     shown = ", ".join(repr(name) for name in names[:10]) + (" ..." if len(names) > 10 else "")
     if served_model is None:
         if len(cards) > 1:
-            raise ServedModelError(f"{url} serves {len(cards)} models ({shown}); choose one with --served-model")
+            raise ServedModelError(f"{url} serves {len(cards)} models ({shown}); name the one to evaluate")
         return cards[0]
     if served_model not in names:
         raise ServedModelError(f"{url} does not serve {served_model!r}; it serves {shown}")
