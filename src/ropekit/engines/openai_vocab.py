@@ -47,6 +47,20 @@ def served_vocab(model: str | Path) -> GGUFVocab | TransformersVocab:
     raise FileNotFoundError(f"{str(path)!r} is neither a .gguf file nor a transformers model folder")
 
 
+def gguf_tokenizer_sha256(path: Path) -> str:
+    """SHA-256 of a GGUF file's ``tokenizer.*`` metadata (keys and raw values, in the file's order): the tokenizer's
+    content, without hashing gigabytes of weights."""
+    from ropekit.integrations.gguf.read_rope import open_gguf
+
+    digest = hashlib.sha256()
+    for name, field in open_gguf(path).fields.items():
+        if name.startswith("tokenizer."):
+            digest.update(name.encode())
+            for part in field.parts:
+                digest.update(part.tobytes())
+    return digest.hexdigest()
+
+
 class GGUFVocab:
     """A GGUF file's tokenizer, RoPE and training length (llama.cpp's reading, no weights loaded)."""
 
@@ -77,16 +91,7 @@ class GGUFVocab:
             return None
 
     def fingerprint(self) -> str:
-        """SHA-256 of the file's ``tokenizer.*`` metadata (keys and values, in the file's order)."""
-        from ropekit.integrations.gguf.read_rope import open_gguf
-
-        digest = hashlib.sha256()
-        for name, field in open_gguf(self.path).fields.items():
-            if name.startswith("tokenizer."):
-                digest.update(name.encode())
-                for part in field.parts:
-                    digest.update(part.tobytes())
-        return digest.hexdigest()
+        return gguf_tokenizer_sha256(self.path)
 
     def describe(self) -> dict[str, Any]:
         return {"gguf": self.model.describe()["gguf"]}
