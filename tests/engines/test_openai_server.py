@@ -164,7 +164,7 @@ def test_perplexity_without_prompt_logprobs_is_refused_by_name(smollm2_path, ser
 
     ids, _ = evaluation_text(engine)
     model = served(smollm2_path, server)
-    with pytest.raises(ValueError, match="needs its prompt log-probabilities") as caught:
+    with pytest.raises(ValueError, match="needs the log-probabilities of the prompt's tokens") as caught:
         perplexity_at(model, ids, 256, engine.train_length, max_tokens=256)
     assert model.server_model in str(caught.value) and "\n" not in str(caught.value)
 

@@ -44,11 +44,15 @@ GROUPS: dict[str, tuple[str, str]] = {
 
 @app.callback()
 def _root(
+    context: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=version_callback, is_eager=True, help="Print ropekit's version and exit."
     ),
 ) -> None:
     """Rotary position embeddings and context-window extension: apply, extend, reason, measure."""
+    from ropekit.cli.warning_lines import warning_lines
+
+    context.with_resource(warning_lines())  # for the command's call only
 
 
 #: a line of a docstring that starts a list item (kept on its own line in the help)

@@ -1,8 +1,10 @@
-"""``--engine``, ``--url``, ``--concurrency``: which engine answers an evaluation (torch here, llama.cpp on a GGUF
-file, or an OpenAI-compatible completions server), checked before anything loads."""
+"""``--engine``, ``--url``, ``--concurrency``, ``--served-model``, ``--timeout``: which engine answers an evaluation
+(torch here, llama.cpp on a GGUF file, or an OpenAI-compatible completions server), checked before anything loads."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import typer
@@ -15,10 +17,42 @@ ENGINES = ("torch", "llamacpp", "openai")
 ENGINE = typer.Option(
     "torch",
     help="torch (ropekit's own forward pass), llamacpp (the --model GGUF file through llama-cpp-python) or openai "
-    "(an OpenAI-compatible completions server at --url; --model is then the tokenizer's GGUF file or folder).",
+    "(an OpenAI-compatible completions server at --url; --model is then the served model's GGUF file or "
+    "transformers folder, for its tokenizer).",
 )
 URL = typer.Option(None, help="--engine openai: the server's base URL, e.g. http://127.0.0.1:8000/v1.")
 CONCURRENCY = typer.Option(4, help="--engine openai: requests in flight at once.")
+SERVED_MODEL = typer.Option(
+    None, help="--engine openai: the id of the model to evaluate (needed where the server lists several)."
+)
+#: seconds a whole request to the server may take by default
+DEFAULT_TIMEOUT = 600.0
+TIMEOUT = typer.Option(
+    DEFAULT_TIMEOUT, help="--engine openai: seconds a whole request may take, from connecting to the reply's end."
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EngineChoice:
+    """What ``--engine`` and its server options chose (``name``: one of :data:`ENGINES`)."""
+
+    name: str = "torch"
+    url: str | None = None
+    concurrency: int = 4
+    served_model: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    def check(self, *, device_map: str | None, dtype: str) -> None:
+        """The one-line error of a bad choice, before anything loads."""
+        check_engine(self.name, self.url, self.concurrency, device_map=device_map, dtype=dtype)
+        if self.name != "openai" and self.served_model is not None:
+            raise fail(f"--served-model applies to --engine openai, not --engine {self.name}")
+        if self.name != "openai" and self.timeout != DEFAULT_TIMEOUT:
+            raise fail(f"--timeout applies to --engine openai, not --engine {self.name}")
+        if not (math.isfinite(self.timeout) and 0 < self.timeout <= 86400):
+            raise fail(f"--timeout must be a number of seconds in (0, 86400], got {self.timeout:g}")
+        if self.served_model is not None and not self.served_model.strip():
+            raise fail("--served-model must name a model the server lists, got an empty name")
 
 
 def check_engine(engine: str, url: str | None, concurrency: int, *, device_map: str | None, dtype: str) -> None:
@@ -37,9 +71,9 @@ def check_engine(engine: str, url: str | None, concurrency: int, *, device_map: 
         raise fail(f"--dtype applies to --engine torch; --engine {engine} runs the file's own weights")
 
 
-def load_engine_model(engine: str, model: str, url: str | None, concurrency: int) -> Any:
-    """The evaluation model of a non-torch engine (its errors name ``--model`` or ``--url``)."""
-    if engine == "llamacpp":
+def load_engine_model(choice: EngineChoice, model: str) -> Any:
+    """The evaluation model of a non-torch engine (its errors name ``--model``, ``--url`` or ``--served-model``)."""
+    if choice.name == "llamacpp":
         from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
 
         if not model.endswith(".gguf"):
@@ -51,8 +85,11 @@ def load_engine_model(engine: str, model: str, url: str | None, concurrency: int
     from ropekit.engines.openai_eval import OpenAIEvalModel, ServerError
 
     try:
-        return OpenAIEvalModel(model, url, concurrency=concurrency)
+        return OpenAIEvalModel(
+            model, choice.url, concurrency=choice.concurrency, served_model=choice.served_model, timeout=choice.timeout
+        )
     except ServerError as error:
-        raise fail(f"--url {url}: {error}") from error
+        flag = "--served-model" if error.argument == "served_model" else f"--url {choice.url}"
+        raise fail(f"{flag}: {error}") from error
     except (OSError, ValueError) as error:
         raise fail(f"--model {model!r}: {error}") from error

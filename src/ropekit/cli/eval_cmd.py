@@ -15,7 +15,7 @@ import typer
 
 from ropekit import _defaults as defaults
 from ropekit.cli.common import json_option, prepare_output_dir, refuse_overwrite, write_and_print
-from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL
+from ropekit.cli.engine_options import CONCURRENCY, ENGINE, SERVED_MODEL, TIMEOUT, URL, EngineChoice
 from ropekit.cli.eval_options import (
     DEVICE_MAP,
     DTYPE,
@@ -49,17 +49,15 @@ def _evaluate(
     names: dict[str, str],
     dtype: str = "auto",
     text: Path | None = None,
-    engine: tuple[str, str | None, int] | None = None,
+    engine: EngineChoice | None = None,
 ) -> None:
     from ropekit.cli.eval_progress import rich_progress, sweep_failed
     from ropekit.cli.eval_show import print_tables
     from ropekit.eval.run import EvaluationFailed, run_methods
 
     if engine is not None:
-        from ropekit.cli.engine_options import check_engine
-
-        check_engine(*engine, device_map=device_map, dtype=dtype)
-    processes = processes_for(engine[0] if engine is not None else "torch")
+        engine.check(device_map=device_map, dtype=dtype)
+    processes = processes_for(engine.name if engine is not None else "torch")
     if out is not None:  # before loading: a bad folder fails in a second, not after the sweep
         written = ("results.json", *(("perplexity.csv",) if perplexity else ()), *(("passkey.csv",) if passkey else ()))
         refuse_overwrite(out, written, "--out", force=force)
@@ -106,6 +104,8 @@ def perplexity_command(
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
+    served_model: str | None = SERVED_MODEL,
+    timeout: float = TIMEOUT,
 ) -> None:
     """Perplexity against length per method: over all scored tokens and over those beyond the training length."""
     settings = build_settings(
@@ -128,7 +128,7 @@ def perplexity_command(
         passkey=False,
         dtype=dtype,
         text=text,
-        engine=(engine, url, concurrency),
+        engine=EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout),
         names={"multiples": "--multiples"},
     )
 
@@ -153,6 +153,8 @@ def passkey_command(
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
+    served_model: str | None = SERVED_MODEL,
+    timeout: float = TIMEOUT,
 ) -> None:
     """Passkey retrieval accuracy over lengths × needle depths per method."""
     settings = build_settings(
@@ -176,7 +178,7 @@ def passkey_command(
         passkey=True,
         dtype=dtype,
         text=text,
-        engine=(engine, url, concurrency),
+        engine=EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout),
         names={"passkey_multiples": "--multiples"},
     )
 

@@ -12,15 +12,15 @@ def load_model(model: str, device_map: str | None, *, dtype: str = "auto", befor
     """The evaluation model, with clear errors for missing paths and unsupported architectures.
 
     ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.
-    ``engine``: ``(name, url, concurrency)`` of ``--engine`` (``None``: torch).
+    ``engine``: the :class:`~ropekit.cli.engine_options.EngineChoice` of ``--engine`` (``None``: torch).
     """
     from ropekit.eval.models import DTYPES, load_eval_model
 
-    if engine is not None and engine[0] != "torch":
-        from ropekit.cli.engine_options import check_engine, load_engine_model
+    if engine is not None and engine.name != "torch":
+        from ropekit.cli.engine_options import load_engine_model
 
-        check_engine(*engine, device_map=device_map, dtype=dtype)
-        loaded = load_engine_model(engine[0], model, engine[1], engine[2])
+        engine.check(device_map=device_map, dtype=dtype)
+        loaded = load_engine_model(engine, model)
         if before_weights is not None:
             try:
                 before_weights(loaded)

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_overwrite, write_and_print
-from ropekit.cli.engine_options import CONCURRENCY, ENGINE, URL, check_engine
+from ropekit.cli.engine_options import CONCURRENCY, ENGINE, SERVED_MODEL, TIMEOUT, URL, EngineChoice
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
 from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import load_model, task_samples
@@ -56,6 +56,8 @@ def tasks_command(
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
+    served_model: str | None = SERVED_MODEL,
+    timeout: float = TIMEOUT,
     write_lm_eval: Path | None = WRITE_LM_EVAL,
 ) -> None:
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
@@ -91,15 +93,16 @@ def tasks_command(
         source = read_text(text) if text is not None else shipped_text()
     except (OSError, ValueError) as error:
         raise fail(f"--text: {error}") from error
-    check_engine(engine, url, concurrency, device_map=device_map, dtype=dtype)
+    choice = EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout)
+    choice.check(device_map=device_map, dtype=dtype)
     processes = processes_for(engine)
-    eval_model = load_model(model, device_map, dtype=dtype, engine=(engine, url, concurrency))
+    eval_model = load_model(model, device_map, dtype=dtype, engine=choice)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     settings, prepared, dropped = task_samples(eval_model, settings, tasks, tokens, lengths_option)
     if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
         if hasattr(eval_model, "resume_from"):  # a server's answers so far: a rerun after it died resumes
-            eval_model.resume_from(out / "answers.jsonl", fresh=force)
+            resume_answers(eval_model, out / "answers.jsonl", force=force)
     try:
         progress = rich_progress if processes.is_main else None
         result = run_task_suite(eval_model, settings, tokens, prepared, progress=progress, processes=processes)
@@ -108,3 +111,12 @@ def tasks_command(
     result.context["dropped"] = dropped
     if processes.is_main:
         write_and_print(result, out, json_output, print_task_summary, force=force)
+
+
+def resume_answers(eval_model, journal: Path, *, force: bool) -> None:
+    """Keep a server's answers in ``journal`` and reuse those it holds from the same server and settings (with
+    ``--force``: start it again); a journal from another server is the one-line ``--out`` error naming what changed."""
+    try:
+        eval_model.resume_from(journal, fresh=force)
+    except ValueError as error:
+        raise fail(f"--out: {error} (--force starts it again)") from None

@@ -1,25 +1,27 @@
 """Evaluation through an OpenAI-compatible completions server: the model as it is served.
 
-:class:`OpenAIEvalModel` tokenizes with the model's own GGUF file (llama.cpp's tokenizer, no weights loaded), so the
-samples are the same token ids as on the other engines, and sends them to the server:
+:class:`OpenAIEvalModel` tokenizes with the model's own tokenizer, read locally (its GGUF file or its transformers
+folder, no weights loaded: :mod:`ropekit.engines.openai_vocab`), so the samples are the same token ids as on the other
+engines, and sends them to the server:
 
 - as token ids where the server accepts them (vLLM, SGLang, llama.cpp's own server), else as text that re-tokenises
   to exactly those ids (checked here with special tokens parsed, as servers tokenize prompts; a mismatch is
   refused), and the server's count of prompt tokens must equal the sample's;
+- to one served model (``served_model``, required where the server lists several), and every reply must name it;
 - greedily: ``temperature 0``, ``max_tokens`` = the question's budget, no repetition penalty; up to ``concurrency``
   requests in flight (:meth:`OpenAIEvalModel.answer_all`);
-- every answer is appended to a journal (``journal``, JSON lines keyed by the served model, the prompt's ids and the
-  budget), so a run cut short (the server died) resumes without asking again what was answered;
-- perplexity from prompt log-probabilities (``echo`` with ``logprobs``) where the server returns them, else refused.
+- every answer is appended to a journal (:mod:`ropekit.engines.openai_journal`), so a run cut short (the server died)
+  resumes without asking again what was answered, and only from the same server, model, tokenizer and settings;
+- perplexity from prompt log-probabilities (``echo`` with ``logprobs``) where the server returns them, checked to be
+  aligned with the prompt's ids, else refused.
 
-The server runs the RoPE it was started with: only the file's own scaling (``native``; ``none`` on a plain file)
-can be evaluated, and no attention method.
+A reply that is not a completion (no ``choices``, a ``text`` that is not a string) is a one-line
+:class:`ServerError` and is never journalled. The server runs the RoPE it was started with: only the model's own
+scaling (``native``; ``none`` on a plain model) can be evaluated, and no attention method.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,10 +31,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
 from ropekit.engines.openai_client import OpenAIClient, ServerError
+from ropekit.engines.openai_journal import AnswerJournal, JournalMismatch, answer_key
+from ropekit.engines.openai_served import REQUEST, choose_model, max_context, server_identity, server_props
+from ropekit.engines.openai_vocab import served_vocab
 
-__all__ = ["OpenAIEvalModel", "ServerError"]
+__all__ = ["JournalMismatch", "OpenAIEvalModel", "ServerError"]
 
 
 class OpenAIEvalModel:
@@ -40,13 +44,17 @@ class OpenAIEvalModel:
     :meth:`answer_all`.
 
     Args:
-        tokenizer: the served model's GGUF file (its tokenizer, RoPE and training length).
+        tokenizer: the served model's GGUF file or transformers folder (its tokenizer, RoPE and training length).
         url: the server's base URL (``.../v1``).
         concurrency: requests in flight at once.
         journal: a JSON-lines file of finished answers (read to resume, appended to).
+        served_model: the id of the model to evaluate among those the server lists (needed where it lists several).
+        timeout: seconds a whole request may take (for the client made here).
 
     Raises:
-        ServerError: the server is unreachable or lists no model.
+        ServerError: the server is unreachable or lists no model; its ``served_model`` subclass where the choice of
+            model is missing or wrong.
+        JournalMismatch: ``journal`` holds answers from another server, model, tokenizer or settings.
     """
 
     def __init__(
@@ -57,28 +65,30 @@ class OpenAIEvalModel:
         concurrency: int = 4,
         journal: Path | None = None,
         client: OpenAIClient | None = None,
+        served_model: str | None = None,
+        timeout: float = 600.0,
     ) -> None:
-        self.vocab = LlamaCppEvalModel(tokenizer)
+        self.client = client or OpenAIClient(url, timeout=timeout)
+        card = choose_model(url, self.client.get("/models").get("data"), served_model)
+        self.vocab = served_vocab(tokenizer)
         self.name, self.url, self.concurrency = str(tokenizer), url, concurrency
         self.train_length, self.rope = self.vocab.train_length, self.vocab.rope
         self.native_scaling = self.vocab.native_scaling
         self.separator, self.stop_tokens, self.byte_level = self.vocab.separator, self.vocab.stop_tokens, False
-        self.client = client or OpenAIClient(url)
-        models = self.client.get("/models").get("data") or []
-        if not models:
-            raise ServerError(f"{url}/models lists no model")
-        self.server_model = str(models[0].get("id"))
-        self.max_context = _max_context(models[0])
+        self.server_model = str(card["id"])
+        props = server_props(self.client)
+        self.max_context = max_context(card, props)
+        self.identity = server_identity(url, card, props, self.vocab.fingerprint())
         self.ids_accepted: bool | None = None
-        self.journal = journal
-        self.done = _read_journal(journal)
-        self._lock = threading.Lock()
+        self.journal = AnswerJournal(journal, self.identity)
 
     def resume_from(self, journal: Path, *, fresh: bool = False) -> None:
-        """Keep answers in ``journal`` and reuse those it holds (``fresh``: forget them, start it again)."""
-        if fresh and journal.is_file():
-            journal.unlink()
-        self.journal, self.done = journal, _read_journal(journal)
+        """Keep answers in ``journal`` and reuse those it holds (``fresh``: forget them, start it again).
+
+        Raises:
+            JournalMismatch: the journal holds answers from another server, model, tokenizer or settings.
+        """
+        self.journal = AnswerJournal(journal, self.identity, fresh=fresh)
 
     def set_scaling(self, scaling: Any) -> None:
         """Raises ``LookupError`` for anything but the served model's own RoPE (the server was started with it)."""
@@ -104,24 +114,22 @@ class OpenAIEvalModel:
         """
         if self.ids_accepted is not False:
             return ids
-        text = self.vocab.vocab.detokenize(ids, special=True)
-        if self.vocab.vocab.tokenize(text, add_bos=False, special=True) != ids:
+        text = self.vocab.as_text(ids)
+        if text is None:
             raise ServerError(
                 f"{self.url} takes prompts only as text, and this prompt's text re-tokenises to different ids; "
                 "refusing to evaluate other samples than the other engines'"
             )
-        return text.decode("utf-8", errors="strict")
+        return text
 
     def complete(self, ids: list[int], budget: int, **extra: Any) -> dict[str, Any]:
-        """One greedy completion of ``ids`` (``budget`` tokens at most); the server's first choice and usage."""
-        body = {
-            "model": self.server_model,
-            "temperature": 0.0,
-            "max_tokens": budget,
-            "repeat_penalty": 1.0,
-            "top_k": 1,
-            **extra,
-        }
+        """One greedy completion of ``ids`` (``budget`` tokens at most): the server's first choice, its usage and
+        how the prompt was sent (``sent``: ``"ids"`` or ``"text"``).
+
+        Raises:
+            ServerError: the request failed, or the reply is not a completion of this prompt by the served model.
+        """
+        body = {"model": self.server_model, **REQUEST, "max_tokens": budget, **extra}
         prompt = self.prompt(ids)
         try:
             reply = self.client.post("/completions", {**body, "prompt": prompt})
@@ -135,32 +143,48 @@ class OpenAIEvalModel:
             if wrapped is not error or not as_ids or self.ids_accepted or "answered HTTP" not in str(error):
                 raise wrapped from None
             self.ids_accepted = False
+            prompt = self.prompt(ids)
             try:
-                reply = self.client.post("/completions", {**body, "prompt": self.prompt(ids)})
+                reply = self.client.post("/completions", {**body, "prompt": prompt})
             except ServerError as again:
                 raise _context_error(again, len(ids) + budget) from None
-        counted = (reply.get("usage") or {}).get("prompt_tokens")
-        if counted is not None and int(counted) != len(ids):
+        choice = self._checked(reply, len(ids))
+        return {**choice, "usage": reply.get("usage") or {}, "sent": "text" if isinstance(prompt, str) else "ids"}
+
+    def _checked(self, reply: dict[str, Any], length: int) -> dict[str, Any]:
+        """The reply's first choice, once the reply is shown to be a completion of a ``length``-token prompt by the
+        served model."""
+        where = f"{self.url}/completions"
+        model = reply.get("model")
+        if model is not None and str(model) != self.server_model:
             raise ServerError(
-                f"{self.url} counted {counted} prompt tokens for a prompt of {len(ids)}: it tokenizes differently "
-                "(another model or tokenizer?)"
+                f"{where} answered as model {str(model)!r}, not the model evaluated ({self.server_model!r})"
             )
-        return {**reply["choices"][0], "usage": reply.get("usage") or {}}
+        choices = reply.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ServerError(f"{where} answered without a completion (choices: {_shown(choices)})")
+        if not isinstance(choices[0].get("text"), str):
+            raise ServerError(f"{where} answered a completion whose text is {_shown(choices[0].get('text'))}")
+        usage = reply.get("usage") or {}
+        counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if counted is not None and counted != length:
+            raise ServerError(
+                f"{self.url} counted {_shown(counted)} prompt tokens for a prompt of {length}: it tokenizes "
+                "differently (another model or tokenizer?)"
+            )
+        return choices[0]
 
     def answer(self, ids: list[int], budget: int) -> tuple[str, int]:
         """The greedy answer's text to the prompt ``ids`` and the forward tokens it took (journalled)."""
-        salt = f"{self.server_model}|{budget}".encode()
-        key = hashlib.sha256(np.asarray(ids, np.int64).tobytes() + salt).hexdigest()
-        if key in self.done:
-            return self.done[key]
+        key = answer_key(ids, budget, self.journal.digest)
+        found = self.journal.get(key)
+        if found is not None:
+            return found["text"], found["forward"]
         choice = self.complete(ids, budget)
-        found = (choice["text"], len(ids) + int(choice["usage"].get("completion_tokens") or 0))
-        with self._lock:
-            self.done[key] = found
-            if self.journal is not None:
-                with self.journal.open("a") as handle:
-                    handle.write(json.dumps({"key": key, "text": found[0], "forward": found[1]}) + "\n")
-        return found
+        completed = choice["usage"].get("completion_tokens")
+        forward = len(ids) + (completed if isinstance(completed, int) and completed >= 0 else 0)
+        self.journal.add(key, choice["text"], forward, choice["sent"])
+        return choice["text"], forward
 
     def answer_all(self, samples: list[Any], on_sample: Callable[[Any], None] | None = None) -> dict[int, Any]:
         """Every question of ``samples``, ``concurrency`` requests in flight: ``{id(sample): ([text per
@@ -182,7 +206,7 @@ class OpenAIEvalModel:
         def one(sample: Any, index: int) -> None:
             question = sample.questions[index]
             text, forward = self.answer(np.concatenate([sample.context, question.ids]).tolist(), question.budget)
-            with self._lock:
+            with lock:
                 out[id(sample)][0][index] = text
                 out[id(sample)] = (out[id(sample)][0], out[id(sample)][1] + forward)
                 left[id(sample)] -= 1
@@ -190,6 +214,7 @@ class OpenAIEvalModel:
             if finished and on_sample is not None:
                 on_sample(sample)
 
+        lock = threading.Lock()
         with ThreadPoolExecutor(self.concurrency) as pool:
             futures = [pool.submit(one, s, s.questions.index(q)) for s, q in jobs]
             for future in futures:
@@ -199,23 +224,35 @@ class OpenAIEvalModel:
     def token_losses(self, ids: torch.Tensor) -> torch.Tensor:
         """Losses of ``ids[1:]`` from the server's prompt log-probabilities (``echo`` with ``logprobs``).
 
+        The log-probabilities must be aligned with ``ids``: the first token's is ``null`` (nothing predicts it), and
+        where the server names the tokens, they are the prompt's own rather than the prompt's shifted by one.
+
         Raises:
-            ValueError: the server returns no prompt log-probabilities (perplexity is refused).
+            ValueError: the server returns no prompt log-probabilities, or ones not aligned with ``ids``
+                (perplexity is refused).
         """
-        refusal = (
-            f"perplexity through the server needs its prompt log-probabilities (echo with logprobs), and "
-            f"{self.server_model!r} at {self.url} returned none (llama.cpp's Python server: --logits_all true)"
+        asked = (
+            f"perplexity through the server needs the log-probabilities of the prompt's tokens (a completion with "
+            f"echo and logprobs), and {self.server_model!r} at {self.url}"
         )
         try:
             choice = self.complete(ids.tolist(), 1, echo=True, logprobs=1)
         except ServerError as error:
             if "context" in str(error):
                 raise
-            raise ValueError(f"{refusal}; it answered: {error}") from None
-        found = (choice.get("logprobs") or {}).get("token_logprobs") or []
-        values = found[1 : len(ids)]
-        if len(values) != len(ids) - 1 or any(v is None for v in values):
-            raise ValueError(refusal)
+            raise ValueError(f"{asked} refused the request: {error}") from None
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        found = logprobs.get("token_logprobs")
+        n = len(ids)
+        if not isinstance(found, list) or len(found) < n:
+            raise ValueError(
+                f"{asked} did not send them (llama-cpp-python's server sends them when started with its logits_all option on)"
+            )
+        values = found[1:n]
+        if found[0] is not None or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+            raise ValueError(f"{asked} sent {_misaligned(found[0])}")
+        if _shifted(logprobs.get("tokens"), ids.tolist(), self.vocab.detokenize):
+            raise ValueError(f"{asked} sent them for the prompt's tokens shifted by one position")
         return -torch.tensor(values, dtype=torch.float64)
 
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
@@ -228,6 +265,15 @@ class OpenAIEvalModel:
             rows.append(tokens + [-1] * (count - len(tokens)))
         return torch.tensor(rows, dtype=torch.int64)
 
+    def ran_as(self) -> dict[str, Any]:
+        """How the answers held were sent to the server (the journal's record of each): ``token ids``, ``text
+        (re-tokenised, checked)``, both, or ``none`` before any answer."""
+        sent = self.journal.sent_forms()
+        prompts = {frozenset({"ids"}): "token ids", frozenset({"text"}): "text (re-tokenised, checked)"}
+        return {
+            "prompts": prompts.get(frozenset(sent), "token ids and text (re-tokenised, checked)" if sent else "none")
+        }
+
     def describe(self) -> dict[str, Any]:
         return {
             "kind": "openai",
@@ -235,19 +281,35 @@ class OpenAIEvalModel:
             "url": self.url,
             "server_model": self.server_model,
             "server_max_context": self.max_context,
-            "prompts": "token ids" if self.ids_accepted else "text (re-tokenised, checked)",
+            "server_reports": {"models_entry": self.identity["models_entry"], "props": self.identity["props"]},
+            **self.ran_as(),
             "concurrency": self.concurrency,
-            "tokenizer": self.vocab.describe()["gguf"],
+            "tokenizer": {**self.vocab.describe(), "sha256": self.identity["tokenizer_sha256"]},
         }
 
 
-def _max_context(card: dict[str, Any]) -> int | None:
-    """The served context from a /models entry (vLLM's ``max_model_len``, llama.cpp's ``meta.n_ctx``...)."""
-    for key in ("max_model_len", "context_length", "max_context_length", "n_ctx"):
-        if isinstance(card.get(key), int):
-            return card[key]
-    meta = card.get("meta") or {}
-    return meta.get("n_ctx") if isinstance(meta.get("n_ctx"), int) else None
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _misaligned(first: Any) -> str:
+    if first is not None:
+        return (
+            f"log-probabilities whose first is {_shown(first)} rather than null (nothing predicts the first token): "
+            "they are not aligned with the prompt's tokens"
+        )
+    return "log-probabilities that are not all numbers"
+
+
+def _shifted(tokens: Any, ids: list[int], detokenize: Callable[[list[int]], str]) -> bool:
+    """Whether the server's token strings match the prompt's tokens one position later better than in place."""
+    if not isinstance(tokens, list) or len(tokens) < len(ids):
+        return False
+    pieces = [detokenize([token]) for token in ids]
+    in_place = sum(tokens[i] == pieces[i] for i in range(len(ids)))
+    shifted = sum(tokens[i] == pieces[i + 1] for i in range(len(ids) - 1))
+    return shifted > in_place
 
 
 def _context_error(error: ServerError, needed: int) -> ServerError:
@@ -255,16 +317,3 @@ def _context_error(error: ServerError, needed: int) -> ServerError:
     if "context" in text and ("exceed" in text or "longer" in text or "maximum" in text):
         return ServerError(f"the server's context is shorter than the samples ({needed:,} tokens needed): {error}")
     return error
-
-
-def _read_journal(path: Path | None) -> dict[str, tuple[str, int]]:
-    if path is None or not path.is_file():
-        return {}
-    done = {}
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-            done[row["key"]] = (row["text"], int(row["forward"]))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue  # a line cut short by the run that died
-    return done

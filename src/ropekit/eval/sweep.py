@@ -27,6 +27,7 @@ from ropekit._defaults import (
 )
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import check_params
+from ropekit.eval.model_support import ran_as
 from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.perplexity import MODES
@@ -212,6 +213,7 @@ def run_sweep(
         lambda mine: measure_units(model, settings, tokens, units, costs, mine, on_step=on_step, on_tokens=on_tokens),
     )
     add_rows(result, settings, units, outcomes)
+    result.context["model"].update(ran_as(model))
     return result
 
 

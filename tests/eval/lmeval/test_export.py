@@ -127,3 +127,20 @@ def test_bad_input_is_one_line(args, message, tmp_path, byte_model):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], result.output
     assert not (tmp_path / "tasks").exists()
+
+
+def test_the_printed_lm_eval_command_is_one_shell_line_for_any_path(tmp_path):
+    """A model and a folder whose paths hold spaces, quotes and ``$``: the shell splits the line back into the very
+    words lm_eval needs (the oracle: ``shlex.split``, as a POSIX shell reads it)."""
+    import shlex
+
+    from ropekit.eval.lmeval.export import run_command
+
+    folder = tmp_path / "my tasks $HOME"
+    model = "/models/it's a model/model.gguf"
+    words = shlex.split(run_command(folder, model, 600, True))
+    assert words[words.index("--include_path") + 1] == str(folder)
+    assert words[words.index("--model_args") + 1] == (
+        "pretrained=/models/it's a model,gguf_file=model.gguf,max_length=600,add_bos_token=False"
+    )
+    assert words[0] == "lm_eval" and words[words.index("--tasks") + 1] == GROUP

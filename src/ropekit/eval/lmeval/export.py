@@ -22,6 +22,7 @@ The folder (:func:`write_folder`)::
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -151,14 +152,14 @@ def group_yaml(tasks: Sequence[str], lengths: Sequence[int]) -> str:
 
 
 def run_command(folder: Path, model: str, longest: int, bos: bool) -> str:
-    """The ``lm_eval`` command that runs the folder on the ``hf`` backend (any backend takes the same folder)."""
+    """The ``lm_eval`` command that runs the folder on the ``hf`` backend (any backend takes the same folder), one
+    shell line: every word quoted where the shell would split or expand it (a path with spaces, ``$``, quotes)."""
     extra = ",add_bos_token=False" if bos else ""
     path = Path(model)
     source = f"{path.parent},gguf_file={path.name}" if path.suffix.lower() == ".gguf" else model  # hf reads GGUF too
-    return (
-        f"lm_eval --model hf --model_args pretrained={source},max_length={longest}{extra} "
-        f"--include_path {folder} --tasks {GROUP} --batch_size 1 --log_samples --output_path lm-eval-results"
-    )
+    words = ["lm_eval", "--model", "hf", "--model_args", f"pretrained={source},max_length={longest}{extra}"]
+    words += ["--include_path", str(folder), "--tasks", GROUP, "--batch_size", "1", "--log_samples"]
+    return shlex.join([*words, "--output_path", "lm-eval-results"])
 
 
 def write_folder(

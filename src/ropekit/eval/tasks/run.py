@@ -22,6 +22,7 @@ from typing import Any
 
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import check_params
+from ropekit.eval.model_support import ran_as
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
@@ -298,6 +299,7 @@ def run_tasks(
         lambda mine: answer_units(model, settings, samples, units, mine, on_tokens=on_tokens, on_step=on_step),
     )
     add_rows(result, settings, lengths, samples, units, outcomes)
+    result.context["model"].update(ran_as(model))
     return result
 
 
