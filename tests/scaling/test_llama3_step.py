@@ -18,9 +18,9 @@ from ropekit.scaling.llama3 import Llama3Scaling
 from ropekit.scaling.registry import inv_freq
 
 pytest.importorskip("transformers")
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-from helpers.hf_models import random_hf_config, random_hf_model  # noqa: E402
+from helpers.hf_models import random_hf_config, random_hf_model
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
