@@ -19,7 +19,7 @@ The shared transformers quirks (checked against the transformers version in :dat
   :meth:`~ropekit.scaling.registry.ScalingConfig.hf_rotary_dim`). An odd result makes transformers compute
   ceil(d/2) frequencies with exponents 2i/d. ropekit: the same truncation, and an odd or zero rotary dim raises
   ``ValueError`` (pairs need an even dim). :func:`to_hf_dict` writes a factor that truncates back exactly.
-* Values transformers only warns about (factor < 1, beta_fast < beta_slow, low_freq_factor >= high_freq_factor,
+* Values transformers only warns about (factor < 1, beta_fast < beta_slow, low_freq_factor > high_freq_factor,
   LongRoPE lists of the wrong length) raise ``ValueError`` in ropekit; so do keys ropekit does not know, and
   values of the wrong kind (a null or string ``rope_theta``, a fractional length such as 4096.7, which
   transformers' ``int()`` would truncate).

@@ -92,14 +92,14 @@ def test_yarn_betas_are_positive(name: str) -> None:
     raises_value_error(lambda: YarnScaling(factor=4.0, **{name: 0.0}, **LONG), name, "> 0.0")
 
 
-@pytest.mark.parametrize(("low", "high"), [(4.0, 4.0), (4.0, 1.0)])
-def test_llama3_low_freq_factor_not_below_high(low: float, high: float) -> None:
+@pytest.mark.parametrize(("low", "high"), [(4.0, 1.0), (2.0, 1.5)])
+def test_llama3_low_freq_factor_above_high(low: float, high: float) -> None:
     def build() -> Llama3Scaling:
         return Llama3Scaling(factor=8.0, low_freq_factor=low, high_freq_factor=high, **LONG)
 
-    raises_value_error(build, "low_freq_factor must be < high_freq_factor", f"low_freq_factor={low}")
+    raises_value_error(build, "low_freq_factor must be <= high_freq_factor", f"low_freq_factor={low}")
     hf_dict = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": low, "high_freq_factor": high}
-    raises_value_error(lambda: from_hf_config(model(hf_dict)), "low_freq_factor must be < high_freq_factor")
+    raises_value_error(lambda: from_hf_config(model(hf_dict)), "low_freq_factor must be <= high_freq_factor")
 
 
 @pytest.mark.parametrize(("name", "length"), [("short_factor", 31), ("long_factor", 33), ("short_factor", 0)])

@@ -105,7 +105,8 @@ def extend(
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
         FileNotFoundError: no model at ``model``, or no parent folder for ``out``.
         ValueError: ``out`` overlaps ``model``; not a RoPE model, a folder without weights, a target not above
-            the original length or below the model's current one, or a method transformers cannot express.
+            the original length or below the model's current one, or a method transformers cannot express or the
+            model's config class would not load (checked on the staged folder before anything is published).
     """
     from ropekit._output import check_output, staged_output
     from ropekit.finetune.inputs import check_not_shorter, check_weights
@@ -113,6 +114,7 @@ def extend(
     source = Path(model)
     check_output(out, [("model", source)], names=written_names(source), force=force)
     config = load_config(source)
+    refuse_disagreeing_keys(config)
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":
         check_weights(source)
@@ -123,6 +125,7 @@ def extend(
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     new_config.update(extra_config or {})
+    notes = [note for note in notes if not (extra_config and note.startswith(tuple(extra_config)))]
     with staged_output(out, force=force) as staged:
         if source.suffix == ".gguf":
             loaded, tokenizer = load_model(source)
@@ -136,4 +139,37 @@ def extend(
                 else:
                     shutil.copy2(item, staged / item.name)
             write_config(staged, new_config)
+        check_loads(staged)
     return ExtendResult(Path(out), new_config, notes)
+
+
+def refuse_disagreeing_keys(config: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming both values where ``config``'s ``rope_parameters`` and an older key restating it
+    (``rope_theta``, ``rope_scaling``, ``rotary_emb_base``, ...) disagree: transformers 5 runs the first, MLX-LM,
+    llama.cpp's converter and transformers 4.x the second, so no extension of it means one thing."""
+    from ropekit.integrations.hf.restated_keys import disagreements
+
+    found = disagreements(config)
+    if found:
+        raise ValueError(
+            f"{config.get('model_type') or 'the model'}'s config.json disagrees with itself: {'; '.join(found)} "
+            "(transformers 5 reads rope_parameters, MLX-LM and transformers 4.x the older key); make them agree first"
+        )
+
+
+def check_loads(folder: Path) -> None:
+    """Raise ``ValueError`` unless transformers' config class for the model type and its ``AutoConfig`` load
+    ``folder``'s written ``config.json`` (a model type transformers does not know is not checked): the last check
+    before a staged folder is published."""
+    from ropekit.integrations.hf.transformers_reads import quietly, read_config
+
+    written = json.loads((folder / "config.json").read_text())
+    try:
+        if read_config(written) is not None:
+            from transformers import AutoConfig
+
+            with quietly():
+                AutoConfig.from_pretrained(folder)
+    except Exception as error:
+        model_type = written.get("model_type")
+        raise ValueError(f"{model_type}: the written config.json does not load ({error}); nothing written") from None

@@ -28,8 +28,12 @@ class Llama3Scaling(ScalingConfig):
     * transformers computes the blend in float32, where smooth = (L0/λ − lf)/(hf − lf) cancels near the low
       band edge and the error is multiplied by up to s: its result can be ~1e-5 relative away from the exact
       value for large s. ropekit computes in float64 (the exact value of the same formula).
-    * ``low_freq_factor >= high_freq_factor`` is only a warning in transformers (the blend then divides by zero
-      or flips sign); here it raises ``ValueError``.
+    * ``low_freq_factor == high_freq_factor`` (Llama 4 Scout: both 1, L0 8192, factor 16, base 5e5) is only a
+      warning in transformers, which then computes a step: wavelengths above L0/lf divided by s, those below kept
+      (its blend is never taken, except at a wavelength of exactly L0/lf, where it divides 0 by 0; refused here).
+      ropekit computes the same step.
+    * ``low_freq_factor > high_freq_factor`` is also only a warning in transformers (the blend flips sign); here it
+      raises ``ValueError``.
     """
 
     rope_type = "llama3"
@@ -53,9 +57,9 @@ class Llama3Scaling(ScalingConfig):
         object.__setattr__(self, "original_max_position_embeddings", original)
         for name in ("low_freq_factor", "high_freq_factor"):
             object.__setattr__(self, name, require_float(name, getattr(self, name), above=0.0))
-        if self.low_freq_factor >= self.high_freq_factor:
+        if self.low_freq_factor > self.high_freq_factor:
             raise ValueError(
-                "low_freq_factor must be < high_freq_factor, got "
+                "low_freq_factor must be <= high_freq_factor (equal: a step at L0/low_freq_factor), got "
                 f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}"
             )
 
@@ -83,10 +87,21 @@ class Llama3Scaling(ScalingConfig):
 
 @register_scaling(Llama3Scaling)
 def llama3_frequencies(spec: Llama3Scaling, rope: RopeConfig, *, seq_len: int | None = None) -> Frequencies:
-    """Keep θ_i if λ_i < λ_hi; θ_i/s if λ_i > λ_lo; else blend with smooth = (L0/λ_i − lf)/(hf − lf)."""
+    """Keep θ_i if λ_i < λ_hi; θ_i/s if λ_i > λ_lo; else blend with smooth = (L0/λ_i − lf)/(hf − lf).
+
+    With lf = hf the bands meet (λ_hi = λ_lo) and the result is a step, as transformers computes it; a pair whose
+    wavelength is exactly that edge has no value (transformers gives NaN) and raises ``ValueError``.
+    """
     theta = inv_freq(rope.dim, rope.base)
     wavelength = 2 * math.pi / theta
     short_band, long_band = spec.bands()
+    if spec.low_freq_factor == spec.high_freq_factor:
+        if np.any(wavelength == long_band):
+            raise ValueError(
+                f"low_freq_factor = high_freq_factor = {spec.low_freq_factor} puts the step at wavelength "
+                f"{long_band:g}, which a pair has exactly: its frequency is 0/0 (transformers gives NaN)"
+            )
+        return Frequencies(np.where(wavelength > long_band, theta / spec.factor, theta), 1.0)
     smooth = (spec.original_max_position_embeddings / wavelength - spec.low_freq_factor) / (
         spec.high_freq_factor - spec.low_freq_factor
     )

@@ -9,7 +9,10 @@ transformers 5 writes a model's RoPE only as ``rope_parameters``. Readers of the
   in place of ``rope_parameters`` when both are given and reads ``type`` as ``rope_type``;
 * per layer type with exactly ``full_attention`` and ``sliding_attention`` (Gemma 3): the 4.x form ``rope_theta``
   (full), ``rope_local_base_freq`` (sliding) and ``rope_scaling`` (full attention's scaling, ``null`` when plain);
-  transformers' Gemma 3 config merges ``rope_scaling`` into ``full_attention``.
+  transformers' Gemma 3 config merges ``rope_scaling`` into ``full_attention``;
+* the architecture's other spellings of the base and partial rotary factor that the config already has
+  (GPT-NeoX's ``rotary_emb_base`` and ``rotary_pct``, ...: :mod:`~ropekit.integrations.hf.restated_keys`), set to
+  the written values, so that no reader runs the source's.
 
 YaRN's attention factor A has two spellings: an explicit ``attention_factor`` (transformers, vLLM's ``yarn``) and
 the ratio g(s, ``mscale``)/g(s, ``mscale_all_dim``) with g(s, m) = 0.1·m·ln s + 1 (MLX-LM's ``yarn``, which
@@ -28,13 +31,11 @@ still cannot tell MLX-LM 0.32, the reader of these keys that runs here.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import logging
 import math
 from typing import Any
 
+from ropekit.integrations.hf.restated_keys import restated
 from ropekit.scaling.yarn import yarn_mscale
 
 #: the keys this module may add at the top level of a config.json
@@ -53,6 +54,7 @@ def with_legacy_keys(config: dict[str, Any]) -> tuple[dict[str, Any], str | None
         MLX-LM cannot read from them (:func:`older_reader_gaps`).
     """
     base = {key: value for key, value in config.items() if key not in LEGACY_KEYS}
+    base.update(restated(base))  # rotary_emb_base, rotary_pct, ...: the written values where the config has them
     params = _with_ratio(base.get("rope_parameters"))
     candidate, why = _candidate(params)
     if candidate is None:
@@ -136,12 +138,13 @@ def _scaling(params: dict[str, Any]) -> dict[str, Any] | None:
 def _same_meaning(without: dict[str, Any], with_keys: dict[str, Any]) -> str | None:
     """``None`` when transformers computes the same RoPE from both dicts (its config class, then its
     ``ROPE_INIT_FUNCTIONS`` per layer type), else why not."""
-    from transformers import CONFIG_MAPPING
+    from ropekit.integrations.hf.transformers_reads import read_config
 
     model_type = without.get("model_type")
     try:
-        config_class = CONFIG_MAPPING[model_type]
-        read = [_read(config_class, config) for config in (without, with_keys)]
+        read = [read_config(config) for config in (without, with_keys)]
+        if read[0] is None:
+            return f"transformers does not know model type {model_type!r}, so the older keys cannot be checked"
         return _compare(*read)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         return f"transformers cannot read model type {model_type!r} to check the older keys ({error})"
@@ -179,23 +182,12 @@ def _lengths(config: Any, params: dict[str, Any]) -> list[int | None]:
     return [None, 1, original, original + 1, longest, longest + 1, 2 * longest]
 
 
-def _read(config_class: Any, config: dict[str, Any]) -> Any:
-    """transformers' ``config_class`` read from ``config`` (a copy: it edits the dict), its warnings silenced."""
-    values = json.loads(json.dumps(config))
-    logger = logging.getLogger("transformers")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return config_class.from_dict(values)
-    finally:
-        logger.setLevel(level)
-
-
 def older_reader_gaps(config: dict[str, Any]) -> list[str]:
     """What the ``rope_scaling`` of ``config`` says that MLX-LM 0.32 (``mlx_lm/models/rope_utils.py``) cannot read,
     one phrase each (empty: nothing, or no ``rope_scaling``):
 
+    * any scaling at all, where MLX-LM's model file for the model type reads none
+      (:mod:`~ropekit.integrations.hf.mlx_lm_scaling`; then that is the one phrase);
     * yarn ``truncate: false`` whose ramp ends are not whole pairs: MLX-LM always floors/ceils them;
     * a yarn attention factor that no ``mscale`` >= 0 gives by the ratio g(s, mscale)/g(s, mscale_all_dim) (A
       below 1/g(s, mscale_all_dim), or a factor s <= 1 with A != 1); a ratio that merely differs is a config
@@ -203,6 +195,11 @@ def older_reader_gaps(config: dict[str, Any]) -> list[str]:
     * a longrope attention factor (``attention_factor``, or from ``factor``) other than MLX-LM's own
       √(1 + ln(M/L0)/ln L0) (M = ``max_position_embeddings``; 1 when M <= L0): it reads neither key.
     """
+    from ropekit.integrations.hf.mlx_lm_scaling import mlx_scaling_gap
+
+    unread = mlx_scaling_gap(config)
+    if unread is not None:
+        return [unread]
     scaling = config.get("rope_scaling")
     if not isinstance(scaling, dict):
         return []

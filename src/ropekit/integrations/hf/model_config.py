@@ -27,8 +27,9 @@ from typing import Any
 from ropekit.config import RopeConfig
 from ropekit.errors import InvalidArgument
 from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
+from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY as DUAL_CHUNK_KEY
 from ropekit.integrations.hf.legacy_keys import with_legacy_keys
-from ropekit.integrations.hf.native_rope import native_rope
+from ropekit.integrations.hf.native_rope import native_rope, older_transformers_note
 from ropekit.integrations.hf.rope_layers import rope_layout
 from ropekit.scaling.registry import ScalingConfig
 
@@ -175,7 +176,12 @@ def extended_config(
     target_length: int,
     layer_types: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """A ``config.json`` dict whose RoPE is the model's own with ``scaling`` (replacing any native scaling).
+    """A ``config.json`` dict whose RoPE is the model's own with ``scaling`` (replacing any native scaling), which
+    transformers loads and runs as ropekit means it (:mod:`~ropekit.integrations.hf.transformers_reads`).
+
+    A method transformers names is written as itself; where the model's config class does not load that name (Phi-3
+    accepts ``default`` and ``longrope`` only) its static form is written instead (a new base, or ``longrope`` with
+    per-pair factors), and the notes say so; a method with neither form the config class loads is refused.
 
     Args:
         config: the source model's ``config.json`` dict.
@@ -192,18 +198,63 @@ def extended_config(
         were left out.
 
     Raises:
-        ValueError: no RoPE, an unknown layer type, or a scaling transformers cannot express.
+        ValueError: no RoPE, an unknown layer type, a scaling transformers cannot express, or a config transformers'
+            config class for the model type would not load or would run otherwise (naming the model type).
     """
+    from ropekit.integrations.hf.transformers_reads import transformers_mismatch
+
+    new, notes, ropes = _with_rope(config, scaling, target_length=target_length, layer_types=layer_types, named=True)
+    lengths = _check_lengths(new, ropes, target_length)
+    why = transformers_mismatch(new, ropes, lengths)
+    if why is None:
+        return new, notes
+    model_type = config.get("model_type") or name_of(config)
+    try:
+        static = _with_rope(config, scaling, target_length=target_length, layer_types=layer_types, named=False)
+    except ValueError as error:
+        raise ValueError(f"{model_type}: {why}; and no static form: {error}") from None
+    if static[0] == new or transformers_mismatch(static[0], static[2], lengths) is not None:
+        raise ValueError(f"{model_type}: {why}; ropekit writes nothing transformers cannot load") from None
+    return static[0], [f"{model_type}: {why}; written in its static form instead", *static[1]]
+
+
+def _check_lengths(config: Mapping[str, Any], ropes: Mapping[str | None, RopeConfig], target: int) -> set[int]:
+    """Sequence lengths at which a written RoPE may switch: 1, around each original length, the target."""
+    lengths = {1, int(target), int(target) + 1, int(config.get("max_position_embeddings") or target)}
+    for rope in ropes.values():
+        original = rope.scaling and rope.scaling.stated_original_length()
+        if original:
+            lengths |= {int(original), int(original) + 1}
+    return lengths
+
+
+def _with_rope(
+    config: Mapping[str, Any],
+    scaling: ScalingConfig | None,
+    *,
+    target_length: int,
+    layer_types: Sequence[str] | None,
+    named: bool,
+) -> tuple[dict[str, Any], list[str], dict[str | None, RopeConfig]]:
+    """``(new_config, notes, ropes)``: :func:`extended_config`'s dict written with methods named (``named``) or in
+    their static form, and the RoPE meant for each layer type (``None``: every layer)."""
     new = json.loads(json.dumps(dict(config)))  # deep copy, JSON-clean
     nested = layer_types_of(new)
     key = "rope_parameters"
     new.pop("rope_scaling", None)  # 4.x key; transformers prefers it over rope_parameters, so it must not linger
     notes: list[str] = []
+    if new.pop(DUAL_CHUNK_KEY, None) is not None:  # vLLM/SGLang would build its rotary from the base alone
+        notes.append(
+            f"{DUAL_CHUNK_KEY} dropped: it was written for the source's RoPE, and vLLM and SGLang build a "
+            "dual-chunk rotary from the base alone wherever it is present; --attention dual_chunk writes a new one"
+        )
     lengths: set[int] = set()
+    ropes: dict[str | None, RopeConfig] = {}
     chosen = scaled_layer_types(config, layer_types)  # refuses layer types a model lacks or cannot have
     if nested is None:
         native = rope_of(config)
-        written = native_rope(native.replace(scaling=scaling), original_length=original_length_of(config, native))
+        ropes[None] = native.replace(scaling=scaling)
+        written = native_rope(ropes[None], original_length=original_length_of(config, native), named=named)
         # its rope_theta/partial_rotary_factor win over top-level keys
         new[key] = _keep_rotary_key(written.rope_parameters, config.get("rope_scaling") or config.get(key))
         notes.append(written.how)
@@ -214,10 +265,13 @@ def extended_config(
         params = dict(config.get("rope_scaling") or config.get("rope_parameters"))
         original = None
         for layer_type in nested:
-            if layer_type not in chosen:
-                continue
             native = rope_of(config, layer_type)
-            written = native_rope(native.replace(scaling=scaling), original_length=original_length_of(config, native))
+            if layer_type not in chosen:
+                ropes[layer_type] = native
+                continue
+            ropes[layer_type] = native.replace(scaling=scaling)
+            length = original_length_of(config, native)
+            written = native_rope(ropes[layer_type], original_length=length, named=named)
             if written.rope_parameters["rope_type"] == "longrope":
                 raise ValueError(
                     f"{scaling.rope_type} on a per-layer-type model needs rope_type 'longrope' for {layer_type}, which "
@@ -238,8 +292,13 @@ def extended_config(
     if original is not None and "original_max_position_embeddings" in new:
         new["original_max_position_embeddings"] = original  # Phi-3 style: the top-level key wins in transformers
     new["max_position_embeddings"] = lengths.pop() if lengths else int(target_length)
+    for layer_type, rope in ropes.items():
+        params = new[key] if layer_type is None else new[key][layer_type]
+        older = older_transformers_note(rope, params, new["max_position_embeddings"])
+        if older is not None and older not in notes:
+            notes.append(older)
     new, legacy = with_legacy_keys(new)  # rope_theta/rope_scaling for readers of the older keys, where they agree
-    return new, notes + ([legacy] if legacy else [])
+    return new, notes + ([legacy] if legacy else []), ropes
 
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:

@@ -117,8 +117,10 @@ def model_layout(config: Mapping[str, Any]) -> Layout:
     Raises:
         ValueError: the config has no RoPE or a value ropekit refuses (the message of :func:`from_hf_config`).
     """
+    from ropekit.integrations.hf.layout_names import named_layouts, with_class_sections
+
     top = dict(config)
-    text = text_part(top)
+    text, filled = with_class_sections(text_part(top))
     layout = Layout()
     architectures = top.get("architectures") or []
     name = architectures[0] if architectures else top.get("model_type", "unknown")
@@ -140,4 +142,6 @@ def model_layout(config: Mapping[str, Any]) -> Layout:
                    f"{text['max_position_embeddings']:,}")  # fmt: skip
     _layer_rows(layout, text)
     _attention_rows(layout, text, rope)
+    for key, label, shown, does in named_layouts(top, text, filled):
+        layout.add(key, label, shown, shown, does)
     return layout

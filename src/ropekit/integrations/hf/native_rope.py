@@ -59,13 +59,15 @@ class NativeRope:
     how: str
 
 
-def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
+def native_rope(rope: RopeConfig, *, original_length: int, named: bool = True) -> NativeRope:
     """The native transformers form of ``rope`` (base, rotary dim and scaling), exact to float32 rounding.
 
     Args:
         rope: the model's RoPE with the scaling to write.
         original_length: the pre-training length, written as ``original_max_position_embeddings`` when the
             native form needs one the scaling does not carry (the ``longrope`` form).
+        named: write a method transformers names as itself; ``False``: its static form (for config classes that
+            accept only some rope types: Phi-3 takes ``default`` and ``longrope``).
 
     Returns:
         A :class:`NativeRope`.
@@ -79,7 +81,7 @@ def native_rope(rope: RopeConfig, *, original_length: int) -> NativeRope:
             "pairs (i, i + d/2); permute the q/k projection weights to the half-split layout first"
         )
     form = static_form(rope)
-    if form.named:
+    if form.named and (named or rope.scaling is None):
         params = to_hf_dict(rope)
         name = params["rope_type"]
         length = None if rope.scaling is None else rope.scaling.hf_model_keys(None).get("max_position_embeddings")
@@ -119,3 +121,29 @@ def default_target(scaling: ScalingConfig | None, original: int) -> int:
     """``original × factor`` for methods with a factor (rounded), else ``original``."""
     factor = None if scaling is None else scaling.stated_factor()
     return math.floor(original * factor + 0.5) if factor else original
+
+
+def older_transformers_note(rope: RopeConfig, written: dict[str, Any], max_position_embeddings: int) -> str | None:
+    """Which transformers versions read a written ``yarn`` dict the same, when some do not; ``None`` otherwise.
+
+    transformers 5 (checked: the installed 5.18) places YaRN's ramp at the dict's
+    ``original_max_position_embeddings``. transformers 4.x releases from before it read that key in
+    ``_compute_yarn_parameters`` (4.46 among them) place it at the model's ``max_position_embeddings`` instead, and
+    read no ``truncate`` (they always round the ramp ends to whole pairs).
+    """
+    import numpy as np
+
+    from ropekit.scaling.registry import frequencies
+
+    scaling = rope.scaling
+    if written.get("rope_type") != "yarn" or scaling is None or scaling.rope_type != "yarn":
+        return None
+    older = dataclasses.replace(scaling, original_max_position_embeddings=int(max_position_embeddings), truncate=True)
+    ours, theirs = frequencies(rope), frequencies(rope.replace(scaling=older))
+    if np.allclose(ours.inv_freq, theirs.inv_freq, rtol=1e-6, atol=0):
+        return None
+    return (
+        "transformers 5.x reads this yarn as written (checked: 5.18); transformers 4.x releases that place the ramp at "
+        f"max_position_embeddings (4.46 among them) run it at L0 = {max_position_embeddings:,} instead of "
+        f"{scaling.original_max_position_embeddings:,}, with other frequencies"
+    )
