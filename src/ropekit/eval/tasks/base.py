@@ -8,17 +8,19 @@ exactly the tokens that the needles, the question and (for training) the answer 
 
 The pieces are joined only where the tokenizer itself splits the text, so that the sample's text, decoded and
 tokenized whole (as RULER tokenizes, and as lm-eval and text-only servers do), gives back its ids. Every piece
-that joins a sentence carries its space in front, never behind (``" The grass is green. ..."``, a needle
-``" The magic number for X is 1234567."``, an answer ``" 1234567"``), and the question and the list header start
-with a newline, so every join is a non-space character followed by a space or a newline: a pre-token boundary of
-byte-level BPE tokenizers (GPT-2's split rule, SmolLM2's), where their merges never reach across, and of the byte
-tokenizer. A text haystack (a slice of the evaluation text's ids) is cut only before a token that starts with a
-space after one that ends in a non-space character (:meth:`Pieces.cuts`, from each token's decoded text); the
-needles go in at such cuts too. Two things this cannot fix: a tokenizer whose split rule joins punctuation to a
-following newline (Llama-3's and Qwen2's regex: ``".\n"``), and a SentencePiece tokenizer that decodes a token
-without its leading space (Llama-2's ``"▁The"``, no cut is ever found, and a text haystack is then cut at any
-token): their samples are still exact in length, but their text may not re-tokenise to the same ids (the lm-eval
-export and the text-only server path check it and refuse).
+carries its space in front, never behind (``" The grass is green. ..."``, a needle ``" The magic number for X is
+1234567."``, an answer ``" 1234567"``, the question ``" \nWhat is ..."``), so every join is a non-space character
+followed by a space: a split of every common tokenizer family. Byte-level BPE splits there by its regex (GPT-2's,
+Llama 3's and Qwen2's; the latter two keep punctuation with the newlines after it, which is why the question starts
+with ``" \n"`` rather than ``"\n"``), SentencePiece BPE (Llama 2, Mistral, Gemma) because its pieces start at a ``▁``
+and hold none after it, and the byte tokenizer trivially. A tokenizer that puts a space in front of whatever it
+encodes (SentencePiece's dummy prefix) encodes a piece without its own leading space (:meth:`Pieces.once`). A text
+haystack (a slice of the evaluation text's ids) is cut only before a token that starts with a space after one that
+ends in a non-space character (:meth:`Pieces.cuts`, from each token's text after a word); the needles go in at such
+cuts too. A noise or distractor haystack cut short at its end ends on such a cut where the cut word would not read
+back alone (:meth:`Haystack.stream`). A vocabulary with pieces that hold a space after their start can still merge
+across a join: its samples are exact in length but their text may not re-tokenise (the lm-eval export and the
+text-only server path check it and refuse).
 
 Typical use (what every task module does)::
 
