@@ -36,7 +36,8 @@ def merging_tokenizer():
 
 def spanning_tokenizer():
     """A SentencePiece-style BPE tokenizer (Llama-2's layout: spaces become ``▁``, no pre-tokenizer) whose merges
-    span a space (``"e▁"``, ``".▁"``): the text of ropekit's pieces, read whole, tokenizes otherwise."""
+    span a space (``"e▁"``, ``".▁"``, learned from text not split at spaces, as SentencePiece's trainer never learns
+    them): the text of ropekit's pieces, read whole, tokenizes otherwise."""
     from tokenizers import Tokenizer, decoders, models, normalizers, trainers
     from transformers import PreTrainedTokenizerFast
 

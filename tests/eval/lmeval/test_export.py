@@ -1,6 +1,6 @@
 """``eval tasks --write-lm-eval``: the folder holds ropekit's very samples as text that re-tokenises to their ids,
-one lm-eval task per ropekit task (every task with a byte-level BPE tokenizer); a tokenizer that would re-tokenise
-them otherwise (SentencePiece-style) is refused in one line."""
+one lm-eval task per ropekit task (every task with a tokenizer of each of the five common families); a tokenizer
+whose vocabulary merges across a space, which would re-tokenise them otherwise, is refused in one line."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from helpers.families import FAMILIES
 from helpers.lmeval_run import cli
 from ropekit.eval.lmeval.export import GROUP, TASK_PREFIX
 
@@ -75,6 +76,20 @@ def test_a_byte_level_bpe_tokenizer_exports_every_task(merging_model, tmp_path):
     result = cli("eval", "tasks", "--model", merging_model, *args, "--write-lm-eval", folder)
     assert result.exit_code == 0, result.output
     assert_token_for_token(folder, merging_model, tuple(TASKS))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_tokenizer_family_exports_every_task(family, family_model, tmp_path):
+    """GPT-2's, Llama 3's and Qwen2's split rules, Llama 2's and Gemma's SentencePiece: every task's text at 1k and
+    4k tokens re-tokenises to its ids, so the export takes them all."""
+    from ropekit.eval.tasks.suite import TASKS
+
+    folder, model = tmp_path / "tasks", family_model(family)
+    args = ("--tasks", "all", "--lengths", "1k,4k", "--samples", "2")
+    result = cli("eval", "tasks", "--model", model, *args, "--write-lm-eval", folder)
+    assert result.exit_code == 0, result.output
+    assert {d["ropekit_task"] for d in docs_of(folder)} == set(TASKS)
+    assert {d["max_length"] for d in docs_of(folder)} == {1024, 4096}
 
 
 def test_one_yaml_per_task_and_the_group(exported):

@@ -1,5 +1,5 @@
-"""lm-eval's ``hf`` backend on the folder ``--write-lm-eval`` wrote for a small random Llama (byte tokenizer, built
-in code): lm-eval asks ropekit's very ids, its answers are transformers' greedy ``generate`` on those ids and
+"""lm-eval's ``hf`` backend on the folder ``--write-lm-eval`` wrote for a small random Llama built in code, with the
+byte tokenizer and with a Llama-3-style tokenizer (byte-level BPE behind Llama 3's split rule): lm-eval asks ropekit's very ids, its answers are transformers' greedy ``generate`` on those ids and
 ropekit's own decoded answers, its scores are ropekit's own run's, and ``effective-length`` on its output gives
 ropekit's own table."""
 
@@ -25,26 +25,31 @@ def settings():
     return TaskSettings(methods=("none",), tasks=TASKS, lengths=LENGTHS, samples=2)
 
 
+@pytest.fixture(scope="module", params=["byte", pytest.param("llama3", marks=pytest.mark.slow)])
+def model_path(request, byte_model, family_model):
+    return byte_model if request.param == "byte" else family_model(request.param)
+
+
 @pytest.fixture(scope="module")
-def own(byte_model, settings):
+def own(model_path, settings):
     """ropekit's own run on the same samples: the model, its samples and its result."""
     from ropekit.eval.models import HFEvalModel
     from ropekit.eval.tasks.run import make_samples, run_tasks
 
-    model = HFEvalModel(byte_model)
+    model = HFEvalModel(model_path)
     samples = make_samples(model, settings)
     return model, samples, run_tasks(model, settings, samples=samples)
 
 
 @pytest.fixture(scope="module")
-def lm_eval_run(byte_model, tmp_path_factory):
+def lm_eval_run(model_path, tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf") / "tasks"
     lengths = ",".join(map(str, LENGTHS))
-    result = cli("eval", "tasks", "--model", byte_model, "--tasks", ",".join(TASKS), "--lengths", lengths,
+    result = cli("eval", "tasks", "--model", model_path, "--tasks", ",".join(TASKS), "--lengths", lengths,
                  "--samples", "2", "--write-lm-eval", folder)  # fmt: skip
     assert result.exit_code == 0, result.output
     out = folder.parent / "out"
-    return out, run_lm_eval(byte_model, folder, out, ["ropekit"])
+    return out, run_lm_eval(model_path, folder, out, ["ropekit"])
 
 
 def logged(out):
@@ -73,7 +78,10 @@ def test_lm_eval_answers_ropekits_ids_greedily(lm_eval_run, own):
             assert tokenizer(context, add_special_tokens=False)["input_ids"] == ids
             assert options["max_gen_toks"] == question.budget
             generated = model.model.generate(
-                torch.tensor([ids]), do_sample=False, max_new_tokens=question.budget, pad_token_id=256
+                torch.tensor([ids]),
+                do_sample=False,
+                max_new_tokens=question.budget,
+                pad_token_id=tokenizer.eos_token_id,
             )[0, len(ids) :]
             expected = tokenizer.decode(generated.tolist(), skip_special_tokens=True)
             assert record["resps"][0][0] == expected  # transformers' own greedy generation on ropekit's ids

@@ -19,24 +19,19 @@ TEXT = (
 ) * 400
 
 
-def _train_bpe(corpus: list[str], vocab: int):
-    """A byte-level BPE tokenizer (GPT-2's split rule) trained on ``corpus``: ``encode`` (bytes → ids), with the
-    decoding as its ``decode`` attribute (ids → text)."""
+def _train_bpe(corpus: list[str], vocab: int, family: str = "gpt2"):
+    """A BPE tokenizer of ``family`` (:data:`helpers.families.FAMILIES`; default: byte-level, GPT-2's split rule)
+    trained on ``corpus``: ``encode`` (bytes → ids, nothing added), with the decoding as its ``decode`` attribute
+    (ids → text, special tokens kept, as the lm-eval export decodes)."""
     pytest.importorskip("tokenizers")
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from helpers.families import family_tokenizer
 
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tokenizer.train_from_iterator(corpus, trainer)
+    tokenizer = family_tokenizer(family, corpus, vocab)
 
     def encode(text: bytes) -> np.ndarray:
-        return np.array(tokenizer.encode(text.decode()).ids, dtype=np.int64)
+        return np.array(tokenizer.encode(text.decode(), add_special_tokens=False).ids, dtype=np.int64)
 
-    encode.decode = lambda ids: tokenizer.decode([int(i) for i in ids])
+    encode.decode = lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
     return encode
 
 
@@ -49,7 +44,8 @@ def bpe_encode():
 
 @pytest.fixture(scope="session")
 def train_bpe():
-    """The trainer of :func:`_train_bpe`, for modules that train their own tokenizer."""
+    """The trainer of :func:`_train_bpe` (``train_bpe(corpus, vocab, family)``), for modules that train their own
+    tokenizer."""
     return _train_bpe
 
 

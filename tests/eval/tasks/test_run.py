@@ -19,21 +19,21 @@ PROMPT_END = re.compile(r"\?( The \w+ for \S+ is| They are)")
 
 def oracle_answer(context: str, question: str) -> str:
     """The answer, found by reading the context (independently of the generators' own bookkeeping)."""
-    if m := re.match(r"\nWhat is the magic (\w+) for (\S+)\?", question):
+    if m := re.match(r" \nWhat is the magic (\w+) for (\S+)\?", question):
         return " " + re.search(rf"The magic {m[1]} for {re.escape(m[2])} is ([^\s.]+)\.", context)[1]
-    if m := re.match(r"\nWhat are all the magic (\w+)s for (\S+)\?", question):
+    if m := re.match(r" \nWhat are all the magic (\w+)s for (\S+)\?", question):
         return " " + ", ".join(re.findall(rf"The magic {m[1]} for {re.escape(m[2])} is ([^\s.]+)\.", context))
-    if m := re.match(r"\nWhat are the magic (\w+)s for ([^?]+)\?", question):
+    if m := re.match(r" \nWhat are the magic (\w+)s for ([^?]+)\?", question):
         keys = m[2].split(", ")
         return " " + ", ".join(
             re.search(rf"The magic {m[1]} for {re.escape(k)} is ([^\s.]+)\.", context)[1] for k in keys
         )
-    if m := re.match(r"\nWhich variables are assigned the value (\d+)\?", question):
+    if m := re.match(r" \nWhich variables are assigned the value (\d+)\?", question):
         chain = [re.search(rf"VAR (\w+) = {m[1]}\.", context)[1]]
         while nxt := re.search(rf"VAR (\w+) = VAR {chain[-1]}\.", context):
             chain.append(nxt[1])
         return " " + " ".join(chain)
-    if m := re.match(r"\nWhich (\d+) words appear most often in the list\?", question):
+    if m := re.match(r" \nWhich (\d+) words appear most often in the list\?", question):
         words = context.split("List:")[-1].split()
         top = {w for w, _ in Counter(words).most_common(int(m[1]))}
         return " " + " ".join(dict.fromkeys(w for w in words if w in top))
@@ -84,7 +84,7 @@ class StandIn:
 
 
 def oracle_next(text: str) -> int:
-    starts = [text.rfind("\nWhat "), text.rfind("\nWhich ")]
+    starts = [text.rfind(" \nWhat "), text.rfind(" \nWhich ")]
     start = max(starts)
     match = PROMPT_END.search(text, start) if start >= 0 else None
     if match is None:
@@ -117,7 +117,7 @@ def test_oracle_scores_everything():
 def test_oracle_without_the_shortcut_decodes_the_same():
     # answers one token later than the canonical form: the shortcut never applies, greedy decoding finds them all
     def late(text: str) -> int:
-        start = max(text.rfind("\nWhat "), text.rfind("\nWhich "))
+        start = max(text.rfind(" \nWhat "), text.rfind(" \nWhich "))
         match = PROMPT_END.search(text, start) if start >= 0 else None
         if match is None:
             return 0
@@ -135,7 +135,7 @@ def test_constant_answer_scores_at_chance():
     constant = " 1234567, ABCDE bako"
 
     def predict(text: str) -> int:
-        start = max(text.rfind("\nWhat "), text.rfind("\nWhich "))
+        start = max(text.rfind(" \nWhat "), text.rfind(" \nWhich "))
         match = PROMPT_END.search(text, start) if start >= 0 else None
         if match is None:
             return 0

@@ -3,10 +3,11 @@
 lm-eval takes prompts as text and tokenizes them itself, while a ropekit sample is token ids (pieces encoded one by
 one and concatenated, so that its length is exact). A sample is therefore written as its ids decoded by the model's
 tokenizer, and only if that text re-tokenises to exactly the same ids (no special tokens added, as ropekit encodes).
-The pieces are joined only where byte-level BPE tokenizers (GPT-2's split rule: SmolLM2, GPT-2) split text on their
-own (:mod:`ropekit.eval.tasks.base`), so their samples, and the byte tokenizer's, all re-tokenise. A tokenizer that
-merges across a space (SentencePiece's, Llama-2's) or keeps punctuation with the newline after it (Llama-3's split
-rule) may not: then lm-eval would evaluate other samples than ropekit's, and :func:`lm_eval_docs` refuses them all
+The pieces are joined only where the common tokenizer families (byte-level BPE behind GPT-2's, Llama 3's or Qwen2's
+split rule; SentencePiece BPE as Llama 2, Mistral and Gemma configure it) split text on their own
+(:mod:`ropekit.eval.tasks.base`), so their samples, and the byte tokenizer's, all re-tokenise. A vocabulary that
+merges across a space (pieces holding a space after their start) may not: then lm-eval would evaluate other samples
+than ropekit's, and :func:`lm_eval_docs` refuses them all
 (:class:`PromptMismatch`) rather than write a folder that measures something else.
 
 The folder (:func:`write_folder`)::
@@ -109,9 +110,9 @@ def _mismatch_message(bad: list, total: int, tokenizer: Any, tasks: set[str]) ->
     return (
         f"the text of {len(bad)} of {total} prompts does not re-tokenise to ropekit's ids with this tokenizer "
         f"(first: {task} sample {index} at {length:,} tokens, from token {at}: {ids[at : at + 3]} in {shown!r} come "
-        f"back as {back[at : at + 3]}; ropekit joins pieces tokenised one by one at spaces and newlines, where "
-        "byte-level BPE tokenizers split text on their own, and this tokenizer merges across them when it reads the "
-        "text whole: SentencePiece-style, or punctuation kept with a newline), and lm-eval tokenizes the text, so it "
+        f"back as {back[at : at + 3]}; ropekit joins pieces tokenised one by one before a space, where the common "
+        "tokenizer families split text on their own, and this tokenizer merges across such a join when it reads the "
+        "text whole), and lm-eval tokenizes the text, so it "
         f"would evaluate other samples than ropekit's; tasks whose prompts all re-tokenise exactly: "
         f"{', '.join(clean) or 'none'}"
     )

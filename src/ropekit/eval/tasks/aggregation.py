@@ -31,11 +31,11 @@ from ropekit.eval.tasks.base import (
 )
 from ropekit.eval.tasks.words import MIN_SYLLABLES, WordPool
 
-HEADER = "\nList:"
+HEADER = " \nList:"
 
 
 def question_text(count: int) -> str:
-    return f"\nWhich {count} words appear most often in the list? They are"
+    return f" \nWhich {count} words appear most often in the list? They are"
 
 
 def _list_sample(
@@ -50,9 +50,8 @@ def _list_sample(
 ) -> Sample:
     """The shared builder: ``counts_for(n)`` gives the count of each of the pool's words for size ``n``."""
     pool = WordPool(rng, f"task {task!r} at length {length:,}")
-    own = Pieces(
-        pieces.encode, pieces.decode
-    )  # longer words are nearly all this sample's only: a shared cache would only grow
+    # longer words are nearly all this sample's only: a shared cache would only grow
+    own = Pieces(pieces.encode, pieces.decode, space=pieces.adds_space())
 
     def word_ids(word: str) -> np.ndarray:  # " word" (two-syllable words recur in every sample: cached for all)
         return (pieces if len(word) <= 2 * MIN_SYLLABLES else own).ids(" " + word)

@@ -8,17 +8,19 @@ exactly the tokens that the needles, the question and (for training) the answer 
 
 The pieces are joined only where the tokenizer itself splits the text, so that the sample's text, decoded and
 tokenized whole (as RULER tokenizes, and as lm-eval and text-only servers do), gives back its ids. Every piece
-that joins a sentence carries its space in front, never behind (``" The grass is green. ..."``, a needle
-``" The magic number for X is 1234567."``, an answer ``" 1234567"``), and the question and the list header start
-with a newline, so every join is a non-space character followed by a space or a newline: a pre-token boundary of
-byte-level BPE tokenizers (GPT-2's split rule, SmolLM2's), where their merges never reach across, and of the byte
-tokenizer. A text haystack (a slice of the evaluation text's ids) is cut only before a token that starts with a
-space after one that ends in a non-space character (:meth:`Pieces.cuts`, from each token's decoded text); the
-needles go in at such cuts too. Two things this cannot fix: a tokenizer whose split rule joins punctuation to a
-following newline (Llama-3's and Qwen2's regex: ``".\n"``), and a SentencePiece tokenizer that decodes a token
-without its leading space (Llama-2's ``"▁The"``, no cut is ever found, and a text haystack is then cut at any
-token): their samples are still exact in length, but their text may not re-tokenise to the same ids (the lm-eval
-export and the text-only server path check it and refuse).
+carries its space in front, never behind (``" The grass is green. ..."``, a needle ``" The magic number for X is
+1234567."``, an answer ``" 1234567"``, the question ``" \nWhat is ..."``), so every join is a non-space character
+followed by a space: a split of every common tokenizer family. Byte-level BPE splits there by its regex (GPT-2's,
+Llama 3's and Qwen2's; the latter two keep punctuation with the newlines after it, which is why the question starts
+with ``" \n"`` rather than ``"\n"``), SentencePiece BPE (Llama 2, Mistral, Gemma) because its pieces start at a ``▁``
+and hold none after it, and the byte tokenizer trivially. A tokenizer that puts a space in front of whatever it
+encodes (SentencePiece's dummy prefix) encodes a piece without its own leading space (:meth:`Pieces.once`). A text
+haystack (a slice of the evaluation text's ids) is cut only before a token that starts with a space after one that
+ends in a non-space character (:meth:`Pieces.cuts`, from each token's text after a word); the needles go in at such
+cuts too. A noise or distractor haystack cut short at its end ends on such a cut where the cut word would not read
+back alone (:meth:`Haystack.stream`). A vocabulary with pieces that hold a space after their start can still merge
+across a join: its samples are exact in length but their text may not re-tokenise (the lm-eval export and the
+text-only server path check it and refuse).
 
 Typical use (what every task module does)::
 
@@ -113,7 +115,11 @@ class Pieces:
     Attributes:
         encode: text (UTF-8 bytes) → token ids, no special tokens added.
         decode: token ids → text (the model's ``detokenize``); it tells where a text haystack may be cut
-            (:meth:`cuts`). Without it a text haystack is cut at any token, and its samples may not re-tokenise.
+            (:meth:`cuts`), whether the tokenizer puts a space in front of what it encodes (:meth:`adds_space`) and
+            whether a piece reads back (:meth:`reads_back`). Without it a text haystack is cut at any token, and its
+            samples may not re-tokenise.
+        space: whether the tokenizer puts a space in front of every text it encodes (``None``: ask
+            :meth:`adds_space`).
     """
 
     encode: Encode
@@ -121,6 +127,7 @@ class Pieces:
     cache: dict[str, np.ndarray] = field(default_factory=dict)
     #: per token id: (its text starts with a space, its text ends in a whole non-space character)
     edges: dict[int, tuple[bool, bool]] = field(default_factory=dict)
+    space: bool | None = None
 
     def ids(self, text: str) -> np.ndarray:
         if text not in self.cache:
@@ -128,22 +135,56 @@ class Pieces:
         return self.cache[text]
 
     def once(self, text: str) -> np.ndarray:
-        """``text`` encoded without caching it (a string no other sample will hold: the cache would only grow)."""
+        """``text`` encoded without caching it (a string no other sample will hold: the cache would only grow). A
+        tokenizer that puts a space in front of what it encodes (SentencePiece's dummy prefix) is given the text
+        without its own leading space, so that the piece's ids are those of the text after a non-space character."""
+        if text.startswith(" ") and self.adds_space():
+            text = text[1:]
         return np.asarray(self.encode(text.encode()), dtype=np.int64)
+
+    def adds_space(self) -> bool:
+        """Whether the tokenizer puts a space in front of every text it encodes (Llama 2's and Mistral's
+        SentencePiece: ``"x"`` and ``"x"`` encoded one by one decode together as ``"x x"``)."""
+        if self.space is None:
+            if self.decode is None:
+                self.space = False
+            else:
+                x = np.asarray(self.encode(b"x"), dtype=np.int64).tolist()
+                self.space = self.decode(x + x) == "x x"
+        return self.space
+
+    def reads_back(self, ids: np.ndarray) -> bool:
+        """Whether ``ids`` may end a stream that a piece follows: decoded and encoded again as a piece
+        (:meth:`once`) they are the same ids, and their last token ends in a whole non-space character (always
+        true without :attr:`decode`: nothing can tell)."""
+        if self.decode is None or not len(ids):
+            return True
+        last = self.token_text(int(ids[-1]))
+        if not last or last[-1].isspace() or last[-1] == "\ufffd":
+            return False
+        return self.once(self.decode([int(i) for i in ids])).tolist() == [int(i) for i in ids]
+
+    def token_text(self, token: int) -> str:
+        """The text ``token`` adds after a word: a tokenizer whose decoding drops a leading space at the start of a
+        text (SentencePiece's) keeps it after one."""
+        anchor = np.asarray(self.encode(b"x"), dtype=np.int64).tolist()
+        head, both = self.decode(anchor), self.decode([*anchor, token])
+        return both[len(head) :] if both.startswith(head) else self.decode([token])
 
     def cuts(self, ids: np.ndarray) -> np.ndarray | None:
         """Where ``ids`` (a text tokenized whole) may be cut and joined with a piece: ``(len(ids) + 1,)`` bools,
         entry ``i`` for the cut before token ``i``. A cut is clean where token ``i`` starts with a space and token
-        ``i - 1`` ends in a whole non-space character (the text's start and end count as such): the tokenizer split the
-        text there on its own, so either side tokenizes alone as it did in the whole, and joins a piece that ends in
-        a non-space character or starts with a space or newline the same way. ``None`` without :attr:`decode`.
+        ``i - 1`` ends in a whole non-space character (the text's start and end count as such): every tokenizer
+        family splits text there on its own (:mod:`~ropekit.eval.tasks.base`), so either side tokenizes alone as it
+        did in the whole, and joins a piece that ends in a non-space character or starts with a space the same way.
+        ``None`` without :attr:`decode`.
         """
         if self.decode is None:
             return None
         unique, inverse = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
         for token in unique.tolist():
             if token not in self.edges:
-                text = self.decode([token])
+                text = self.token_text(token)
                 whole_end = bool(text) and not text[-1].isspace() and text[-1] != "\ufffd"  # not a partial character
                 self.edges[token] = (text[:1] == " ", whole_end)
         table = np.array([self.edges[t] for t in unique.tolist()], dtype=bool).reshape(-1, 2)[inverse]
@@ -220,12 +261,47 @@ class Haystack:
             return self._slice(rng, count, pieces)
         units, total, bounds = [], 0, [0]
         while total < count:  # each unit adds at least one token
-            unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.once(self.distractor(rng))
-            if not len(unit):
-                raise ValueError(f"the tokenizer encodes a {self.kind} haystack unit to no tokens")
+            unit = self._unit(rng, pieces)
             units.append(unit)
             total += len(unit)
             bounds.append(min(total, count))
+        kept = count - (total - len(units[-1]))  # tokens of the last unit in the stream
+        if kept < len(units[-1]) and not pieces.reads_back(units[-1][:kept]):
+            return self._clean_end(rng, count, pieces, units, bounds)
+        return np.concatenate(units)[:count], bounds
+
+    def _unit(self, rng: np.random.Generator, pieces: Pieces) -> np.ndarray:
+        unit = pieces.ids(NOISE) if self.kind == "noise" else pieces.once(self.distractor(rng))
+        if not len(unit):
+            raise ValueError(f"the tokenizer encodes a {self.kind} haystack unit to no tokens")
+        return unit
+
+    def _clean_end(
+        self, rng: np.random.Generator, count: int, pieces: Pieces, units: list[np.ndarray], bounds: list[int]
+    ) -> tuple[np.ndarray, Sequence[int]]:
+        """The stream of :meth:`stream` where its last unit, cut short, would not read back (the tokenizer would
+        tokenize the cut word otherwise, read whole): distractor needles draw another last unit until its cut reads
+        back; the noise starts and ends at clean cuts of its sentence (:meth:`Pieces.cuts`) that add up to
+        ``count``. Where neither is found, the cut stream as it was."""
+        start = bounds[-2]  # where the last unit starts
+        if self.kind != "noise":
+            for _ in range(MAX_REPEATS):
+                unit = self._unit(rng, pieces)
+                if len(unit) >= count - start and pieces.reads_back(unit[: count - start]):
+                    return np.concatenate([*units[:-1], unit])[:count], bounds
+            return np.concatenate(units)[:count], bounds
+        noise = pieces.ids(NOISE)
+        size, cuts = len(noise), np.flatnonzero(pieces.cuts(noise)).tolist()
+        for first in cuts:  # the stream: noise[first:], whole sentences, noise[:last]
+            for last in cuts:
+                middle = count - (size - first) - last
+                if first < last and last - first == count and count < size:
+                    return noise[first:last].copy(), [0, count]
+                if middle >= 0 and middle % size == 0:
+                    whole = middle // size
+                    parts = [noise[first:], *[noise] * whole, noise[:last]]
+                    ends = np.cumsum([0, *(len(p) for p in parts)]).tolist()
+                    return np.concatenate(parts), sorted(set(ends))
         return np.concatenate(units)[:count], bounds
 
     def _slice(self, rng: np.random.Generator, count: int, pieces: Pieces) -> tuple[np.ndarray, Sequence[int]]:

@@ -53,10 +53,10 @@ def needle_text(kind: str, key: str, value: str) -> str:
 def question_text(kind: str, keys: list[str], values: int) -> str:
     """The question and its answer prefix (the model continues after it)."""
     if len(keys) == 1 and values == 1:
-        return f"\nWhat is the magic {kind} for {keys[0]}? The {kind} for {keys[0]} is"
+        return f" \nWhat is the magic {kind} for {keys[0]}? The {kind} for {keys[0]} is"
     if len(keys) == 1:
-        return f"\nWhat are all the magic {kind}s for {keys[0]}? They are"
-    return f"\nWhat are the magic {kind}s for {', '.join(keys)}? They are"
+        return f" \nWhat are all the magic {kind}s for {keys[0]}? They are"
+    return f" \nWhat are the magic {kind}s for {', '.join(keys)}? They are"
 
 
 def _draw_needles(

@@ -36,7 +36,7 @@ def variable_names(rng: np.random.Generator, count: int, where: str = "variable 
 
 
 def question_text(value: str) -> str:
-    return f"\nWhich variables are assigned the value {value}? They are"
+    return f" \nWhich variables are assigned the value {value}? They are"
 
 
 def tracking_sample(
