@@ -84,3 +84,11 @@ def test_engines_needs_a_transformers_folder_or_a_gguf_file(model: str) -> None:
     assert f"--model {model!r}: give a transformers model folder (with config.json) or a .gguf file" in error_line(
         result
     )
+
+
+@pytest.mark.parametrize("logits", ["-1", "1025", "100000000"])
+def test_engines_bounds_logits_before_reading_the_model(logits: str) -> None:
+    line = error_line(run("engines", "--model", "missing-folder", "--logits", logits))
+    assert (
+        line == f"error: --logits must be between 0 and 1024 (random token ids whose logits are compared), got {logits}"
+    )
