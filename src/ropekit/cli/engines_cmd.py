@@ -62,12 +62,24 @@ def engines_command(
         probe = _probe(folder, original, logits)
         launch = _launch_lines(folder, probe.target_length, **where)
         rows = _compare(folder, probe, chosen, gguf, source, launch, quiet=json_output)
+    note = _version_note(rows)
     if json_output:
         summary = {"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]}
         summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
+        summary["unchecked_versions"] = note
         print_json(summary)
         return
     _print(rows)
+    if note:
+        typer.echo(f"\nnote: ropekit's engine checks were made against other versions than these: {note}")
+
+
+def _version_note(rows) -> str | None:
+    """The engines run here whose version is not the one ropekit is checked against (``ropekit._versions``)."""
+    from ropekit._versions import unchecked
+
+    reference, engines = rows
+    return unchecked({row.engine: row.version for row in (reference, *engines)})
 
 
 def _extended(model, spec, scratch: Path, target, original, types, gguf):
