@@ -227,7 +227,12 @@ _launched: Launched | None = None
 def launched() -> Launched | OneProcess:
     """:class:`Launched` when a launcher started several processes (accelerate's state joined on the first call, on
     CPUs over gloo, and its process group ended when the interpreter exits), else :data:`ONE_PROCESS` (accelerate not
-    imported)."""
+    imported).
+
+    Raises:
+        LaunchError: a ``WORLD_SIZE`` without a launcher (:func:`launched_processes`), or processes that did not
+            join within :data:`RENDEZVOUS_TIMEOUT`.
+    """
     global _launched
     if launched_processes() == 1:
         return ONE_PROCESS
