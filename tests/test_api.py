@@ -102,6 +102,7 @@ def test_evaluate_returns_what_eval_tasks_prints():
         (lambda m: ropekit.patch(m, "yarn", factor=4, beta_fastest=3), "beta_fastest"),
         (lambda m: ropekit.patch(m, "self_extend", factor=4, groups=2), "groups"),
         (lambda m: ropekit.patch(m, "linear", factor=-2), "factor"),
+        (lambda m: ropekit.patch(m, "self_extend", factor=0.5), "factor"),
     ],
 )
 def test_bad_arguments_are_one_line_errors_naming_them(call, message):

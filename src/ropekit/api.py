@@ -91,11 +91,12 @@ def patch(
     from ropekit.attention.registry import get_attention, list_attentions
 
     if method in list_attentions():
+        from ropekit._validate import require_float
         from ropekit.integrations.hf.model_config import original_length_of, rope_of
         from ropekit.integrations.hf.patch_attention import apply_attention
 
         original = original_length_of(model, rope_of(model))
-        length = original if factor is None else round(original * factor)
+        length = original if factor is None else round(original * require_float("factor", factor, at_least=1.0))
         attention = get_attention(method).from_options(train_length=original, length=length, **params)
         return apply_attention(model, attention, layer_types=layer_types)
     from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
