@@ -15,6 +15,7 @@ import pytest
 MODULES = (
     "ropekit._costs",
     "ropekit._validate",
+    "ropekit._versions",
     "ropekit.scaling.ntk",
     "ropekit.theory.bound",
     "ropekit.theory.decay",

@@ -14,6 +14,11 @@ Vocabulary used throughout:
   ``rope_type`` (``RopeConfig.rope_type`` and ``to_hf_dict`` write it); ``"none"`` is its name in the CLI's and the
   evaluation's method lists (``make_scaling("none")`` and ``make_scaling("default")`` both give ``None``);
   ``DefaultScaling`` is only the registry entry that makes ``"default"`` a known rope type: pass ``None``, not it.
+
+The short API for models (:mod:`ropekit.api`): ``ropekit.patch(model, "yarn", factor=4)`` puts a method inside a
+loaded transformers model, ``ropekit.extend(path, "yarn", factor=4, out=...)`` writes an extended copy of a model
+folder or GGUF file, and ``ropekit.evaluate(model, tasks=..., lengths=...)`` runs the task suite, returning what
+``ropekit eval tasks`` prints.
 """
 
 from __future__ import annotations
@@ -30,15 +35,19 @@ __all__ = [
     "apply_rope",
     "apply_rope_qk",
     "cos_sin",
+    "evaluate",
+    "extend",
     "frequencies",
     "from_hf_config",
     "get_scaling",
     "inv_freq",
     "list_scalings",
     "make_scaling",
+    "patch",
 ]
 
 if TYPE_CHECKING:
+    from ropekit.api import evaluate, extend, patch
     from ropekit.config import RopeConfig
     from ropekit.functional import apply_rope, apply_rope_qk, cos_sin
     from ropekit.hf_format import from_hf_config
@@ -56,6 +65,7 @@ _LAZY = {
     "cos_sin": "ropekit.functional",
     "RotaryEmbedding": "ropekit.module",
     "from_hf_config": "ropekit.hf_format",
+    **{name: "ropekit.api" for name in ("evaluate", "extend", "patch")},
 }
 
 

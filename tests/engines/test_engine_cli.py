@@ -86,3 +86,32 @@ def test_engines_needs_a_transformers_folder_or_a_gguf_file(model: str) -> None:
     assert f"--model {model!r}: give a transformers model folder (with config.json) or a .gguf file" in error_line(
         result
     )
+
+
+@pytest.mark.parametrize("logits", ["-1", "1025", "100000000"])
+def test_engines_bounds_logits_before_reading_the_model(logits: str) -> None:
+    line = error_line(run("engines", "--model", "missing-folder", "--logits", logits))
+    assert (
+        line == f"error: --logits must be between 0 and 1024 (random token ids whose logits are compared), got {logits}"
+    )
+
+
+@pytest.mark.parametrize("installed", ["checked", "5.99.0"])
+def test_engines_says_when_an_engine_is_not_the_checked_version(llama_dir, monkeypatch, installed: str) -> None:
+    """One line after the rows, and ``unchecked_versions`` in the JSON, name an engine that is another version than
+    ``ropekit._versions.CHECKED`` (here transformers, the reference, made to report another version)."""
+    import ropekit.engines.compare as compare
+    from ropekit._versions import CHECKED
+
+    version = CHECKED["transformers"] if installed == "checked" else installed
+    monkeypatch.setattr(compare, "transformers_version", lambda: version)
+    args = ["engines", "--model", str(llama_dir), "--scaling", "linear", "--factor", "2", "--engines", "Ollama"]
+    text, data = run(*args, "--logits", "0"), run(*args, "--logits", "0", "--json")
+    assert text.exit_code == 0 and data.exit_code == 0, text.output + data.output
+    notes = [line for line in text.stdout.splitlines() if line.startswith("note: ropekit's engine checks")]
+    if installed == "checked":
+        assert notes == [] and json.loads(data.stdout)["unchecked_versions"] is None
+    else:
+        expected = f"transformers 5.99.0 (checked: {CHECKED['transformers']})"
+        assert notes == [f"note: ropekit's engine checks were made against other versions than these: {expected}"]
+        assert json.loads(data.stdout)["unchecked_versions"] == expected

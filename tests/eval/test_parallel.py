@@ -149,7 +149,9 @@ def test_report_refuses_several_processes(monkeypatch):
 
     from ropekit.cli.app import app
 
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    launch = {"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    for name, value in launch.items():
+        monkeypatch.setenv(name, value)
     result = CliRunner().invoke(app, ["report", "--model", "tiny"])
     assert result.exit_code == 2
     assert "error: report runs in one process, not on 2;" in result.output

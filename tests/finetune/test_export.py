@@ -198,7 +198,10 @@ def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
     """transformers cannot run longrope per layer type: the oracle is transformers itself failing."""
     import shutil
 
+    import transformers
     from transformers import AutoModelForCausalLM
+
+    from ropekit._versions import CHECKED
 
     source = _save_gemma3(tmp_path / "gemma3")
     with pytest.raises(ValueError, match="cannot run per layer type"):
@@ -214,8 +217,11 @@ def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
     (tmp_path / "longrope" / "config.json").write_text(json.dumps(config))
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "longrope").eval()
     _logits(model, ORIGINAL + 10)
-    with pytest.raises(UnboundLocalError):
-        _logits(model, ORIGINAL + 10)
+    # the refusal is for the whole declared range, whose low end is the version checked: there transformers fails
+    # the second call (later versions may run it; their numbers are not checked against ropekit's)
+    if transformers.__version__ == CHECKED["transformers"]:
+        with pytest.raises(UnboundLocalError):
+            _logits(model, ORIGINAL + 10)
 
 
 @pytest.mark.parametrize(("base", "keeps"), [(1e6, True), (1e4, False)])

@@ -11,7 +11,12 @@ from ropekit.cli.common import fail, json_option, parse_length, print_json
 from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 GGUF = typer.Option(None, "--gguf", help="The GGUF file llama.cpp runs (default: written from a .gguf --model).")
-LOGITS = typer.Option(256, "--logits", help="Random token ids whose logits are compared (0: none).")
+#: the most ids ``--logits`` may ask for: each engine's logits are a float64 (ids, vocab) table held beside the
+#: reference's, 1.2 GB each at 1,024 ids and a 152k vocabulary
+MAX_LOGITS = 1024
+LOGITS = typer.Option(
+    256, "--logits", help=f"Random token ids whose logits are compared (0: none; at most {MAX_LOGITS})."
+)
 ENGINES = typer.Option(None, "--engines", help="Comma-separated engines (default: all).")
 
 
@@ -31,6 +36,10 @@ def engines_command(
     """
     from ropekit.engines.compare import ENGINES as ALL
 
+    if not 0 <= logits <= MAX_LOGITS:
+        raise fail(
+            f"--logits must be between 0 and {MAX_LOGITS} (random token ids whose logits are compared), got {logits}"
+        )
     model, original_length = method.model, method.original_length
     chosen = tuple(e.strip() for e in engines.split(",")) if engines else ALL
     if not (model.is_file() and model.suffix == ".gguf") and not (model / "config.json").is_file():
@@ -38,8 +47,6 @@ def engines_command(
     unknown = sorted(set(chosen) - set(ALL))
     if unknown:
         raise fail(f"--engines {engines!r}: unknown {unknown}; available: {', '.join(ALL)}")
-    if logits < 0:
-        raise fail(f"--logits must be >= 0, got {logits}")
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
         if method.given:
             spec, original, target, types, _ = method.resolve(training=False)
@@ -55,12 +62,24 @@ def engines_command(
         probe = _probe(folder, original, logits)
         launch = _launch_lines(folder, probe.target_length, **where)
         rows = _compare(folder, probe, chosen, gguf, source, launch, quiet=json_output)
+    note = _version_note(rows)
     if json_output:
         summary = {"reference": rows[0].as_dict(), "engines": [row.as_dict() for row in rows[1]]}
         summary["launch"] = {name: line.as_dict() for name, line in launch.items()}
+        summary["unchecked_versions"] = note
         print_json(summary)
         return
     _print(rows)
+    if note:
+        typer.echo(f"\nnote: ropekit's engine checks were made against other versions than these: {note}")
+
+
+def _version_note(rows) -> str | None:
+    """The engines run here whose version is not the one ropekit is checked against (``ropekit._versions``)."""
+    from ropekit._versions import unchecked
+
+    reference, engines = rows
+    return unchecked({row.engine: row.version for row in (reference, *engines)})
 
 
 def _extended(model, spec, scratch: Path, target, original, types, gguf):

@@ -23,12 +23,15 @@ from ropekit.cli.common import fail
 def _launched() -> Iterator[None]:
     """accelerate's processes joined for the command (when launched on several), the others silenced; after a
     failure every process saw, each waits for the others before exiting, so that the main process has printed it."""
-    from ropekit.eval.parallel import launched, launched_processes
+    from ropekit.eval.parallel import LaunchError, launched, launched_processes
 
-    if launched_processes() == 1:
+    try:
+        processes = None if launched_processes() == 1 else launched()
+    except LaunchError as error:  # a WORLD_SIZE left in the shell, or processes that did not join
+        raise fail(str(error)) from None
+    if processes is None:
         yield
         return
-    processes = launched()
     try:
         if processes.is_main:
             yield

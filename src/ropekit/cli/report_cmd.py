@@ -101,11 +101,15 @@ def report_command(
     """Evaluate every method on a model and write a self-contained HTML report."""
     import time
 
-    from ropekit.eval.parallel import launched_processes
+    from ropekit.eval.parallel import LaunchError, launched_processes
 
-    if launched_processes() > 1:  # each process would run the whole report into the same folder
+    try:
+        processes = launched_processes()
+    except LaunchError as error:
+        raise fail(str(error)) from None
+    if processes > 1:  # each process would run the whole report into the same folder
         raise fail(
-            f"report runs in one process, not on {launched_processes()}; for data-parallel evaluation launch "
+            f"report runs in one process, not on {processes}; for data-parallel evaluation launch "
             "eval tasks, eval perplexity or eval passkey"
         )
     started = time.perf_counter()

@@ -195,7 +195,8 @@ class TinyEvalModel(HeadScoring):
 class HFEvalModel(HeadScoring):
     """:class:`EvalModel` over a local transformers causal LM: a directory, or a ``.gguf`` file (dequantised).
 
-    Loaded offline with scaled-dot-product attention (``attn_implementation="sdpa"``) in ``dtype`` (``auto``: the
+    Loaded offline with transformers' default attention (scaled-dot-product where transformers runs it for the
+    architecture, else eager: Gemma 2's soft-capped attention from transformers 5.24) in ``dtype`` (``auto``: the
     checkpoint's own). After loading, the chunked head (body → final hidden states → output head → final-logit
     transforms) is checked against the model's own ``forward`` on a few tokens, so an architecture that
     transforms its logits in a way ropekit does not know is refused instead of mis-scored.
@@ -268,7 +269,7 @@ class HFEvalModel(HeadScoring):
         self.byte_level = self.tokenizer is None
         if before_weights is not None:
             before_weights(self)
-        load: dict[str, Any] = {**options, "attn_implementation": "sdpa", "dtype": chosen or "auto"}
+        load: dict[str, Any] = {**options, "dtype": chosen or "auto"}  # attention: transformers' default
         if self.gguf is None and chosen is None and getattr(config, "dtype", None) is None:
             load["dtype"] = torch.float32  # no dtype in config.json: transformers' own default
         if device_map is not None:

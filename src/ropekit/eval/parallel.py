@@ -17,6 +17,16 @@ How :class:`Launched` splits and gathers (every process runs the same code on th
   waiting there for it; every process then raises :class:`ProcessFailed` with the error of the lowest failing rank.
   A process that fails does not stop the others: the run ends when they have finished their shares. A process that
   dies outright (killed, out of host memory) is the launcher's to end: torchrun stops the others.
+
+How a launch is recognised and joined:
+
+- **A launch, not a leftover.** ``WORLD_SIZE`` > 1 counts as a launch only with the variables torchrun (which
+  ``accelerate launch`` runs) sets in every process it starts: :data:`LAUNCH_VARIABLES`. A ``WORLD_SIZE`` left
+  exported in a shell, without them, is refused in one line (:class:`LaunchError`) rather than waiting for peers
+  that were never started.
+- **Rendezvous.** The processes join within :data:`RENDEZVOUS_TIMEOUT` (torchrun starts them together, so they meet
+  in seconds), else every one that is waiting stops with :class:`LaunchError`. The gathers then run in a process
+  group of their own with :data:`GATHER_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -28,9 +38,24 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from ropekit.errors import InvalidArgument
+
 #: how long a process waits in the gather for the others: a process that finishes early (or fails) waits there for
 #: the slowest share, which on a long evaluation is hours; a dead process breaks its connections at once instead
 GATHER_TIMEOUT = timedelta(days=7)
+#: how long the processes of a launch wait for each other to join (``MASTER_ADDR:MASTER_PORT``): torchrun starts them
+#: together, after its own rendezvous of the nodes, so they meet within the time an import and a connection take
+RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
+#: what torchrun sets in every process it starts, beside ``WORLD_SIZE``
+LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+class LaunchError(InvalidArgument):
+    """``WORLD_SIZE`` names several processes but no launcher started them, or they did not join in time."""
+
+    def __init__(self, value: str, message: str) -> None:
+        super().__init__("WORLD_SIZE", value, message=message)
+
 
 #: ``run(indices) -> results``: the results of the units at ``indices`` (ascending), one per index
 Runner = Callable[[list[int]], list[Any]]
@@ -85,8 +110,10 @@ def _portable(error: BaseException) -> BaseException:
 class Launched:
     """The processes of a launch, joined by accelerate's ``PartialState``."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: Any, group: Any = None) -> None:
         self.state = state
+        #: the process group of the gathers (``None``: the default group)
+        self.group = group
         self.processes = state.num_processes
         self.rank = state.process_index
         self.is_main = state.is_main_process
@@ -105,7 +132,7 @@ class Launched:
         Raises:
             ProcessFailed: ``run`` raised in some process (the lowest failing rank's error).
         """
-        from accelerate.utils import gather_object
+        import torch
 
         mine = self.share(costs)
         failure: BaseException | None = None
@@ -114,7 +141,8 @@ class Launched:
         except Exception as error:  # whatever failed is reported by every process, after the gather
             part = ("failed", self.rank, _portable(error))
             failure = error
-        parts = gather_object([part])
+        parts: list[Any] = [None] * self.processes
+        torch.distributed.all_gather_object(parts, part, group=self.group)
         failed = [p for p in parts if p[0] == "failed"]
         if failed:
             self.failed = True
@@ -130,8 +158,10 @@ class Launched:
         """After a failure that every process saw: wait until every process gets here, so that none exits (and has
         the launcher stop the others) before the main process has reported the failure."""
         if self.failed:
+            import torch
+
             self.failed = False
-            self.state.wait_for_everyone()
+            torch.distributed.barrier(group=self.group)
 
     def close(self) -> None:
         """End the process group (gloo's threads must not outlive the interpreter)."""
@@ -139,11 +169,56 @@ class Launched:
 
 
 def launched_processes() -> int:
-    """How many processes the launcher started (``WORLD_SIZE``; 1 without a launcher), read without accelerate."""
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
+    """How many processes the launcher started (``WORLD_SIZE``; 1 when it is not set), read without accelerate.
+
+    Raises:
+        LaunchError: ``WORLD_SIZE`` is not a positive whole number, or is above 1 without the rest of a launch
+            (:data:`LAUNCH_VARIABLES`, ``RANK`` below ``WORLD_SIZE``).
+    """
+    raw = os.environ.get("WORLD_SIZE", "").strip()
+    if not raw:
         return 1
+    try:
+        processes = int(raw)
+    except ValueError:
+        processes = 0
+    if processes < 1:
+        raise LaunchError(raw, f"WORLD_SIZE must be a positive whole number of processes, got {raw!r}")
+    if processes == 1:
+        return 1
+    missing = [name for name in LAUNCH_VARIABLES if not os.environ.get(name, "").strip()]
+    if missing:
+        raise LaunchError(
+            raw,
+            f"WORLD_SIZE={raw} but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set, so no "
+            "launcher started this process: unset WORLD_SIZE to run in one process, or start the command with "
+            "accelerate launch (or torchrun), which sets them all",
+        )
+    rank = os.environ["RANK"].strip()
+    if not (rank.isdigit() and int(rank) < processes):
+        raise LaunchError(raw, f"RANK must be a whole number below WORLD_SIZE={raw}, got {rank!r}")
+    return processes
+
+
+def _join(use_cpu: bool) -> Any:
+    """accelerate's state for this launch, its processes joined within :data:`RENDEZVOUS_TIMEOUT`.
+
+    Raises:
+        LaunchError: the other processes did not join in time (or the address cannot be reached).
+    """
+    from accelerate import PartialState
+
+    try:
+        return PartialState(cpu=use_cpu, timeout=RENDEZVOUS_TIMEOUT)
+    except (RuntimeError, ValueError) as error:  # torch's DistError (a RuntimeError): timed out, refused, unreachable
+        where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+        seconds = int(RENDEZVOUS_TIMEOUT.total_seconds())
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise LaunchError(
+            os.environ.get("WORLD_SIZE", ""),
+            f"the {launched_processes()} processes of WORLD_SIZE did not join at {where} within {seconds} s "
+            f"({detail}); start them together with accelerate launch (or torchrun)",
+        ) from None
 
 
 _launched: Launched | None = None
@@ -152,16 +227,22 @@ _launched: Launched | None = None
 def launched() -> Launched | OneProcess:
     """:class:`Launched` when a launcher started several processes (accelerate's state joined on the first call, on
     CPUs over gloo, and its process group ended when the interpreter exits), else :data:`ONE_PROCESS` (accelerate not
-    imported)."""
+    imported).
+
+    Raises:
+        LaunchError: a ``WORLD_SIZE`` without a launcher (:func:`launched_processes`), or processes that did not
+            join within :data:`RENDEZVOUS_TIMEOUT`.
+    """
     global _launched
     if launched_processes() == 1:
         return ONE_PROCESS
     if _launched is None:
         import torch
-        from accelerate import PartialState
 
         use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
-        state = PartialState(cpu=use_cpu or not torch.cuda.is_available(), timeout=GATHER_TIMEOUT)
-        _launched = Launched(state)
+        state = _join(use_cpu or not torch.cuda.is_available())
+        # the same processes and backend, with the timeout a gather needs (the slowest share, hours)
+        group = torch.distributed.new_group(timeout=GATHER_TIMEOUT)
+        _launched = Launched(state, group)
         atexit.register(_launched.close)
     return _launched

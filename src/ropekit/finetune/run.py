@@ -60,11 +60,11 @@ class FinetuneReport:
 
 
 def load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
-    """The transformers model of ``model`` in float32 (sdpa attention) with ``scaling`` applied, as training loads it."""
+    """The transformers model of ``model`` in float32 (transformers' default attention) with ``scaling`` applied, as training loads it."""
     from ropekit.integrations.hf.load import load_model
     from ropekit.integrations.hf.patch_rope import apply_scaling
 
-    loaded, _ = load_model(model, dtype=torch.float32, attention="sdpa")
+    loaded, _ = load_model(model, dtype=torch.float32)  # attention: transformers' default (sdpa where it runs)
     if layer_types is not None:
         return apply_scaling(loaded, scaling, layer_types=layer_types)
     return apply_scaling(loaded, scaling)

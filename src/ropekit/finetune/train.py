@@ -70,15 +70,29 @@ def checked_model(build_model: Callable[[], nn.Module]) -> nn.Module:
 
 def make_accelerator(settings: FinetuneSettings):
     """The run's Accelerator. Create it before any other accelerate state: a bare ``PartialState()`` made first
-    ignores ``ACCELERATE_USE_CPU`` and leaves each launched CPU worker a single process of its own."""
+    ignores ``ACCELERATE_USE_CPU`` and leaves each launched CPU worker a single process of its own.
+
+    A ``WORLD_SIZE`` without a launcher is refused first (:func:`ropekit.eval.parallel.launched_processes`); the
+    processes of a launch then join within torch's process-group timeout (30 minutes on gloo, 10 on NCCL), which
+    is also how long a training collective may wait, and a rendezvous that times out is a ``ValueError``."""
     from accelerate import Accelerator
 
+    from ropekit.eval.parallel import launched_processes
+
+    launched_processes()  # a WORLD_SIZE left in the shell is refused before accelerate waits for its peers
     try:
         return Accelerator(
             gradient_accumulation_steps=settings.grad_accum,
             mixed_precision=resolved_mixed_precision(settings.mixed_precision),
         )
     except RuntimeError as error:  # accelerate 1.15's FSDP plugin, sync_module_states on a machine with no GPU
+        if isinstance(error, torch.distributed.DistError):  # the launch's processes did not join
+            where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+            detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise ValueError(
+                f"the {os.environ.get('WORLD_SIZE')} processes of the launch did not join at {where} ({detail}); "
+                "start them together with accelerate launch (or torchrun)"
+            ) from None
         if "no available devices" not in str(error):
             raise
         raise ValueError(

@@ -109,6 +109,9 @@ def test_two_runs_and_the_heatmap(tmp_path, monkeypatch):
         ('{"doc_id": 0, "doc": {"query": "x"}, "filtered_resps": ["a"]}\n', "its doc has no max_length"),
         ('{"doc_id": 0, "doc": {"max_length": 256}, "filtered_resps": ["a"], "256": 2.0}\n', "no score in [0, 1]"),
         ("", "holds no sample"),
+        ('{"doc_id": 0, "doc": {"max_length": true}, "filtered_resps": ["a"], "True": 1.0}\n', "max_length must be"),
+        ('{"doc_id": 0, "doc": {"max_length": -256}, "filtered_resps": ["a"], "-256": 1.0}\n', "max_length must be"),
+        ('{"doc_id": 0, "doc": {"max_length": 0}, "filtered_resps": ["a"], "0": 1.0}\n', "max_length must be"),
     ],
 )
 def test_a_file_that_is_not_lm_evals_is_one_line(tmp_path, content, message):
@@ -137,3 +140,32 @@ def test_an_unknown_task_and_bad_paths_are_one_line(tmp_path):
         result = cli("eval", "effective-length", *args)
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert result.exit_code == 2 and len(lines) == 1 and message in lines[0], (args, result.output)
+
+
+def _sample(doc_id, length: int, score: float, task: str | None = None) -> str:
+    doc = {"max_length": length, **({"ropekit_task": task} if task else {})}
+    return json.dumps({"doc_id": doc_id, "doc": doc, "filtered_resps": ["a"], str(length): score}) + "\n"
+
+
+def test_a_sample_given_twice_is_refused_not_counted_twice(tmp_path):
+    path = tmp_path / "samples_niah_single_1_2026-01-01T00-00-00.000001.jsonl"
+    path.write_text(_sample(0, 256, 1.0) + _sample(1, 256, 0.0))
+    data = json.loads(cli("eval", "effective-length", path, "--json").output)
+    assert [(r["samples"], r["score"]) for r in data["rows"]] == [(2, 0.5)]  # one right of two
+    path.write_text(_sample(0, 256, 1.0) + _sample(1, 256, 0.0) + _sample(0, 256, 1.0))  # a line pasted twice
+    result = cli("eval", "effective-length", path)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "line 3 repeats sample doc_id 0 at length 256 (line 1)" in lines[0]
+    path.write_text(_sample(0, 256, 1.0) + _sample(0, 512, 0.0))  # one document at two lengths is two samples
+    data = json.loads(cli("eval", "effective-length", path, "--json").output)
+    assert [(r["length"], r["samples"]) for r in data["rows"]] == [(256, 1), (512, 1)]
+
+
+def test_a_file_of_two_tasks_is_refused_not_filed_under_the_first(tmp_path):
+    path = tmp_path / "samples_ropekit_2026-01-01T00-00-00.000001.jsonl"
+    path.write_text(_sample(0, 256, 1.0, "niah_single_1") + _sample(1, 256, 0.0, "vt"))
+    result = cli("eval", "effective-length", path)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "line 2 is a sample of task vt, the lines before of task niah_single_1" in lines[0]

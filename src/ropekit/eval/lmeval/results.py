@@ -73,11 +73,14 @@ def _record(line: str, where: str) -> dict[str, Any]:
         raise ResultsError(
             f"{where} is not an lm-eval --log_samples record (a JSON object with doc_id, doc, filtered_resps)"
         )
-    if not isinstance(record["doc"], dict) or not isinstance(record["doc"].get("max_length"), int):
+    if not isinstance(record["doc"], dict) or "max_length" not in record["doc"]:
         raise ResultsError(
             f"{where}: its doc has no max_length; only RULER-style tasks (ropekit's or lm-eval's ruler) "
             "have a length to read"
         )
+    length = record["doc"]["max_length"]
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ResultsError(f"{where}: its doc's max_length must be a positive number of tokens, got {length!r}")
     return record
 
 
@@ -109,18 +112,34 @@ def read_samples(path: Path) -> tuple[str, dict[int, list[float]], int | None]:
     """One samples file: ``(task, {length: scores}, train_length or None)`` (the training length ropekit wrote).
 
     Raises:
-        ResultsError: an empty file, a line that is not an lm-eval record, a record without a length or a score.
+        ResultsError: an empty file, a line that is not an lm-eval record, a record without a positive length or a
+            score, a sample twice (same ``doc_id`` and length), or samples of two tasks.
     """
     scores: dict[int, list[float]] = {}
     task, train = None, set()
+    first_line: dict[tuple[str, int], int] = {}  # (doc_id, length) -> the line that holds it
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             where = f"{str(path)!r} line {number}"
             record = _record(line, where)
-            task = task or _task_of(path, record)
-            scores.setdefault(record["doc"]["max_length"], []).append(_score(record, where))
+            own = _task_of(path, record)
+            if task is not None and own != task:
+                raise ResultsError(
+                    f"{where} is a sample of task {own}, the lines before of task {task}; lm-eval writes one "
+                    "samples file per task"
+                )
+            task = own
+            length = record["doc"]["max_length"]
+            key = (json.dumps(record["doc_id"]), length)
+            if key in first_line:
+                raise ResultsError(
+                    f"{where} repeats sample doc_id {record['doc_id']!r} at length {length} (line "
+                    f"{first_line[key]}); each sample must be counted once: give one lm-eval run per file"
+                )
+            first_line[key] = number
+            scores.setdefault(length, []).append(_score(record, where))
             train.add(record["doc"].get("train_length"))
     if task is None:
         raise ResultsError(f"{str(path)!r} holds no sample")

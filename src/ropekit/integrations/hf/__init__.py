@@ -30,7 +30,12 @@ What a transformers RoPE dict means, as plain dicts, is in the core (which never
 :mod:`ropekit.hf_format` (``RopeConfig`` and ``rope_parameters``, each way) and :mod:`ropekit.scaling._hf_numbers`
 (numbers read from a config dict, each error naming its key). The transformers version these modules are checked
 against is :data:`ropekit._versions.CHECKED`.
+
+The two patching functions are also importable from the package itself (``from ropekit.integrations.hf import
+apply_scaling, apply_attention``), loaded on first use.
 """
+
+from typing import Any
 
 __all__ = [
     "attention_layouts",
@@ -46,3 +51,17 @@ __all__ = [
     "patch_rope",
     "rope_layers",
 ]
+
+#: functions importable from the package, and the module each lives in (imported on first use: it loads torch)
+_FUNCTIONS = {"apply_scaling": "patch_rope", "apply_attention": "patch_attention"}
+
+
+def __getattr__(name: str) -> Any:
+    """``apply_scaling`` and ``apply_attention`` from their modules, on first use."""
+    if name in _FUNCTIONS:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_FUNCTIONS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

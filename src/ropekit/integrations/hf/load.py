@@ -84,7 +84,8 @@ def load_tokenizer(model: str | Path):
 
 def load_model(model: str | Path, *, dtype: Any = None, attention: str | None = None):
     """``(model, tokenizer or None)`` from a transformers folder or a ``.gguf`` file, offline, in ``dtype``
-    (default float32).
+    (default float32), with the ``attention`` implementation (default: transformers' own choice, sdpa where it runs
+    for the architecture).
 
     A GGUF model is dequantised by transformers, which then marks it quantized (not trainable with ``.float()``, not
     savable); its weights are moved into a plain model built from the same config, which is both.
@@ -102,7 +103,7 @@ def load_model(model: str | Path, *, dtype: Any = None, attention: str | None = 
 
         apply_gguf_rope(loaded.config, model)  # the RoPE llama.cpp runs (transformers drops rope.scaling.*)
         plain = AutoModelForCausalLM.from_config(
-            loaded.config, dtype=load["dtype"], attn_implementation=attention or "sdpa"
+            loaded.config, dtype=load["dtype"], attn_implementation=loaded.config._attn_implementation
         )
         plain.load_state_dict(loaded.state_dict())
         plain.tie_weights()
