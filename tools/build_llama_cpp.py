@@ -6,8 +6,9 @@ pip caches the wheel by version alone, so a wheel built on one processor is reus
 
 - ``--isa portable`` (the default): ``GGML_NATIVE=OFF`` with x86-64-v3 (AVX, AVX2, FMA, F16C, BMI2) where the
   machine runs it, else SSE 4.2, else nothing: one wheel that runs on every machine of that level.
-- ``--isa native``: ``-march=native`` less every feature the kernel does not enable (``ropekit._cpu_features``),
-  the fastest build this machine runs; its wheel is keyed by this machine's feature set.
+- ``--isa native``: ``-march=native`` less every feature the kernel does not enable (``ropekit._cpu_features``) and
+  less AMX always (ggml's AMX path segfaulted at the first decode of SmolLM2 on a Xeon VM whose kernel does enable
+  AMX tile data), the fastest build this machine runs; its wheel is keyed by this machine's feature set.
 
 The wheel is built with pip's cache off and kept in ``$ROPEKIT_CACHE_DIR/wheels/<key>/`` (default
 ``~/.cache/ropekit/wheels``), ``<key>`` hashing the version, the CMake arguments and the instruction set, so a
@@ -43,6 +44,7 @@ def cmake_args(isa: str) -> list[str]:
     if isa == "native":
         args.append("-DGGML_NATIVE=ON")
         off = cpu.disabled_gcc_features()
+        off += [name for name in cpu.AMX_FLAGS if name not in off]
         if off:
             flags = " ".join(f"-mno-{name}" for name in off)
             args += [f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"]
