@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ropekit.errors import InvalidArgument
 from ropekit.integrations.gguf.fields import (
     MAX_HEAD_DIM,
     MAX_LENGTH,
@@ -29,8 +28,18 @@ from ropekit.integrations.gguf.read_rope import architecture_of
 #: architectures whose transformers config this module reproduces (``llama`` as transformers reads it: a file whose
 #: ``general.name`` mentions Mistral becomes a Mistral config there, and takes transformers' path)
 HEADER_ARCHITECTURES = ("llama",)
-#: the Llama config's defaults where a file leaves a key out (transformers' ``LlamaConfig``)
-_LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "rope_theta": 10000.0, "rms_norm_eps": 1e-6}
+#: the Llama config's defaults where a file leaves a key out (transformers' ``LlamaConfig``; llama.cpp itself
+#: refuses a file without the shapes)
+_LLAMA_DEFAULTS = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+}
 #: the output projection's tensor; without it the input embedding is tied to the output (transformers' rule)
 _OUTPUT = "output.weight"
 #: tokenizer keys transformers copies into the config
@@ -57,28 +66,29 @@ def gguf_config(header: GGUFHeader) -> dict[str, Any] | None:
     if arch not in HEADER_ARCHITECTURES or "mistral" in name.lower():
         return None
     llm, attention = k.LLM, k.Attention
-    hidden = _required(header, arch_key(llm.EMBEDDING_LENGTH, arch))
-    heads = _required(header, arch_key(attention.HEAD_COUNT, arch))
+    defaults = _LLAMA_DEFAULTS
+    hidden = int_value(header, arch_key(llm.EMBEDDING_LENGTH, arch), defaults["hidden_size"], low=1)
+    heads = int_value(header, arch_key(attention.HEAD_COUNT, arch), defaults["num_attention_heads"], low=1)
     # transformers reads the head size from rope.dimension_count (never key_length), else hidden_size // heads
     head_dim = int_value(header, arch_key(k.Rope.DIMENSION_COUNT, arch), low=2, high=MAX_HEAD_DIM) or hidden // heads
     config: dict[str, Any] = {
         "architectures": None,
         "model_type": arch,
-        "vocab_size": _vocab_size(header, arch),
+        "vocab_size": _vocab_size(header, arch) or defaults["vocab_size"],
         "hidden_size": hidden,
-        "intermediate_size": int_value(header, arch_key(llm.FEED_FORWARD_LENGTH, arch), low=1, high=MAX_LENGTH),
-        "num_hidden_layers": _required(header, arch_key(llm.BLOCK_COUNT, arch)),
+        "intermediate_size": int_value(
+            header, arch_key(llm.FEED_FORWARD_LENGTH, arch), defaults["intermediate_size"], low=1, high=MAX_LENGTH
+        ),
+        "num_hidden_layers": int_value(header, arch_key(llm.BLOCK_COUNT, arch), defaults["num_hidden_layers"], low=1),
         "num_attention_heads": heads,
         "num_key_value_heads": int_value(header, arch_key(attention.HEAD_COUNT_KV, arch), heads, low=1),
         "head_dim": head_dim,
         "max_position_embeddings": int_value(
-            header, arch_key(llm.CONTEXT_LENGTH, arch), _LLAMA_DEFAULTS["max_position_embeddings"], high=MAX_LENGTH
+            header, arch_key(llm.CONTEXT_LENGTH, arch), defaults["max_position_embeddings"], high=MAX_LENGTH
         ),
-        "rms_norm_eps": float_value(
-            header, arch_key(attention.LAYERNORM_RMS_EPS, arch), _LLAMA_DEFAULTS["rms_norm_eps"]
-        ),
+        "rms_norm_eps": float_value(header, arch_key(attention.LAYERNORM_RMS_EPS, arch), defaults["rms_norm_eps"]),
         "rope_parameters": {
-            "rope_theta": float_value(header, arch_key(k.Rope.FREQ_BASE, arch), _LLAMA_DEFAULTS["rope_theta"]),
+            "rope_theta": float_value(header, arch_key(k.Rope.FREQ_BASE, arch), defaults["rope_theta"]),
             "rope_type": "default",
         },
         "tie_word_embeddings": header.tensor(_OUTPUT) is None,
@@ -88,15 +98,6 @@ def gguf_config(header: GGUFHeader) -> dict[str, Any] | None:
         if value is not None:
             config[config_key] = value
     return config
-
-
-def _required(header: GGUFHeader, key: str) -> int:
-    """A count the config cannot do without (layers, heads, width): present and >= 1."""
-    value = int_value(header, key, low=1)
-    if value is None:
-        message = f"model {header.path.name!r}: GGUF key {key!r} is missing; a transformers config needs it"
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
-    return value
 
 
 def _vocab_size(header: GGUFHeader, arch: str) -> int | None:
