@@ -41,8 +41,8 @@ def _refuse(header: GGUFHeader, key: str, value: Any, allowed: str) -> InvalidAr
     shown = f"an array of {value.count:,} items" if isinstance(value, SkippedArray) else repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    message = f"model {header.path.name!r}: GGUF key {key!r} = {shown}: {allowed}"
-    return InvalidArgument("model", str(header.path), message=message, leads=False)
+    message = f"model {str(header.path)!r}: GGUF key {key!r} = {shown}: {allowed}"
+    return InvalidArgument("model", str(header.path), message=message)
 
 
 def text_value(header: GGUFHeader, key: str, default: str | None = None) -> str | None:

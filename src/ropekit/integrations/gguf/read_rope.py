@@ -100,8 +100,8 @@ def architecture_of(header: GGUFHeader) -> str:
     key = keys().General.ARCHITECTURE
     arch = text_value(header, key)
     if not arch or not all(c.isascii() and (c.isalnum() or c in "_-") for c in arch) or len(arch) > 64:
-        message = f"model {header.path.name!r}: GGUF key {key!r} = {arch!r}: must name an architecture (e.g. 'llama')"
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        message = f"model {str(header.path)!r}: GGUF key {key!r} = {arch!r}: must name an architecture (e.g. 'llama')"
+        raise InvalidArgument("model", str(header.path), message=message)
     return arch
 
 
@@ -126,16 +126,16 @@ def head_dim_of(header: GGUFHeader, arch: str) -> int | None:
         return None
     if width % heads:
         message = (
-            f"model {header.path.name!r}: GGUF key {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} is not a "
+            f"model {str(header.path)!r}: GGUF key {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} is not a "
             f"multiple of {heads_key!r} = {heads}"
         )
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        raise InvalidArgument("model", str(header.path), message=message)
     if width // heads > MAX_HEAD_DIM:
         message = (
-            f"model {header.path.name!r}: GGUF keys {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} and "
+            f"model {str(header.path)!r}: GGUF keys {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} and "
             f"{heads_key!r} = {heads} give a head size of {width // heads:,}, above {MAX_HEAD_DIM:,}"
         )
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        raise InvalidArgument("model", str(header.path), message=message)
     return width // heads
 
 
@@ -150,10 +150,10 @@ def _file_rope(header: GGUFHeader) -> FileRope:
     if not n_rot or n_rot % 2:
         shown = "absent (and no head size)" if not n_rot else f"= {n_rot}"
         message = (
-            f"model {header.path.name!r}: GGUF key {rope_key['DIMENSION_COUNT']!r} {shown}: the rotary dims must "
+            f"model {str(header.path)!r}: GGUF key {rope_key['DIMENSION_COUNT']!r} {shown}: the rotary dims must "
             "be an even number >= 2"
         )
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        raise InvalidArgument("model", str(header.path), message=message)
     kind = text_value(header, rope_key["SCALING_TYPE"], "linear")  # llama.cpp's default when the key is absent
     factor = _factor(header, rope_key["SCALING_FACTOR"]) or _factor(header, rope_key["SCALE_LINEAR"])
     unmodelled = [name for name in _UNMODELLED_TENSORS if header.tensor(name) is not None]
@@ -199,14 +199,14 @@ def _freq_factors(header: GGUFHeader, n_rot: int) -> tuple[float, ...] | None:
         return None
     if info.ggml_type != _F32 or info.shape != (n_rot // 2,):
         message = (
-            f"model {header.path.name!r}: tensor {ROPE_FREQS!r} has shape {list(info.shape)} and ggml type "
+            f"model {str(header.path)!r}: tensor {ROPE_FREQS!r} has shape {list(info.shape)} and ggml type "
             f"{info.ggml_type}; llama.cpp needs F32 ({_F32}) of shape [{n_rot // 2}] (rotary dims / 2)"
         )
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        raise InvalidArgument("model", str(header.path), message=message)
     values = np.fromfile(header.path, dtype="<f4", count=n_rot // 2, offset=header.data_start + info.offset)
     if not (np.isfinite(values).all() and (values > 0).all()):
-        message = f"model {header.path.name!r}: tensor {ROPE_FREQS!r} holds a value that is not finite and > 0"
-        raise InvalidArgument("model", str(header.path), message=message, leads=False)
+        message = f"model {str(header.path)!r}: tensor {ROPE_FREQS!r} holds a value that is not finite and > 0"
+        raise InvalidArgument("model", str(header.path), message=message)
     return tuple(float(x) for x in values.astype(np.float64))
 
 
