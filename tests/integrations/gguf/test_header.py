@@ -193,3 +193,20 @@ def test_keys_that_are_not_utf8_are_refused_by_name(tmp_path: Path) -> None:
     path = write(tmp_path / "n.gguf", gguf_bytes(llama_keys(**{"general.name": text(b"caf\xe9")})))
     with pytest.raises(InvalidArgument, match=r"key 'general.name' = b'caf\\xe9' is not UTF-8"):
         check_gguf(path)
+
+
+def test_the_tensor_and_key_names_spelled_here_are_gguf_pys() -> None:
+    """ropekit spells a name only where gguf is optional at import (tensor names) or gguf-py lacks it (a key)."""
+    import gguf
+
+    from ropekit.integrations.gguf import read_rope
+    from ropekit.integrations.gguf.fields import LOCAL_KEYS
+
+    names = gguf.TENSOR_NAMES
+    assert names[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight" == read_rope.ROPE_FREQS
+    assert (
+        tuple(names[t] + ".weight" for t in (gguf.MODEL_TENSOR.ROPE_FACTORS_LONG, gguf.MODEL_TENSOR.ROPE_FACTORS_SHORT))
+        == read_rope._UNMODELLED_TENSORS
+    )
+    spelled = {value for group in (gguf.Keys.LLM, gguf.Keys.Rope) for value in vars(group).values()}
+    assert not set(LOCAL_KEYS.values()) & spelled  # gguf-py does not name them (else use its name)

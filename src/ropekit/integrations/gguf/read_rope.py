@@ -30,9 +30,11 @@ from ropekit.integrations.gguf.file import check_gguf
 from ropekit.integrations.gguf.header import GGUFHeader
 from ropekit.integrations.gguf.llamacpp_rope import LlamaCppRope, llamacpp_frequencies
 
-#: the tensor llama.cpp reads per-pair divisors from (``LLM_TENSOR_ROPE_FREQS``)
+#: the tensor llama.cpp reads per-pair divisors from (gguf-py's ``TENSOR_NAMES[MODEL_TENSOR.ROPE_FREQS]``, a weight;
+#: spelled here because ``gguf`` is optional and this module's importers need the name, checked against gguf-py in
+#: tests/integrations/gguf/test_header.py)
 ROPE_FREQS = "rope_freqs.weight"
-#: tensors of llama.cpp RoPE forms ropekit does not model (Phi-3's LongRoPE lists)
+#: tensors of llama.cpp RoPE forms ropekit does not model (Phi-3's LongRoPE lists: ``ROPE_FACTORS_LONG``/``_SHORT``)
 _UNMODELLED_TENSORS = ("rope_factors_long.weight", "rope_factors_short.weight")
 #: architectures whose llama.cpp loader reads YaRN's betas from the file
 _READS_BETAS = ("grok", "mistral3")
