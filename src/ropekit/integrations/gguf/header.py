@@ -200,9 +200,7 @@ def _parse(cursor: _Cursor, path: Path, size: int, version: int, sizes: dict[int
     data_start = -(-cursor.pos // alignment) * alignment
     for info in tensors:
         if data_start + info.offset + info.nbytes > size:
-            raise _Damaged(
-                f"it holds {size:,} bytes, tensor {info.name!r} needs {data_start + info.offset + info.nbytes:,}"
-            )
+            raise _Damaged(f"tensor {info.name!r} needs the bytes up to {data_start + info.offset + info.nbytes:,}")
     return GGUFHeader(path, size, version, values, types, tensors, data_start)
 
 

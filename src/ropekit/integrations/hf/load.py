@@ -2,7 +2,11 @@
 
 A model is a folder or a ``.gguf`` file (:func:`source_of` gives the ``from_pretrained`` arguments); transformers
 dequantises a GGUF file, and its RoPE is then the one llama.cpp runs
-(:func:`~ropekit.integrations.gguf.read_rope.apply_gguf_rope`: transformers drops ``rope.scaling.*``).
+(:func:`~ropekit.integrations.gguf.read_rope.apply_gguf_rope`: transformers drops ``rope.scaling.*``). Every GGUF
+file is checked (:func:`checked_gguf`: sizes bounded by the file, keys in range) before transformers reads it. The
+GGUF-to-config translation lives here: :func:`load_config` reads the config from the header
+(:mod:`~ropekit.integrations.hf.gguf_config`) where that is checked equal to transformers', and
+:func:`transformers_config` is transformers' whole config, for building a model or writing its ``config.json``.
 """
 
 from __future__ import annotations
@@ -51,14 +55,14 @@ def load_config(model: str | Path) -> dict[str, Any]:
     header = check_gguf(path)  # empty, not GGUF, truncated, hostile sizes: one line before anything else reads it
     config = gguf_config(header)
     if config is None:
-        return transformers_config(path, reader=header)
+        return transformers_config(path)
     return apply_gguf_rope(config, path, reader=header)
 
 
-def transformers_config(model: str | Path, *, reader: Any = None) -> dict[str, Any]:
+def transformers_config(model: str | Path) -> dict[str, Any]:
     """Every key of the config transformers builds for ``model`` (a folder's ``config.json`` as it is), with the RoPE
-    llama.cpp runs for a ``.gguf`` file: for building the model or writing its ``config.json``. ``reader``: the file's
-    :func:`~ropekit.integrations.gguf.file.check_gguf`, where the caller has checked it.
+    llama.cpp runs for a ``.gguf`` file (checked first by :func:`checked_gguf`): for building the model or writing its
+    ``config.json``.
 
     Raises:
         FileNotFoundError, ValueError: as :func:`load_config`.
@@ -67,11 +71,10 @@ def transformers_config(model: str | Path, *, reader: Any = None) -> dict[str, A
     folder, options = source_of(path)
     if "gguf_file" not in options:
         return _folder_config(path)
+    header = checked_gguf(path)  # one line naming the key, before transformers reads the file
     from transformers import AutoConfig
 
     from ropekit.integrations.gguf.read_rope import apply_gguf_rope
-
-    header = checked_gguf(path) if reader is None else reader
 
     config = AutoConfig.from_pretrained(folder, **options).to_dict()
     config = apply_gguf_rope(config, path, reader=header)  # the RoPE llama.cpp runs
