@@ -16,12 +16,12 @@ def write_source(path: Path, *, arch: str = "llama", metadata: dict | None = Non
 
     rng = np.random.default_rng(0)
     writer = gguf.GGUFWriter(str(path), arch)
-    writer.add_uint32(f"{arch}.context_length", L0)
-    writer.add_uint32(f"{arch}.embedding_length", 128)
-    writer.add_uint32(f"{arch}.attention.head_count", 2)
-    writer.add_uint32(f"{arch}.rope.dimension_count", D)
-    writer.add_float32(f"{arch}.rope.freq_base", BASE)
-    writer.add_string("general.name", "synthetic")
+    writer.add_context_length(L0)
+    writer.add_embedding_length(128)
+    writer.add_head_count(2)
+    writer.add_rope_dimension_count(D)
+    writer.add_rope_freq_base(BASE)
+    writer.add_name("synthetic")
     for key, value in (metadata or {}).items():
         if isinstance(value, str):
             writer.add_string(f"{arch}.{key}", value)

@@ -174,7 +174,7 @@ def _plan(request, console, dry_run: bool) -> None:
     from ropekit.finetune.fit import plan_finetune, refusal
     from ropekit.finetune.run import load_for_training
     from ropekit.finetune.train import checked_model
-    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.load import transformers_config
 
     def build():
         try:
@@ -184,7 +184,7 @@ def _plan(request, console, dry_run: bool) -> None:
 
     model, settings = request.model, request.settings
     try:
-        fit_plan, largest = plan_finetune(load_config(model), settings, build_model=build if dry_run else None)
+        fit_plan, largest = plan_finetune(transformers_config(model), settings, build_model=build if dry_run else None)
     except _HeadRefused as error:
         raise fail(name_option(str(error), _NAMES)) from None
     except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OSError) as error:

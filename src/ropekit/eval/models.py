@@ -236,11 +236,12 @@ class HFEvalModel(HeadScoring):
         self.gguf: dict[str, Any] | None = None
         reader = None  # a GGUF file's metadata, parsed once for its description and its RoPE
         if path.suffix == ".gguf":
-            from ropekit.integrations.gguf.file import check_gguf, gguf_info
+            from ropekit.integrations.gguf.file import gguf_info
+            from ropekit.integrations.hf.load import checked_gguf
 
             if not path.is_file():
                 raise FileNotFoundError(f"GGUF file {str(path)!r} does not exist")
-            reader = check_gguf(path)
+            reader = checked_gguf(path)
             self.gguf = gguf_info(path, reader=reader)
         elif not (path / "config.json").is_file():
             message = f"no config.json in {str(path)!r}: not a transformers model directory"

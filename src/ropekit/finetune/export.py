@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ropekit.integrations.hf.load import load_config, load_model
+from ropekit.integrations.hf.load import load_model, transformers_config
 from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
 from ropekit.integrations.hf.native_rope import default_target
 from ropekit.scaling.registry import ScalingConfig
@@ -113,7 +113,7 @@ def extend(
 
     source = Path(model)
     check_output(out, [("model", source)], names=written_names(source), force=force)
-    config = load_config(source)
+    config = transformers_config(source)  # written as the new config.json: every key
     refuse_disagreeing_keys(config)
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":

@@ -90,7 +90,7 @@ class Shapes:
 
     @classmethod
     def of_config(cls, config: Mapping[str, Any], *, lora_rank: int = 0) -> Shapes:
-        """Shapes from a config dict (:func:`ropekit.integrations.hf.load.load_config`), the model built on the
+        """Shapes from a config dict (:func:`ropekit.integrations.hf.load.transformers_config`), the model built on the
         meta device (no memory, no weights read)."""
         from transformers import AutoConfig, AutoModelForCausalLM
 

@@ -208,11 +208,11 @@ def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[s
     """The model, the method and the text: ``(original length, config to write, notes, the text's documents)``."""
     from ropekit.eval.text import read_text
     from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
-    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.load import transformers_config
     from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
 
     target, layer_types = request.settings.target_length, request.layer_types
-    config = load_config(request.model)
+    config = transformers_config(request.model)  # written with the fine-tuned model: every key
     rope = rope_of(config, first_scaled_type(config, layer_types))
     check_tokenizer(request.model)
     original = request.original_length or original_length_of(config, rope)

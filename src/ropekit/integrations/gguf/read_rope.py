@@ -15,15 +15,33 @@ from typing import Any
 
 import numpy as np
 
+from ropekit.errors import InvalidArgument
+from ropekit.integrations.gguf.fields import (
+    LOCAL_KEYS,
+    MAX_HEAD_DIM,
+    MAX_LENGTH,
+    arch_key,
+    float_value,
+    int_value,
+    keys,
+    text_value,
+)
+from ropekit.integrations.gguf.file import check_gguf
+from ropekit.integrations.gguf.header import GGUFHeader
 from ropekit.integrations.gguf.llamacpp_rope import LlamaCppRope, llamacpp_frequencies
 
-#: the tensor llama.cpp reads per-pair divisors from (``LLM_TENSOR_ROPE_FREQS``)
+#: the tensor llama.cpp reads per-pair divisors from (gguf-py's ``TENSOR_NAMES[MODEL_TENSOR.ROPE_FREQS]``, a weight;
+#: spelled here because ``gguf`` is optional and this module's importers need the name, checked against gguf-py in
+#: tests/integrations/gguf/test_header.py)
 ROPE_FREQS = "rope_freqs.weight"
-#: tensors and keys of llama.cpp RoPE forms ropekit does not model (Phi-3's LongRoPE lists, DeepSeek's YaRN scale)
+#: tensors of llama.cpp RoPE forms ropekit does not model (Phi-3's LongRoPE lists: ``ROPE_FACTORS_LONG``/``_SHORT``)
 _UNMODELLED_TENSORS = ("rope_factors_long.weight", "rope_factors_short.weight")
-_UNMODELLED_KEYS = ("rope.scaling.yarn_log_multiplier",)
 #: architectures whose llama.cpp loader reads YaRN's betas from the file
 _READS_BETAS = ("grok", "mistral3")
+#: the scaling types ropekit models (llama.cpp's ``LLAMA_ROPE_SCALING_TYPE`` names)
+_MODELLED_TYPES = ("none", "linear", "yarn")
+#: ggml's F32 type (``GGMLQuantizationType.F32``), the only type llama.cpp accepts for ``rope_freqs``
+_F32 = 0
 
 
 def import_gguf() -> Any:
@@ -54,70 +72,144 @@ class FileRope:
     unmodelled: tuple[str, ...]
 
 
-def open_gguf(path: str | Path) -> Any:
-    """The ``gguf.GGUFReader`` of ``path``: its metadata and tensor table, parsed once (a vocabulary of 50k tokens
-    takes seconds), for the functions here that take ``reader=``.
+def open_gguf(path: str | Path) -> GGUFHeader:
+    """The header of the GGUF file ``path`` (its metadata and tensor table, every size checked against the file;
+    the vocabulary is skipped), for the functions here that take ``reader=``.
 
     Raises:
-        ValueError: not a readable GGUF file, or the gguf package is missing.
+        ValueError: not a whole GGUF file (the message names the key or tensor), or the gguf package is missing.
     """
-    gguf = import_gguf()
-    try:
-        return gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as error:
-        raise ValueError(f"{str(path)!r} is not a readable GGUF file: {error}") from error
+    return check_gguf(path)
 
 
-def read_file_rope(path: str | Path, *, reader: Any = None) -> FileRope:
+def read_file_rope(path: str | Path, *, reader: GGUFHeader | None = None) -> FileRope:
     """The RoPE llama.cpp would run for the GGUF file ``path`` (defaults as in llama.cpp's ``load_hparams``), read
-    from ``reader`` (its :func:`open_gguf`) where the caller has parsed the file already.
+    from ``reader`` (its :func:`open_gguf`) where the caller has read the header already.
 
     Raises:
-        ValueError: not a readable GGUF file, or the gguf package is missing.
+        ValueError: not a whole GGUF file, a RoPE key of the wrong type or out of range (an
+            :class:`~ropekit.errors.InvalidArgument` naming the key and its value), or the gguf package is missing.
     """
     return _file_rope(open_gguf(path) if reader is None else reader)
 
 
-def _file_rope(reader: Any) -> FileRope:
-    def field(key: str, default: Any = None) -> Any:
-        item = reader.fields.get(key)
-        return default if item is None else item.contents()
+def architecture_of(header: GGUFHeader) -> str:
+    """``general.architecture``: a name of letters, digits, ``_`` and ``-`` (it prefixes every model key).
 
-    arch = str(field("general.architecture"))
-    key = f"{arch}.".__add__
-    context = int(field(key("context_length"), 0) or 0)
-    heads = int(field(key("attention.head_count"), 0) or 0)
-    head_dim = field(key("attention.key_length")) or (int(field(key("embedding_length"), 0)) // heads if heads else 0)
-    n_rot = int(field(key("rope.dimension_count"), head_dim) or 0)
-    if n_rot < 2:
-        raise ValueError(f"GGUF architecture {arch!r}: cannot tell its rotary dims (no rope.dimension_count)")
-    kind = str(field(key("rope.scaling.type"), "linear"))  # llama.cpp's default when the key is absent
-    factor = float(field(key("rope.scaling.factor"), 0.0) or field(key("rope.scale_linear"), 0.0) or 0.0)
-    tensors = {tensor.name: tensor for tensor in reader.tensors}
-    freqs = tensors.get(ROPE_FREQS)
-    unmodelled = [name for name in _UNMODELLED_TENSORS if name in tensors]
-    unmodelled += [key(name) for name in _UNMODELLED_KEYS if float(field(key(name), 0.0) or 0.0) != 0.0]
-    if kind not in ("none", "linear", "yarn"):
-        unmodelled.append(f"{key('rope.scaling.type')} = {kind}")
+    Raises:
+        ValueError: absent, or not such a name (an :class:`~ropekit.errors.InvalidArgument` naming the key).
+    """
+    key = keys().General.ARCHITECTURE
+    arch = text_value(header, key)
+    if not arch or not all(c.isascii() and (c.isalnum() or c in "_-") for c in arch) or len(arch) > 64:
+        message = f"model {str(header.path)!r}: GGUF key {key!r} = {arch!r}: must name an architecture (e.g. 'llama')"
+        raise InvalidArgument("model", str(header.path), message=message)
+    return arch
+
+
+def head_dim_of(header: GGUFHeader, arch: str) -> int | None:
+    """The head size llama.cpp uses: ``attention.key_length``, else ``embedding_length / head_count`` (``None``
+    when the file says neither).
+
+    Raises:
+        ValueError: a key of the wrong type, zero heads, or an embedding not divisible by the heads (each names the
+            key and its value).
+    """
+    k = keys()
+    head_dim = int_value(header, arch_key(k.Attention.KEY_LENGTH, arch), low=1, high=MAX_HEAD_DIM)
+    if head_dim is not None:
+        return head_dim
+    heads_key = arch_key(k.Attention.HEAD_COUNT, arch)
+    if isinstance(header.values.get(heads_key), list):
+        return None  # per-layer head counts: the head size must come from key_length
+    heads = int_value(header, heads_key, low=1)
+    width = int_value(header, arch_key(k.LLM.EMBEDDING_LENGTH, arch), low=1)
+    if heads is None or width is None:
+        return None
+    if width % heads:
+        message = (
+            f"model {str(header.path)!r}: GGUF key {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} is not a "
+            f"multiple of {heads_key!r} = {heads}"
+        )
+        raise InvalidArgument("model", str(header.path), message=message)
+    if width // heads > MAX_HEAD_DIM:
+        message = (
+            f"model {str(header.path)!r}: GGUF keys {arch_key(k.LLM.EMBEDDING_LENGTH, arch)!r} = {width} and "
+            f"{heads_key!r} = {heads} give a head size of {width // heads:,}, above {MAX_HEAD_DIM:,}"
+        )
+        raise InvalidArgument("model", str(header.path), message=message)
+    return width // heads
+
+
+def _file_rope(header: GGUFHeader) -> FileRope:
+    k = keys()
+    arch = architecture_of(header)
+    rope_key = {name: arch_key(value, arch) for name, value in vars(k.Rope).items() if name.isupper()}
+    rope_key["SCALE_LINEAR"] = arch_key(LOCAL_KEYS["rope.scale_linear"], arch)
+    context = int_value(header, arch_key(k.LLM.CONTEXT_LENGTH, arch), 0, high=MAX_LENGTH)
+    n_rot = int_value(header, rope_key["DIMENSION_COUNT"], low=2, high=MAX_HEAD_DIM)
+    n_rot = head_dim_of(header, arch) if n_rot is None else n_rot
+    if not n_rot or n_rot % 2:
+        shown = "absent (and no head size)" if not n_rot else f"= {n_rot}"
+        message = (
+            f"model {str(header.path)!r}: GGUF key {rope_key['DIMENSION_COUNT']!r} {shown}: the rotary dims must "
+            "be an even number >= 2"
+        )
+        raise InvalidArgument("model", str(header.path), message=message)
+    kind = text_value(header, rope_key["SCALING_TYPE"], "linear")  # llama.cpp's default when the key is absent
+    factor = _factor(header, rope_key["SCALING_FACTOR"]) or _factor(header, rope_key["SCALE_LINEAR"])
+    unmodelled = [name for name in _UNMODELLED_TENSORS if header.tensor(name) is not None]
+    if float_value(header, rope_key["SCALING_YARN_LOG_MUL"], 0.0, positive=False) != 0.0:
+        unmodelled.append(rope_key["SCALING_YARN_LOG_MUL"])
+    if kind not in _MODELLED_TYPES:
+        unmodelled.append(f"{rope_key['SCALING_TYPE']} = {kind}")
     betas = (32.0, 1.0)
     if arch in _READS_BETAS:
         betas = (
-            float(field(key("rope.scaling.yarn_beta_fast"), 32.0)),
-            float(field(key("rope.scaling.yarn_beta_slow"), 1.0)),
+            float_value(header, rope_key["SCALING_YARN_BETA_FAST"], 32.0),
+            float_value(header, rope_key["SCALING_YARN_BETA_SLOW"], 1.0),
         )
+    original = int_value(header, rope_key["SCALING_ORIG_CTX_LEN"], 0, high=MAX_LENGTH)
     rope = LlamaCppRope(
         n_rot=n_rot,
-        freq_base=float(field(key("rope.freq_base"), 10000.0)),
-        scaling_type=kind if kind in ("none", "linear", "yarn") else "none",
+        freq_base=float_value(header, rope_key["FREQ_BASE"], 10000.0),
+        scaling_type=kind if kind in _MODELLED_TYPES else "none",
         factor=1.0 if kind == "none" or factor == 0.0 else factor,
-        original_context_length=int(field(key("rope.scaling.original_context_length"), 0) or context) or None,
-        attn_factor=float(field(key("rope.scaling.attn_factor"), 1.0)),
-        freq_factors=None if freqs is None else tuple(float(x) for x in np.asarray(freqs.data, dtype=np.float64)),
+        original_context_length=original or context or None,
+        attn_factor=float_value(header, rope_key["SCALING_ATTN_FACTOR"], 1.0),
+        freq_factors=_freq_factors(header, n_rot),
         beta_fast=betas[0],
         beta_slow=betas[1],
     )
-    sliding = int(field(key("attention.sliding_window"), 0) or 0) > 0
+    window = header.values.get(arch_key(k.Attention.SLIDING_WINDOW, arch))
+    if isinstance(window, list):  # per-layer windows
+        sliding = any(type(w) is int and w > 0 for w in window)
+    else:
+        sliding = (int_value(header, arch_key(k.Attention.SLIDING_WINDOW, arch), 0, high=MAX_LENGTH) or 0) > 0
     return FileRope(arch, rope, context, sliding, tuple(unmodelled))
+
+
+def _factor(header: GGUFHeader, key: str) -> float:
+    """A scaling factor s (0: not set, as llama.cpp reads it); a negative one is refused, not read as 1."""
+    return float_value(header, key, 0.0, zero=True)
+
+
+def _freq_factors(header: GGUFHeader, n_rot: int) -> tuple[float, ...] | None:
+    """The ``rope_freqs`` tensor: ``n_rot / 2`` float32 divisors, finite and > 0 (``None`` without the tensor)."""
+    info = header.tensor(ROPE_FREQS)
+    if info is None:
+        return None
+    if info.ggml_type != _F32 or info.shape != (n_rot // 2,):
+        message = (
+            f"model {str(header.path)!r}: tensor {ROPE_FREQS!r} has shape {list(info.shape)} and ggml type "
+            f"{info.ggml_type}; llama.cpp needs F32 ({_F32}) of shape [{n_rot // 2}] (rotary dims / 2)"
+        )
+        raise InvalidArgument("model", str(header.path), message=message)
+    values = np.fromfile(header.path, dtype="<f4", count=n_rot // 2, offset=header.data_start + info.offset)
+    if not (np.isfinite(values).all() and (values > 0).all()):
+        message = f"model {str(header.path)!r}: tensor {ROPE_FREQS!r} holds a value that is not finite and > 0"
+        raise InvalidArgument("model", str(header.path), message=message)
+    return tuple(float(x) for x in values.astype(np.float64))
 
 
 def _is_plain(rope: LlamaCppRope) -> bool:
@@ -125,7 +217,7 @@ def _is_plain(rope: LlamaCppRope) -> bool:
     return not scaled and rope.freq_factors is None and rope.attn_factor == 1.0
 
 
-def gguf_rope_parameters(path: str | Path, *, reader: Any = None) -> dict[str, Any] | None:
+def gguf_rope_parameters(path: str | Path, *, reader: GGUFHeader | None = None) -> dict[str, Any] | None:
     """transformers ``rope_parameters`` computing what llama.cpp computes for the GGUF file ``path`` (read from
     ``reader`` where given, as :func:`read_file_rope`).
 
@@ -176,11 +268,11 @@ def gguf_rope_parameters(path: str | Path, *, reader: Any = None) -> dict[str, A
     return to_hf_dict(RopeConfig(rope.n_rot, base=rope.freq_base, scaling=spec))
 
 
-def apply_gguf_rope(config: Any, path: str | Path, *, reader: Any = None) -> Any:
+def apply_gguf_rope(config: Any, path: str | Path, *, reader: GGUFHeader | None = None) -> Any:
     """Give a transformers config loaded from the GGUF file ``path`` the RoPE llama.cpp runs (in place; returned).
 
     Works on a ``PretrainedConfig`` or a plain ``config.json`` dict; a plain-RoPE file leaves it unchanged. ``reader``:
-    the file's :func:`open_gguf`, where the caller has parsed it already.
+    the file's :func:`open_gguf`, where the caller has read it already.
 
     Raises:
         ValueError: as :func:`gguf_rope_parameters`.

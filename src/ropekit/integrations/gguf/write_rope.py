@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ropekit.integrations.gguf.file import check_gguf
 from ropekit.integrations.gguf.llamacpp_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
-from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, import_gguf, open_gguf, read_file_rope
+from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, architecture_of, import_gguf, read_file_rope
 
 
 def gguf_form(
@@ -77,17 +78,17 @@ def write_gguf(
     *,
     context_length: int,
     force: bool = False,
-    reader: Any = None,
 ) -> Path:
     """Copy ``source`` to ``out`` with ``form`` as its RoPE and ``context_length``; tensors byte for byte.
-    ``reader``: the source's :func:`~ropekit.integrations.gguf.read_rope.open_gguf`, where the caller has parsed it.
 
-    The file is written beside ``out`` and renamed into place when complete (:func:`ropekit._output.staged_file`), so
-    an interrupted write leaves any old ``out`` as it was.
+    The source is checked first (:func:`~ropekit.integrations.gguf.file.check_gguf`: every size within the file), so
+    gguf-py's reader, which copies it, reads only a file whose counts are bounded. The file is written beside ``out``
+    and renamed into place when complete (:func:`ropekit._output.staged_file`), so an interrupted write leaves any
+    old ``out`` as it was.
 
     Raises:
         FileExistsError: ``out`` exists and ``force`` is false, or it is not a regular file.
-        ValueError: ``out`` is ``source``, or ``source`` is not a readable GGUF file.
+        ValueError: ``out`` is ``source``, or ``source`` is not a whole GGUF file.
     """
     from ropekit._output import check_output, staged_file
 
@@ -96,8 +97,8 @@ def write_gguf(
     if out.exists() and source.exists() and os.path.samefile(out, source):
         raise ValueError(f"out {str(out)!r} is the source model; choose a new file")
     check_output(out, kind="file", force=force)
-    reader = gguf.GGUFReader(str(source)) if reader is None else reader
-    arch = str(reader.fields["general.architecture"].contents())
+    arch = architecture_of(check_gguf(source))
+    reader = gguf.GGUFReader(str(source))
     with staged_file(out, force=force) as partial:
         _write(gguf, reader, partial, arch, form, context_length)
     return out
@@ -105,27 +106,29 @@ def write_gguf(
 
 def _write(gguf: Any, reader: Any, partial: Path, arch: str, form: LlamaCppRope, context_length: int) -> None:
     """The GGUF file at ``partial``: ``reader``'s keys and tensors with ``form`` as its RoPE."""
-    prefix = f"{arch}.rope."
-    rewritten = {f"{arch}.context_length"}
+    keys = gguf.Keys
+    rope_prefix = keys.Rope.FREQ_BASE.format(arch=arch).removesuffix("freq_base")  # "{arch}.rope."
+    kept_rope = {keys.Rope.DIMENSION_COUNT.format(arch=arch), keys.Rope.FREQ_BASE_SWA.format(arch=arch)}
+    rewritten = {keys.LLM.CONTEXT_LENGTH.format(arch=arch), keys.General.ARCHITECTURE}
     writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
     try:
         for field in reader.fields.values():
             name = field.name
-            if name.startswith("GGUF.") or name == "general.architecture" or name in rewritten:
+            if name.startswith("GGUF.") or name in rewritten:
                 continue
-            if name.startswith(prefix) and name not in (f"{prefix}dimension_count", f"{prefix}freq_base_swa"):
+            if name.startswith(rope_prefix) and name not in kept_rope:
                 continue  # every RoPE key is rewritten below (a stale one would change what llama.cpp computes)
             sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
             writer.add_key_value(name, field.contents(), field.types[0], sub_type=sub_type)
-        writer.add_uint32(f"{arch}.context_length", int(context_length))
-        writer.add_float32(f"{prefix}freq_base", float(form.freq_base))
-        writer.add_string(f"{prefix}scaling.type", form.scaling_type)
+        writer.add_context_length(int(context_length))
+        writer.add_rope_freq_base(float(form.freq_base))
+        writer.add_rope_scaling_type(gguf.RopeScalingType(form.scaling_type))
         if form.scaling_type != "none":
-            writer.add_float32(f"{prefix}scaling.factor", float(form.factor))
+            writer.add_rope_scaling_factor(float(form.factor))
         if form.original_context_length is not None:
-            writer.add_uint32(f"{prefix}scaling.original_context_length", int(form.original_context_length))
+            writer.add_rope_scaling_orig_ctx_len(int(form.original_context_length))
         if form.attn_factor != 1.0:
-            writer.add_float32(f"{prefix}scaling.attn_factor", float(form.attn_factor))
+            writer.add_rope_scaling_attn_factors(float(form.attn_factor))
         kept = [tensor for tensor in reader.tensors if tensor.name != ROPE_FREQS]
         factors = None if form.freq_factors is None else np.asarray(form.freq_factors, dtype=np.float32)
         if factors is not None:
@@ -189,8 +192,7 @@ def extend_gguf(
     """
     from ropekit.integrations.hf.native_rope import default_target
 
-    reader = open_gguf(model)  # parsed once for the RoPE read here and the copy written below
-    file = read_file_rope(model, reader=reader)
+    file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)
     original = int(
         original_length
@@ -199,5 +201,5 @@ def extend_gguf(
         or file.context_length
     )
     target = default_target(scaling, original) if target_length is None else int(target_length)
-    path = write_gguf(model, out, form, context_length=target, force=force, reader=reader)
+    path = write_gguf(model, out, form, context_length=target, force=force)
     return GGUFResult(path, form, target, file.architecture)

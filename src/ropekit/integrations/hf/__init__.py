@@ -6,6 +6,8 @@ Heavy imports (torch, transformers) happen inside the modules, never here; optio
   method scales, the original length, whether it has RoPE) and the ``config.json`` of the same model with a new RoPE.
 * :mod:`~ropekit.integrations.hf.load` — a model, its ``config.json`` and its tokenizer, loaded offline from a folder or
   a ``.gguf`` file.
+* :mod:`~ropekit.integrations.hf.gguf_config` — a GGUF file's ``config.json`` as transformers builds it, read from the
+  header alone (no vocabulary, no transformers) for the architectures it is checked on.
 * :mod:`~ropekit.integrations.hf.native_rope` — the native transformers form of any RoPE (what ``extend``, ``finetune``
   and a patched model's config write).
 * :mod:`~ropekit.integrations.hf.legacy_keys` — the older ``rope_theta`` / ``rope_scaling`` keys written beside
@@ -40,6 +42,7 @@ from typing import Any
 __all__ = [
     "attention_layouts",
     "dual_chunk_config",
+    "gguf_config",
     "legacy_keys",
     "llama4_context",
     "load",

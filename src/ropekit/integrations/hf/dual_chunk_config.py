@@ -29,9 +29,10 @@ precision concerns.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ropekit.attention.dual_chunk import DualChunk
+if TYPE_CHECKING:  # imported where used: ropekit.attention loads torch, which reading a config does not need
+    from ropekit.attention.dual_chunk import DualChunk
 
 __all__ = ["CONFIG_KEY", "dual_chunk_config", "dual_chunk_from_config"]
 
@@ -45,6 +46,8 @@ def dual_chunk_config(method: DualChunk) -> dict[str, int]:
     Raises:
         ValueError: ``local_window`` above ``chunk_size`` (vLLM's inter-chunk queries cannot sit that far).
     """
+    from ropekit.attention.dual_chunk import DualChunk
+
     if not isinstance(method, DualChunk):
         raise TypeError(f"method must be a DualChunk attention config, got {method!r:.60}")
     s, w = method.chunk_size, method.local_window
@@ -93,4 +96,6 @@ def dual_chunk_from_config(config: Mapping[str, Any]) -> tuple[DualChunk, list[s
         )
     if config.get("sparse_attention_config") and config.get("sparse_attention_enabled", True):
         notes.append("sparse_attention_config: vLLM prefills with sparse attention; ropekit attends densely")
+    from ropekit.attention.dual_chunk import DualChunk
+
     return DualChunk(chunk_size=chunk, local_window=min(local + 1, chunk)), notes
