@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     wheels = sorted(folder.glob("llama_cpp_python-*.whl"))
     if not wheels:
-        env = {**os.environ, "CMAKE_ARGS": " ".join(args), "FORCE_CMAKE": "1"}
+        env = {**os.environ, "CMAKE_ARGS": shlex.join(args), "FORCE_CMAKE": "1"}  # split by shlex in the build
         env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
         print(f"build_llama_cpp: building llama-cpp-python {opts.version} ({opts.isa}): CMAKE_ARGS={env['CMAKE_ARGS']}")
         tmp = folder.with_name(folder.name + ".partial")
