@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 STEPS = ["--steps", "40", "--batch-size", "8", "--lr", "1e-3", "--warmup", "4", "--seed", "0"]
 COMMON = ["train", "--init", "tiny", "--train-length", "1k", "--scaling", "longrope"]
-COMMON += ["--factors", str(HERE / "long_factor.json"), *STEPS, "--force"]
+COMMON += ["--factors", "evidence/mixed_window/long_factor.json", *STEPS, "--force"]
 RUNS = {"mixed windows": ["--mixed-window"], "full-length windows": []}
 LENGTHS = (256, 1024)
 
@@ -47,6 +47,7 @@ def main() -> None:
     rows.append({"model": "tiny + longrope, training-free", **score(source.set_scaling(spec))})
     for name, extra in RUNS.items():
         out = Path("runs") / ("mixed_window_" + ("mixed" if extra else "full"))
+        out.parent.mkdir(exist_ok=True)
         command = ["ropekit", *COMMON, *extra, "--out", str(out)]
         commands[name] = " ".join(command)
         started = time.perf_counter()

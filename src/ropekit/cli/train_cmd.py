@@ -153,6 +153,10 @@ def train_command(
             task_weights=weights,
             mixed_window=mixed_window,
         )
+        if mixed_window:  # refused here, before any work, as train() would refuse it
+            from ropekit.mixed_window import mixed_window_scaling
+
+            mixed_window_scaling(config.scaling)
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])
     with option_errors(
