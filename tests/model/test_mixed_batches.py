@@ -9,7 +9,7 @@ import torch
 from ropekit.model.checkpoint import load
 from ropekit.model.mixed_batches import mixed_batch, use_mixed_window
 from ropekit.model.tiny import TinyConfig, TinyLM
-from ropekit.model.train import TrainConfig, train, training_loss
+from ropekit.model.train import TrainConfig, make_batch, train, training_loss
 from ropekit.scaling.longrope import LongRopeScaling
 
 L0 = 16
@@ -29,7 +29,12 @@ def _corpus() -> np.ndarray:
 
 def test_mixed_batches_pack_short_rows_below_l0_and_are_a_function_of_seed_and_step():
     settings = TrainConfig(batch_size=16, task_fraction=0.0, seed=3)
-    ids, answers, positions, documents = mixed_batch(_corpus(), _config(), settings, step=5)
+
+    def batch():
+        ids, answers = make_batch(_corpus(), _config(), settings, 5, with_answers=True)
+        return mixed_batch(ids, answers, _corpus(), _config(), settings.seed, 5)
+
+    ids, answers, positions, documents = batch()
     assert ids.shape == documents.shape == (16, 65) and positions.shape == (16, 64)
     short = documents.amax(-1) > 0  # packed rows hold several pieces; full-length rows one document
     assert 0 < int(short.sum()) < 16
@@ -37,7 +42,7 @@ def test_mixed_batches_pack_short_rows_below_l0_and_are_a_function_of_seed_and_s
     for row in range(16):
         starts = torch.cat([torch.tensor([True]), documents[row, 1:-1] != documents[row, :-2]])
         assert torch.equal(positions[row] == 0, starts)
-    again = mixed_batch(_corpus(), _config(), settings, step=5)
+    again = batch()
     assert all(torch.equal(a, b) for a, b in zip((ids, answers, positions, documents), again, strict=True))
 
 

@@ -20,7 +20,6 @@ from ropekit.mixed_window import MixedWindowRotary
 
 if TYPE_CHECKING:
     from ropekit.model.tiny import TinyConfig, TinyLM
-    from ropekit.model.train import TrainConfig
 
 #: the share of rows packed from short pieces (LongRoPE2's mix is about 45% short rows: 32k of 72k sequences)
 SHORT_SHARE = 0.5
@@ -42,17 +41,15 @@ def short_row(rng: np.random.Generator, corpus: np.ndarray, length: int, origina
 
 
 def mixed_batch(
-    corpus: np.ndarray, config: TinyConfig, train: TrainConfig, step: int
+    ids: torch.Tensor, answers: torch.Tensor, corpus: np.ndarray, config: TinyConfig, seed: int, step: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(ids, answers, positions, documents)`` for ``step``: ids and documents ``(batch, train_length + 1)``,
-    positions ``(batch, train_length)`` (of the inputs ``ids[:, :-1]``), answers ``(batch,)``."""
-    from ropekit.model.train import make_batch
-
-    ids, answers = make_batch(corpus, config, train, step, with_answers=True)
+    """``(ids, answers, positions, documents)`` for ``step`` of a run seeded ``seed``, from the full-length batch
+    ``ids``, ``answers`` of :func:`ropekit.model.train.make_batch` (changed in place): ids and documents ``(batch,
+    train_length + 1)``, positions ``(batch, train_length)`` (of the inputs ``ids[:, :-1]``), answers ``(batch,)``."""
     length = ids.shape[1]
     positions = torch.arange(length, dtype=torch.int64).repeat(ids.shape[0], 1)  # (batch, length)
     documents = torch.zeros_like(ids)  # (batch, length)
-    rng = np.random.default_rng([train.seed, step, 1])  # apart from make_batch's draws
+    rng = np.random.default_rng([seed, step, 1])  # apart from make_batch's draws
     original = config.scaling.original_max_position_embeddings
     for row in range(ids.shape[0]):
         if rng.random() < SHORT_SHARE:

@@ -262,11 +262,10 @@ def _train_steps(
         while step < train.steps:
             model.train()
             packed = None
+            batch, answers = make_batch(corpus, config, train, step, with_answers=True)
             if train.mixed_window:
-                batch, answers, positions, documents = mixed_batch(corpus, config, train, step)
+                batch, answers, positions, documents = mixed_batch(batch, answers, corpus, config, train.seed, step)
                 packed = (positions.to(device), documents.to(device))
-            else:
-                batch, answers = make_batch(corpus, config, train, step, with_answers=True)
             batch = batch.to(device)
             elapsed = elapsed_before + time.perf_counter() - started
             fraction = progress_fraction(train, step, elapsed)
