@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 import torch
 
 from helpers.hf_models import random_hf_model
+from helpers.mixed_text import write_mixed_text
 from ropekit.finetune.mixed import next_token_mask, pack_mixed
 from ropekit.finetune.pose import PoseSettings
 from ropekit.finetune.train import _mixed_samples
@@ -122,16 +122,6 @@ def test_the_eager_mask_gives_the_same_logits():
         attention_mask_for(model, numbers, torch.float32)
 
 
-def _mixed_text(path, seed: int = 0):
-    rng = random.Random(seed)
-    lines = []
-    for i in range(160):
-        n = rng.randrange(2, 6) if i % 2 else rng.randrange(25, 45)  # bytes: short ≤ 64 tokens, long > 64
-        lines.append(json.dumps({"text": " ".join(str(rng.randrange(10)) for _ in range(n))}))
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_finetune_mixed_window_trains_and_writes_a_native_longrope_checkpoint(llama_dir, tmp_path):
     """A few steps on the byte-level Llama (L0 = 64): the folder loads in plain transformers as longrope with the
     original RoPE as its short list, and gives the logits ropekit's patched model gives with the trained weights."""
@@ -147,7 +137,7 @@ def test_finetune_mixed_window_trains_and_writes_a_native_longrope_checkpoint(ll
         target_length=256, steps=3, lr=3e-3, batch_size=2, checkpoint_every=0, mixed_window=True
     )
     out = tmp_path / "out"
-    request = FinetuneRequest(llama_dir, given, _mixed_text(tmp_path / "t.jsonl"), out, settings, evaluate=False)
+    request = FinetuneRequest(llama_dir, given, write_mixed_text(tmp_path / "t.jsonl"), out, settings, evaluate=False)
     report = finetune(request, progress=False)
     assert report.train.steps_done == 3 and report.train.heldout_after < report.train.heldout_before
     rope = json.loads((out / "config.json").read_text())["rope_parameters"]

@@ -41,12 +41,12 @@ class ChunkedCausalLM(nn.Module):
     document (``masking_utils.find_packed_sequence_indices``) and stops attention across it. Packed documents (mixed
     windows, :mod:`ropekit.finetune.mixed`) come with their document numbers instead: a 4-D mask keeps each document
     to itself (:func:`ropekit.integrations.hf.mixed_window.attention_mask_for`) and the loss is the mean over the
-    predictions inside a document (a document's last token predicts nothing).
+    predictions inside a document (a document's last token predicts nothing), per row and then over rows.
 
     Shapes:
         input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``), documents
-        ``(batch, seq)`` or ``None`` → scalar loss (mean over ``batch × (seq − 1)`` predictions, or over those inside
-        a document).
+        ``(batch, seq)`` or ``None`` → scalar loss (mean over ``batch × (seq − 1)`` predictions, or the mean over rows
+        of each row's mean over its predictions inside a document).
     """
 
     def __init__(self, model: nn.Module, *, chunk_bytes: int = TRAIN_CHUNK_BYTES) -> None:
@@ -77,7 +77,8 @@ class ChunkedCausalLM(nn.Module):
         if documents is None:
             return losses.sum() / targets.numel()
         inside = (documents[:, 1:] == documents[:, :-1]).to(losses.dtype)  # (batch, seq - 1): not across documents
-        return (losses * inside).sum() / inside.sum().clamp(min=1.0)
+        # each row's mean, then the mean over rows: the same loss however the rows are split over processes
+        return ((losses * inside).sum(-1) / inside.sum(-1).clamp(min=1.0)).mean()
 
 
 def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
