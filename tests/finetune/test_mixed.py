@@ -150,3 +150,14 @@ def test_finetune_mixed_window_trains_and_writes_a_native_longrope_checkpoint(ll
             torch.testing.assert_close(
                 native(ids[:, :length]).logits, patched(ids[:, :length]).logits, atol=1e-4, rtol=1e-4
             )
+
+
+def test_the_fit_plan_counts_the_document_mask():
+    from helpers.hf_models import random_hf_config
+    from ropekit.finetune.fit import Shapes, plan_step
+
+    shapes = Shapes.of_config(random_hf_config("llama").to_dict())
+    plain = plan_step(shapes, window=512, target_length=512, batch_size=3)
+    mixed = plan_step(shapes, window=512, target_length=512, batch_size=3, mixed_window=True)
+    assert mixed.peak - plain.peak == mixed.mask == 3 * 512 * 512  # one bool per (row, query, key)
+    assert "document mask" in mixed.summary() and "document mask" not in plain.summary()
