@@ -4,6 +4,8 @@ Run from the repository root; the two fine-tunes may run at once, then the scori
 
     OMP_NUM_THREADS=1 nice -n 10 python evidence/mixed_window/run.py train mixed
     OMP_NUM_THREADS=1 nice -n 10 python evidence/mixed_window/run.py train full
+    OMP_NUM_THREADS=1 nice -n 10 python evidence/mixed_window/run.py train mixed 1   # a second seed (optional)
+    OMP_NUM_THREADS=1 nice -n 10 python evidence/mixed_window/run.py train full 1
     OMP_NUM_THREADS=1 nice -n 10 python evidence/mixed_window/run.py score   # → evidence/mixed_window/results.json
 
 Both runs start from the bundled tiny model (trained at 256 bytes) and train 24 steps of 4 rows at 1024 bytes (4×)
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-STEPS = ["--steps", "24", "--batch-size", "4", "--lr", "1e-3", "--warmup", "3", "--seed", "0"]
+STEPS = ["--steps", "24", "--batch-size", "4", "--lr", "1e-3", "--warmup", "3"]
 COMMON = ["train", "--init", "tiny", "--train-length", "1k", "--scaling", "longrope"]
 COMMON += ["--factors", "evidence/mixed_window/long_factor.json", *STEPS, "--force", "--json"]
 RUNS = {"mixed": ["--mixed-window"], "full": []}
@@ -29,24 +31,51 @@ NAMES = {"mixed": "mixed windows", "full": "full-length windows"}
 LENGTHS = (256, 1024)
 
 
-def command(kind: str) -> list[str]:
-    return ["ropekit", *COMMON, *RUNS[kind], "--out", f"runs/mixed_window_{kind}"]
+def name(kind: str, seed: int) -> str:
+    return f"{kind}" if seed == 0 else f"{kind}_s{seed}"
 
 
-def train(kind: str) -> None:
+def command(kind: str, seed: int) -> list[str]:
+    out = f"runs/mixed_window_{name(kind, seed)}"
+    return ["ropekit", *COMMON, "--seed", str(seed), *RUNS[kind], "--out", out]
+
+
+def train(kind: str, seed: int) -> None:
     Path("runs").mkdir(exist_ok=True)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ropekit.cli", *command(kind)[1:]], check=True, capture_output=True)
+    argv = command(kind, seed)[1:]
+    done = subprocess.run([sys.executable, "-m", "ropekit.cli", *argv], check=True, capture_output=True)
     summary = json.loads(done.stdout)
-    record = {"command": " ".join(command(kind)), "wall_seconds": round(time.perf_counter() - started, 1)}
+    record = {"command": " ".join(command(kind, seed)), "wall_seconds": round(time.perf_counter() - started, 1)}
     record |= {k: summary[k] for k in ("steps", "tokens", "wall_time_s", "heldout_bpb")}
-    (HERE / f"train_{kind}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (HERE / f"train_{name(kind, seed)}.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
-def score(model) -> dict[str, float]:
-    from ropekit.model.train import heldout_bpb
+WINDOWS = 64
 
-    return {f"bpb@{n}": round(heldout_bpb(model, n, max_windows=24), 4) for n in LENGTHS}
+
+def window_bpb(model, length: int) -> list[float]:
+    """Bits per byte of each of the first :data:`WINDOWS` non-overlapping held-out windows of ``length`` bytes."""
+    import torch
+    import torch.nn.functional as F
+
+    from ropekit.model.corpus import heldout_bytes
+    from ropekit.model.tiny import bits_per_byte
+    from ropekit.model.tokenizer import byte_ids
+
+    data = torch.from_numpy(byte_ids(heldout_bytes()))
+    model.eval()
+    values = []
+    with torch.no_grad():
+        for w in range(min(WINDOWS, (len(data) - 1) // length)):
+            chunk = data[w * length : w * length + length + 1]
+            values.append(bits_per_byte(F.cross_entropy(model(chunk[None, :-1])[0], chunk[1:]).item()))
+    return values
+
+
+def score(model) -> dict[str, object]:
+    windows = {n: window_bpb(model, n) for n in LENGTHS}
+    return {f"bpb@{n}": round(sum(v) / len(v), 4) for n, v in windows.items()} | {"_windows": windows}
 
 
 def score_all() -> None:
@@ -56,18 +85,38 @@ def score_all() -> None:
     source = load("tiny")
     rows = [{"model": "tiny as shipped (plain RoPE)", **score(source)}]
     long = tuple(json.loads((HERE / "long_factor.json").read_text()))
-    spec = LongRopeScaling(short_factor=(1.0,) * len(long), long_factor=long, original_max_position_embeddings=256, factor=4.0)
+    spec = LongRopeScaling(
+        short_factor=(1.0,) * len(long), long_factor=long, original_max_position_embeddings=256, factor=4.0
+    )
     rows.append({"model": "tiny + longrope, training-free", **score(source.set_scaling(spec))})
-    for kind, name in NAMES.items():
-        trained = json.loads((HERE / f"train_{kind}.json").read_text())
-        rows.append({"model": f"fine-tuned, {name}", **score(load(f"runs/mixed_window_{kind}")), "train": trained})
-    note = "bits per byte on the shipped held-out text (24 non-overlapping windows per length)"
-    (HERE / "results.json").write_text(json.dumps({"note": note, "rows": rows}, indent=2) + "\n")
-    print(json.dumps(rows, indent=2))
+    for seed in (0, 1):
+        for kind, label in NAMES.items():
+            record = HERE / f"train_{name(kind, seed)}.json"
+            if record.is_file():
+                trained = json.loads(record.read_text())
+                model = load(f"runs/mixed_window_{name(kind, seed)}")
+                rows.append({"model": f"fine-tuned, {label}, seed {seed}", **score(model), "train": trained})
+    paired = []  # mixed minus full-length, per window, same seed: mean and a 95% interval over windows
+    for seed in (0, 1):
+        pair = [r for r in rows if r["model"].endswith(f"seed {seed}")]
+        if len(pair) == 2:
+            for n in LENGTHS:
+                d = [a - b for a, b in zip(pair[0]["_windows"][n], pair[1]["_windows"][n], strict=True)]
+                mean = sum(d) / len(d)
+                sd = (sum((x - mean) ** 2 for x in d) / (len(d) - 1)) ** 0.5
+                half = 1.96 * sd / len(d) ** 0.5
+                paired.append({"seed": seed, "length": n, "windows": len(d), "mixed_minus_full_bpb": round(mean, 4),
+                               "interval95": [round(mean - half, 4), round(mean + half, 4)]})  # fmt: skip
+    for row in rows:
+        row.pop("_windows")
+    note = f"bits per byte on the shipped held-out text ({WINDOWS} non-overlapping windows per length)"
+    result = {"note": note, "rows": rows, "paired": paired}
+    (HERE / "results.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "train":
-        train(sys.argv[2])
+        train(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
     else:
         score_all()
