@@ -60,3 +60,21 @@ def test_train_mixed_window_reaches_the_run_with_the_original_rope_as_short_list
     assert settings.mixed_window is True
     assert config.scaling.original_max_position_embeddings == 256  # --init tiny's training length
     assert config.scaling.factor == 4.0 and config.scaling.long_factor == (1.0,) * 8 + (4.0,) * 8
+
+
+def test_finetune_mixed_window_takes_a_longrope_models_own_lists(make_llama, tmp_path):
+    """`--scaling longrope` without lists on a folder whose rope_parameters are longrope trains with those lists and
+    writes them back (the model's own short list here is the original RoPE)."""
+    pytest.importorskip("transformers")
+    from helpers.mixed_text import write_mixed_text
+
+    own = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 8, "long_factor": LONG}
+    own |= {"original_max_position_embeddings": 64, "factor": 4.0}
+    model = make_llama(tmp_path / "m", rope_parameters=own, positions=256)
+    out = tmp_path / "out"
+    args = ["finetune", "--model", model, "--text", write_mixed_text(tmp_path / "t.jsonl"), "--target-length", "256"]
+    result = run(*args, "--scaling", "longrope", "--mixed-window", "--steps", "1", "--no-evaluate", "-o", out)
+    assert result.exit_code == 0, result.output
+    written = json.loads((out / "config.json").read_text())["rope_parameters"]
+    assert written["long_factor"] == LONG and written["short_factor"] == [1.0] * 8
+    assert "rows of documents ≤ 64 tokens" in result.stderr

@@ -67,6 +67,7 @@ ORIGINAL = typer.Option(
 MIXED = typer.Option(
     False,
     "--mixed-window",
+    metavar="",
     help="LongRoPE2: half the rows packed from pieces ≤ L0 (positions reset, short list; equal lists: the original "
     "RoPE), the rest full-length (long list); needs --scaling longrope.",
 )

@@ -52,8 +52,8 @@ class MixedRows:
         short, long = int((~self.long).sum()), int(self.long.sum())
         left = f", {self.left_out:,} tokens left out" if self.left_out else ""
         return (
-            f"mixed windows: {short:,} rows of documents ≤ {original:,} tokens (original RoPE), {long:,} rows of longer "
-            f"documents (long factors){left}"
+            f"mixed windows: {short:,} rows of documents ≤ {original:,} tokens (short list), {long:,} rows of longer "
+            f"documents (long list){left}"
         )
 
 
