@@ -161,3 +161,21 @@ def test_the_fit_plan_counts_the_document_mask():
     mixed = plan_step(shapes, window=512, target_length=512, batch_size=3, mixed_window=True)
     assert mixed.peak - plain.peak == mixed.mask == 3 * 512 * 512  # one bool per (row, query, key)
     assert "document mask" in mixed.summary() and "document mask" not in plain.summary()
+
+
+def test_finetune_mixed_window_with_pose_windows(llama_dir, tmp_path):
+    """PoSE and mixed windows together: 64-token rows, long rows' positions skipping across 256."""
+    from ropekit.finetune.request import FinetuneRequest, prepare
+    from ropekit.finetune.run import run_prepared
+    from ropekit.finetune.settings import FinetuneSettings
+
+    given = LongRopeScaling(short_factor=LONG, long_factor=LONG, original_max_position_embeddings=64, factor=4.0)
+    settings = FinetuneSettings(
+        target_length=256, window=64, steps=2, lr=3e-3, batch_size=2, checkpoint_every=0, mixed_window=True
+    )
+    text = write_mixed_text(tmp_path / "t.jsonl")
+    prepared = prepare(FinetuneRequest(llama_dir, given, text, tmp_path / "out", settings, evaluate=False))
+    rows = prepared.mixed
+    assert rows.ids.shape[1] == 64 and bool(rows.long.any()) and bool((~rows.long).any())
+    report = run_prepared(prepared, progress=False)
+    assert report.train.steps_done == 2 and (tmp_path / "out" / "config.json").is_file()
