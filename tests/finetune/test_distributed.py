@@ -40,9 +40,16 @@ def _first_step_loss(out: Path) -> float:
         return next(float(r["loss"]) for r in csv.DictReader(handle) if r["step"] == "1")
 
 
-def _finetune_args(model: Path, text: Path, out: Path, batch_size: int, steps: int = 1) -> list[str]:
+def _finetune_args(
+    model: Path,
+    text: Path,
+    out: Path,
+    batch_size: int,
+    steps: int = 1,
+    method: tuple[str, ...] = ("yarn", "--factor", "2"),
+) -> list[str]:
     return [
-        "finetune", "--model", str(model), "--scaling", "yarn", "--factor", "2", "--target-length", "128",
+        "finetune", "--model", str(model), "--scaling", *method, "--target-length", "128",
         "--text", str(text), "--steps", str(steps), "--batch-size", str(batch_size), "--lr", "1e-3",
         "--checkpoint-every", "0", "--no-evaluate", "--out", str(out),
     ]  # fmt: skip
@@ -70,6 +77,26 @@ def test_two_cpu_processes_match_one_process(llama_dir, text_file, tmp_path):
     assert one.returncode == 0, one.stderr[-3000:]
     assert json.loads((tmp_path / "two" / "finetune" / "report.json").read_text())["processes"] == 2
     assert json.loads((tmp_path / "one" / "finetune" / "report.json").read_text())["processes"] == 1
+    assert _first_step_loss(tmp_path / "two") == pytest.approx(_first_step_loss(tmp_path / "one"), rel=1e-6)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_mixed_windows_on_two_cpu_processes_match_one_process(llama_dir, tmp_path):
+    """Rows differ in their targets inside documents; the loss (each row's mean, then over rows) does not depend on
+    how rows are split over processes."""
+    from helpers.mixed_text import write_mixed_text
+
+    factors = tmp_path / "factors.json"
+    factors.write_text(json.dumps([1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]))
+    text = write_mixed_text(tmp_path / "t.jsonl")
+    method = ("longrope", "--factors", str(factors), "--mixed-window")
+    two_args = _finetune_args(llama_dir, text, tmp_path / "two", 1, method=method)
+    two = _ropekit(two_args, ["--multi_gpu", "--num_machines", "1"])
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = _ropekit(_finetune_args(llama_dir, text, tmp_path / "one", 2, method=method))
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert json.loads((tmp_path / "two" / "finetune" / "report.json").read_text())["processes"] == 2
     assert _first_step_loss(tmp_path / "two") == pytest.approx(_first_step_loss(tmp_path / "one"), rel=1e-6)
 
 

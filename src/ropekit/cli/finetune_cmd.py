@@ -31,6 +31,8 @@ _NAMES = {
     "layer_types": "--layer-types",
     "window": "--window",
     "chunks": "--chunks",
+    "mixed_window": "--mixed-window",
+    "fixed_seq_len": "--fixed-seq-len",
     "original_length": "--original-length",
     "model": "--model",
     "text": "--text",
@@ -65,6 +67,12 @@ def finetune_command(
     ),
     chunks: int | None = typer.Option(
         None, "--chunks", help="PoSE: chunks per --window (default 2, the paper's); needs --window."
+    ),
+    mixed_window: bool = typer.Option(
+        False,
+        "--mixed-window",
+        help="LongRoPE2: rows packed from documents ≤ L0 (positions reset, short list; equal lists: the original "
+        "RoPE) or longer ones (long list); needs --scaling longrope.",
     ),
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
     eval_tokens: str = typer.Option("16k", help="Tokens scored per perplexity length in the table."),
@@ -143,6 +151,7 @@ def _request(o: SimpleNamespace, target: int, console):
             target_length=target,
             window=parse_length(o.window, "--window", minimum=2) if o.window else None,
             chunks=o.chunks,
+            mixed_window=o.mixed_window,
             **{name: getattr(o, name) for name in fields},
         )
         return FinetuneRequest(
@@ -178,7 +187,10 @@ def _plan(request, console, dry_run: bool) -> None:
 
     def build():
         try:
-            return checked_model(lambda: load_for_training(request.model, request.scaling, request.layer_types))
+            mixed = request.settings.mixed_window
+            return checked_model(
+                lambda: load_for_training(request.model, request.scaling, request.layer_types, mixed_window=mixed)
+            )
         except ValueError as error:
             raise _HeadRefused(str(error)) from None
 

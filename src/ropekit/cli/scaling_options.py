@@ -240,6 +240,8 @@ def resolve_scaling(
     if o.factors is not None:
         values = _read_factors(o.factors)
         typed.update(short_factor=values, long_factor=values)
+    elif scaling == "longrope" and getattr(rope.scaling, "rope_type", None) == "longrope":
+        typed["native"] = rope.scaling  # the model's own lists, unless --param gives others
     if factor is None and target is not None:
         factor = target / original
     aliases = _alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ropekit.cli.common import (
+    fail,
     json_option,
     option_errors,
     parse_length,
@@ -38,6 +39,7 @@ _TRAIN_FIELDS = (
     "task_mix",
     "answer_weight",
     "task_weights",
+    "mixed_window",
 )
 
 #: the options whose declarations do not fit on one line
@@ -53,6 +55,21 @@ TASK_WEIGHTS = typer.Option(
 )
 INIT = typer.Option(
     None, help="Start from this checkpoint's weights (a directory, or tiny for the bundled model); same shape."
+)
+SCALING = typer.Option(
+    None, "--scaling", help="RoPE scaling to train with, e.g. longrope (lists from --param or --factors) or yarn."
+)
+FACTORS = typer.Option(None, "--factors", help="JSON file with per-pair factors (a list) for --scaling longrope.")
+PARAM = typer.Option(None, "--param", help="Another field of the scaling, NAME=VALUE (repeatable), as `frequencies`.")
+ORIGINAL = typer.Option(
+    None, "--original-length", help="The length --scaling extends from (default: --init's training length, else 256)."
+)
+MIXED = typer.Option(
+    False,
+    "--mixed-window",
+    metavar="",
+    help="LongRoPE2: half the rows packed from pieces ≤ L0 (positions reset, short list; equal lists: the original "
+    "RoPE), the rest full-length (long list); needs --scaling longrope.",
 )
 FORCE = typer.Option(
     False,
@@ -86,6 +103,12 @@ def train_command(
     answer_weight: float = typer.Option(1.0, help="Loss weight of answer tokens relative to the rest (1: plain LM)."),
     task_weights: str | None = TASK_WEIGHTS,
     init: str | None = INIT,
+    scaling: str | None = SCALING,
+    factor: float | None = typer.Option(None, "--factor", help="--scaling factor (default: --train-length / L0)."),
+    factors: Path | None = FACTORS,
+    param: list[str] | None = PARAM,
+    original_length: str | None = ORIGINAL,
+    mixed_window: bool = MIXED,
     resume: bool = typer.Option(True, metavar="", help="Continue from a train_state in --out if present."),
     force: bool = FORCE,
     json_output: bool = json_option("Print the run's summary as JSON (the progress bar goes to stderr)."),
@@ -116,6 +139,7 @@ def train_command(
             rope_base=base,
             segment_length=segment_length,
             memory_update=memory_update,
+            scaling=_scaling(scaling, factor, factors, param, original_length, init, length),
         )
         settings = TrainConfig(
             steps=steps,
@@ -128,16 +152,58 @@ def train_command(
             task_mix=task_mix,
             answer_weight=answer_weight,
             task_weights=weights,
+            mixed_window=mixed_window,
         )
+        if mixed_window:  # refused here, before any work, as train() would refuse it
+            from ropekit.mixed_window import mixed_window_scaling
+
+            mixed_window_scaling(config.scaling)
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])
-    with option_errors(device="--device", init="--init", out="--out", force="--force"):
+    with option_errors(
+        device="--device",
+        init="--init",
+        out="--out",
+        force="--force",
+        mixed_window="--mixed-window",
+        scaling="--scaling",
+    ):
         check_train_out(out, resume=resume, force=force)
         summary = train(config, settings, out, resume=resume, command=command, init=init, force=force)
     if json_output:
         print_json({**summary, "out": str(out)})
         return
     _print_done(summary, out)
+
+
+def _scaling(name, factor, factors, params, original_length, init, length):
+    """The ``--scaling`` config (``None`` without it), its L0 from ``--original-length`` or ``--init``'s length."""
+    if name is None:
+        for given, option in ((factor, "--factor"), (factors, "--factors"), (params, "--param")):
+            if given:
+                raise fail(f"{option} needs --scaling (e.g. --scaling longrope)")
+        return None
+    from ropekit.cli.params import build_scaling
+    from ropekit.cli.scaling_options import _read_factors
+
+    if original_length:
+        original = parse_length(original_length, "--original-length")
+    elif init is not None:
+        from ropekit.model.checkpoint import load
+
+        with option_errors(init="--init"):
+            try:
+                original = load(init).config.train_length
+            except (OSError, ValueError) as error:
+                raise ValueError(f"init={init!r}: {error}") from None
+    else:
+        original = 256
+    typed = {}
+    if factors is not None:
+        values = _read_factors(factors)
+        typed = {"short_factor": values, "long_factor": values}
+    factor = length / original if factor is None else factor
+    return build_scaling(name, factor, original, params=params, options=("short_factor", "long_factor"), **typed)
 
 
 def _print_done(summary: dict, out: Path) -> None:

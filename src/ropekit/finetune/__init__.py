@@ -12,6 +12,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   :mod:`~ropekit.finetune.processes` its ``accelerate`` plumbing (stopping together, checkpoints, progress).
 * :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.
+* :mod:`~ropekit.finetune.mixed` — LongRoPE2's mixed windows: rows packed from short documents (the original RoPE)
+  or from long ones (the long factors), switched per row by :mod:`ropekit.mixed_window`.
 * :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
   window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak and the device's free memory.
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
@@ -31,6 +33,7 @@ __all__ = [
     "lora",
     "loss",
     "loss_log",
+    "mixed",
     "pose",
     "processes",
     "request",

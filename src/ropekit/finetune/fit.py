@@ -119,13 +119,14 @@ class StepPlan:
     seconds_per_step: float | None
     available: int | None
     calibrated: bool
+    mask: int = 0  # mixed windows: the 4-D bool document mask, batch × window² bytes, alive through the step
 
     @property
     def peak(self) -> int:
         backward = self.activations + self.logits  # all alive when the loss head's backward starts
         if self.checkpointing:  # layer inputs, then the head's backward or one recomputed layer
             backward = self.layer_inputs + max(self.activations - self.layer_inputs, self.logits)
-        return self.weights + self.optimizer + max(self.gradients, backward) + self.other
+        return self.weights + self.optimizer + max(self.gradients, backward) + self.other + self.mask
 
     @property
     def fits(self) -> bool:
@@ -143,6 +144,7 @@ class StepPlan:
         step = f"{self.seconds_per_step:.2f} s/step" if self.seconds_per_step is not None else "time not measured"
         free = f" of {gib(self.available)} free" if self.available is not None else ""
         extra = f", measured extra {gib(self.other)}" if self.other else ""
+        extra += f", document mask {gib(self.mask)}" if self.mask else ""
         return (
             f"plan: window {self.window:,} (target {self.target_length:,}) × batch {self.batch_size} × accum "
             f"{self.grad_accum}: peak {gib(self.peak)}{free} (weights {gib(self.weights)}, AdamW "
@@ -199,9 +201,11 @@ def plan_step(
     element_bytes: int = 4,
     calibration: Calibration | None = None,
     available: int | None = None,
+    mixed_window: bool = False,
 ) -> StepPlan:
     """The predicted peak and step time of training on ``batch_size`` rows of ``window`` tokens (positions over
-    ``target_length``: PoSE costs what its window costs), ``grad_accum`` micro-steps per optimizer step."""
+    ``target_length``: PoSE costs what its window costs), ``grad_accum`` micro-steps per optimizer step; mixed windows
+    add their document mask (:func:`ropekit.mixed_window.document_mask`)."""
     tokens = batch_size * window
     per_token = activation_per_token(shapes, checkpointing=checkpointing, element_bytes=element_bytes)
     seconds = None
@@ -224,6 +228,7 @@ def plan_step(
         seconds_per_step=seconds,
         available=available,
         calibrated=calibration is not None,
+        mask=batch_size * window * window if mixed_window else 0,
     )
 
 
@@ -324,6 +329,7 @@ def plan_finetune(
         "grad_accum": settings.grad_accum,
         "checkpointing": settings.gradient_checkpointing,
         "element_bytes": element_bytes,
+        "mixed_window": getattr(settings, "mixed_window", False),
     }
     calibration = None
     short = min(window, CALIBRATION_WINDOW)

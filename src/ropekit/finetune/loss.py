@@ -38,11 +38,15 @@ class ChunkedCausalLM(nn.Module):
 
     Position ids that skip (PoSE, :mod:`ropekit.finetune.pose`) go with an all-ones attention mask: without a mask
     and without a cache, transformers 5.x reads every jump in ``position_ids`` as the start of another packed
-    document (``masking_utils.find_packed_sequence_indices``) and stops attention across it.
+    document (``masking_utils.find_packed_sequence_indices``) and stops attention across it. Packed documents (mixed
+    windows, :mod:`ropekit.finetune.mixed`) come with their document numbers instead: a 4-D mask keeps each document
+    to itself (:func:`ropekit.integrations.hf.mixed_window.attention_mask_for`) and the loss is the mean over the
+    predictions inside a document (a document's last token predicts nothing), per row and then over rows.
 
     Shapes:
-        input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``) → scalar loss
-        (mean over ``batch × (seq − 1)`` predictions).
+        input_ids ``(batch, seq)``, position_ids ``(batch, seq)`` or ``None`` (``0 .. seq - 1``), documents
+        ``(batch, seq)`` or ``None`` → scalar loss (mean over ``batch × (seq − 1)`` predictions, or the mean over rows
+        of each row's mean over its predictions inside a document).
     """
 
     def __init__(self, model: nn.Module, *, chunk_bytes: int = TRAIN_CHUNK_BYTES) -> None:
@@ -51,10 +55,17 @@ class ChunkedCausalLM(nn.Module):
         self.chunk_bytes = require_int("chunk_bytes", chunk_bytes, minimum=1)
         self._no_split_modules = getattr(causal_lm(model), "_no_split_modules", None)  # for FSDP's auto-wrap
 
-    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None, documents: torch.Tensor | None = None
+    ) -> torch.Tensor:
         inputs = {"input_ids": input_ids[:, :-1], "use_cache": False}
         if position_ids is not None:  # one document whose positions skip, not packed documents
             inputs.update(position_ids=position_ids[:, :-1], attention_mask=torch.ones_like(input_ids[:, :-1]))
+        if documents is not None:  # packed documents (mixed windows): each sees only itself, predicts only itself
+            from ropekit.integrations.hf.mixed_window import attention_mask_for
+
+            dtype = causal_lm(self.model).get_input_embeddings().weight.dtype
+            inputs["attention_mask"] = attention_mask_for(causal_lm(self.model), documents[:, :-1], dtype)
         body = decoder(self.model)(**inputs)
         hidden = body.last_hidden_state  # (batch, seq - 1, d_model)
         targets = input_ids[:, 1:]  # (batch, seq - 1)
@@ -63,7 +74,11 @@ class ChunkedCausalLM(nn.Module):
         losses = chunked_cross_entropy(
             lambda part: head_logits(self.model, part), hidden, targets, chunk=chunk, recompute=True
         )  # (batch, seq - 1)
-        return losses.sum() / targets.numel()
+        if documents is None:
+            return losses.sum() / targets.numel()
+        inside = (documents[:, 1:] == documents[:, :-1]).to(losses.dtype)  # (batch, seq - 1): not across documents
+        # each row's mean, then the mean over rows: the same loss however the rows are split over processes
+        return ((losses * inside).sum(-1) / inside.sum(-1).clamp(min=1.0)).mean()
 
 
 def prepared_model(model: nn.Module, settings: Any) -> nn.Module:

@@ -73,6 +73,10 @@ class FinetuneRequest:
             object.__setattr__(self, "original_length", require_int("original_length", self.original_length, minimum=1))
         object.__setattr__(self, "eval_tokens", require_int("eval_tokens", self.eval_tokens, minimum=1))
         object.__setattr__(self, "passkey_trials", require_int("passkey_trials", self.passkey_trials, minimum=1))
+        if self.settings.mixed_window:  # short sequences take the short list: equal lists become the original RoPE
+            from ropekit.mixed_window import mixed_window_scaling
+
+            object.__setattr__(self, "scaling", mixed_window_scaling(self.scaling))
 
 
 @dataclass
@@ -86,6 +90,8 @@ class PreparedRun:
         copy_from: a finished run's work folder to resume from (``None``: the hidden partial folder's, or a new run).
         data: the training windows and the held-out tokens.
         heldout_windows: ``(count, target_length)`` windows of the held-out loss.
+        mixed: with ``settings.mixed_window``, the training rows (:class:`ropekit.finetune.mixed.MixedRows`), which
+            replace ``data.windows``.
         accelerator: the run's :class:`accelerate.Accelerator`.
         log: prints on the main process only.
     """
@@ -101,6 +107,7 @@ class PreparedRun:
     heldout_windows: torch.Tensor
     accelerator: Any
     log: Callable[[str], None] = field(default=lambda message: None)
+    mixed: Any = None  # the mixed-window rows (ropekit.finetune.mixed.MixedRows) when settings.mixed_window
 
 
 def prepare(
@@ -144,8 +151,34 @@ def prepare(
     count = max(1, min(settings.heldout_windows, (len(data.heldout) - 1) // target))
     heldout_windows = data.heldout[: count * target].reshape(count, target)  # (count, target)
     log(data_summary(data, settings, notes))
+    mixed = None
+    if settings.mixed_window:
+        mixed = _mixed_rows(request, tokenizer, documents, data)
+        log(mixed.summary(request.scaling.original_max_position_embeddings))
     return PreparedRun(
-        request, original, config, notes, identity, copy_from, tokenizer, data, heldout_windows, accelerator, log
+        request, original, config, notes, identity, copy_from, tokenizer, data, heldout_windows, accelerator, log, mixed
+    )
+
+
+def _mixed_rows(request: FinetuneRequest, tokenizer, documents, data: PackedText):
+    """The mixed-window rows of the training documents, each tokenized alone and ended by the end-of-sequence token
+    (the stream :func:`ropekit.finetune.data.pack` cut, document by document, up to the held-out tail)."""
+    from ropekit.finetune.mixed import pack_mixed
+
+    eos = [] if tokenizer.eos_token_id is None else [int(tokenizer.eos_token_id)]
+    budget, kept = data.tokens - len(data.heldout), []
+    for document in documents.documents:  # the held-out tail is the end of the stream: stop where it starts
+        if budget <= 0:
+            break
+        ids = tokenizer(document.decode("utf-8"), add_special_tokens=True)["input_ids"] + eos
+        kept.append(torch.tensor(ids[:budget], dtype=torch.int64))
+        budget -= len(ids)
+    settings = request.settings
+    return pack_mixed(
+        kept,
+        original=request.scaling.original_max_position_embeddings,
+        target_length=settings.target_length,
+        window=settings.window,
     )
 
 

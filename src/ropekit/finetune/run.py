@@ -59,15 +59,22 @@ class FinetuneReport:
         }
 
 
-def load_for_training(model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None):
-    """The transformers model of ``model`` in float32 (transformers' default attention) with ``scaling`` applied, as training loads it."""
+def load_for_training(
+    model: Path, scaling: ScalingConfig | None, layer_types: Sequence[str] | None, *, mixed_window: bool = False
+):
+    """The transformers model of ``model`` in float32 (transformers' default attention) with ``scaling`` applied, as
+    training loads it; with ``mixed_window``, each sequence takes the short or the long ``longrope`` list by its own
+    positions (:func:`ropekit.integrations.hf.mixed_window.use_mixed_window`; the config stays native ``longrope``)."""
     from ropekit.integrations.hf.load import load_model
+    from ropekit.integrations.hf.mixed_window import use_mixed_window
     from ropekit.integrations.hf.patch_rope import apply_scaling
 
     loaded, _ = load_model(model, dtype=torch.float32)  # attention: transformers' default (sdpa where it runs)
     if layer_types is not None:
-        return apply_scaling(loaded, scaling, layer_types=layer_types)
-    return apply_scaling(loaded, scaling)
+        patched = apply_scaling(loaded, scaling, layer_types=layer_types)
+    else:
+        patched = apply_scaling(loaded, scaling)
+    return use_mixed_window(patched) if mixed_window else patched
 
 
 def finetune(
@@ -103,8 +110,10 @@ def run_prepared(
     _start_work(prepared, partial)
     try:
         result = train(
-            lambda: load_for_training(request.model, request.scaling, request.layer_types),
-            prepared.data.windows,
+            lambda: load_for_training(
+                request.model, request.scaling, request.layer_types, mixed_window=request.settings.mixed_window
+            ),
+            prepared.data.windows if prepared.mixed is None else prepared.mixed,
             prepared.heldout_windows,
             request.settings,
             work,

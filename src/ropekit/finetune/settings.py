@@ -45,6 +45,9 @@ class FinetuneSettings:
             held-out loss stays at ``target_length``.
         chunks: PoSE chunks per window (default 2, as in the paper; ``None`` without ``window``); the skips are
             drawn from ``seed`` and the sample index.
+        mixed_window: LongRoPE2's mixed windows (:mod:`ropekit.finetune.mixed`, :mod:`ropekit.mixed_window`): rows
+            packed from short documents (positions reset per document, the short list) or from long ones (the long
+            list), chosen per row by ``max(position_ids) + 1 > L0``; needs a ``longrope`` scaling.
 
     Raises:
         ValueError, TypeError: a value out of range, naming the field; ``chunks`` without ``window``.
@@ -69,6 +72,7 @@ class FinetuneSettings:
     heldout_windows: int = 2
     window: int | None = None
     chunks: int | None = None
+    mixed_window: bool = False
 
     def __post_init__(self) -> None:
         # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
@@ -106,6 +110,8 @@ class FinetuneSettings:
                 f"chunks={self.chunks!r} cuts PoSE windows, and there are none without window=W: give window=W "
                 "(tokens per training window) as well, or leave chunks out"
             )
+        if not isinstance(self.mixed_window, bool):
+            raise TypeError(f"mixed_window must be True or False, got {self.mixed_window!r}")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 

@@ -29,6 +29,7 @@ from torch import nn
 from ropekit.finetune.lora import lora_model
 from ropekit.finetune.loss import ChunkedCausalLM, prepared_model
 from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, write_loss_log
+from ropekit.finetune.mixed import MixedRows
 from ropekit.finetune.pose import PoseSettings
 from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
 from ropekit.finetune.settings import FinetuneSettings, resolved_mixed_precision
@@ -42,6 +43,18 @@ def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
         torch.randperm(count, generator=torch.Generator().manual_seed(seed * 100003 + epoch)) for epoch in range(epochs)
     ]
     return torch.cat(order)[:needed]
+
+
+def _mixed_samples(rows: MixedRows, order: torch.Tensor, pose: PoseSettings | None) -> tuple[torch.Tensor, ...]:
+    """``(ids, positions, documents)`` of the samples ``order`` of mixed-window ``rows``; with PoSE, the rows of long
+    documents take PoSE's position ids (a function of the seed and the sample number)."""
+    positions = rows.positions[order].clone()  # (samples, window)
+    if pose is not None:
+        long = rows.long[order]  # (samples,)
+        samples = torch.arange(len(order))[long]
+        if len(samples):
+            positions[long] = pose.batch(samples)
+    return rows.ids[order], positions, rows.documents[order]
 
 
 @dataclass
@@ -115,7 +128,7 @@ def fsdp_fallback_note(accelerator) -> str | None:
 
 def train(
     build_model: Callable[[], nn.Module],
-    windows: torch.Tensor,
+    windows: torch.Tensor | MixedRows,
     heldout: torch.Tensor,
     settings: FinetuneSettings,
     work_dir: Path,
@@ -134,7 +147,8 @@ def train(
 
     Args:
         build_model: returns the model to train (called once per process, after the seed is set).
-        windows: ``(n, target_length)`` training windows (``(n, window)`` with PoSE: ``settings.window``).
+        windows: ``(n, target_length)`` training windows (``(n, window)`` with PoSE: ``settings.window``), or
+            mixed-window rows (:class:`ropekit.finetune.mixed.MixedRows`, with ``settings.mixed_window``).
         heldout: ``(m, target_length)`` held-out windows.
         settings: see :class:`FinetuneSettings`.
         work_dir: where ``checkpoint/``, ``loss.csv`` and ``loss.png`` go.
@@ -242,12 +256,17 @@ class _Loop:
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
         global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
         order = window_order(len(windows), settings.steps * global_batch, settings.seed)
-        data: Any = windows[order]  # (samples, length)
+        pose = None
         if settings.window is not None:  # PoSE: each sample's position ids, a function of (seed, sample number)
             pose = PoseSettings(
                 window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
             )
-            data = torch.utils.data.TensorDataset(data, pose.batch(torch.arange(len(order))))
+        if isinstance(windows, MixedRows):
+            data: Any = torch.utils.data.TensorDataset(*_mixed_samples(windows, order, pose))
+        elif pose is not None:
+            data = torch.utils.data.TensorDataset(windows[order], pose.batch(torch.arange(len(order))))
+        else:
+            data = windows[order]  # (samples, length)
         loader = torch.utils.data.DataLoader(data, batch_size=settings.batch_size, shuffle=False, drop_last=True)
         wrapper, optimizer, loader = accelerator.prepare(wrapper, optimizer, loader)
         accelerator.register_for_checkpointing(scheduler)
@@ -300,7 +319,8 @@ class _Loop:
         for _ in range(settings.grad_accum):
             batch = next(batches)
             with accelerator.accumulate(wrapper):
-                loss = wrapper(*batch) if settings.window is not None else wrapper(batch)  # (ids, positions)
+                # (ids, positions[, documents]) with PoSE or mixed windows, else ids
+                loss = wrapper(*batch) if isinstance(batch, (list, tuple)) else wrapper(batch)
                 accelerator.backward(loss)
                 if accelerator.sync_gradients and settings.max_grad_norm:
                     # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping

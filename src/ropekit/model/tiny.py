@@ -22,6 +22,7 @@ from ropekit._validate import require_choice, require_float, require_int
 from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
 from ropekit.config import RopeConfig
+from ropekit.mixed_window import document_mask
 from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
 from ropekit.model.kv_cache import KVCache, causal_attention
 from ropekit.model.projections import GroupedProjections
@@ -162,9 +163,10 @@ class Attention(GroupedProjections):
         self.method: AttentionConfig | None = None
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0, documents=None
     ) -> torch.Tensor:
-        """``(batch, seq, d_model)`` → same; with ``cache``, attends to the cached keys of ``layer`` too."""
+        """``(batch, seq, d_model)`` → same; with ``cache``, attends to the cached keys of ``layer`` too; with
+        ``documents`` (``(batch, seq)`` numbers of packed documents), only within each document."""
         batch, seq, _ = x.shape
         hd = self.config.head_dim
         q = self.q_proj(x).view(batch, seq, self.config.n_heads, hd)  # (b, s, h, hd)
@@ -177,7 +179,9 @@ class Attention(GroupedProjections):
             past = cache.length(layer)
             k, v = cache.update(layer, k, v)  # (b, past + s, kv, hd)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, s, hd)
-        if self.method is None:
+        if documents is not None:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=document_mask(documents), enable_gqa=True)
+        elif self.method is None:
             out = causal_attention(q, k, v, past)
         else:
             expected = torch.arange(past, past + seq, device=positions.device)
@@ -214,9 +218,9 @@ class Block(nn.Module):
         self.mlp = SwiGLU(config)
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None = None, layer: int = 0, documents=None
     ) -> torch.Tensor:
-        x = x + self.attn(self.attn_norm(x), positions, cache, layer)
+        x = x + self.attn(self.attn_norm(x), positions, cache, layer, documents)
         return x + self.mlp(self.mlp_norm(x))
 
     def segment(self, x: torch.Tensor, memory: Memory | None) -> tuple[torch.Tensor, Memory]:
@@ -277,7 +281,11 @@ class TinyLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(
-        self, ids: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        documents: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits for every position.
 
@@ -288,14 +296,16 @@ class TinyLM(nn.Module):
                 ``cache``.
             cache: a :class:`~ropekit.model.kv_cache.KVCache` to decode incrementally: the new keys and values
                 are appended to it and the tokens attend to everything cached (not with ``position="infini"``).
+            documents: ``(batch, seq)`` numbers of packed documents: each token attends within its own only
+                (:func:`ropekit.mixed_window.document_mask`; mixed-window training, no ``cache``).
 
         Returns:
             ``(batch, seq, vocab_size)`` float32 logits.
         """
-        return F.linear(self.hidden_states(ids, positions, cache), self.embed.weight)  # tied: (b, s, vocab)
+        return F.linear(self.hidden_states(ids, positions, cache, documents), self.embed.weight)  # tied: (b, s, vocab)
 
     def hidden_states(
-        self, ids: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None
+        self, ids: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None, documents=None
     ) -> torch.Tensor:
         """The body up to and including the final norm: ``(batch, seq)`` ids → ``(batch, seq, d_model)``."""
         if ids.dim() != 2:
@@ -322,7 +332,7 @@ class TinyLM(nn.Module):
         if self.config.position == "sinusoidal":
             x = x + sinusoidal_table(positions.reshape(-1, ids.shape[1])[0], self.config.d_model).to(x.device)
         for layer, block in enumerate(self.blocks):
-            x = block(x, positions, cache, layer)
+            x = block(x, positions, cache, layer, documents)
         return self.norm(x)
 
     def forward_segments(

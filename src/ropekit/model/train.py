@@ -7,6 +7,7 @@ early (with a checkpoint) when the time budget is spent.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
+from ropekit.model.mixed_batches import mixed_batch, use_mixed_window
 from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 from ropekit.model.tokenizer import byte_ids
@@ -53,6 +55,8 @@ class TrainConfig:
     checkpoint_every: int = 250
     #: where the model trains ("cpu", "cuda", "cuda:1"); checkpoints are always written from CPU copies
     device: str = "cpu"
+    #: LongRoPE2's mixed windows (:mod:`ropekit.model.mixed_batches`): needs a ``longrope`` scaling on the model
+    mixed_window: bool = False
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):
@@ -110,20 +114,28 @@ def make_batch(
 
 
 def training_loss(
-    logits: torch.Tensor, batch: torch.Tensor, answers: torch.Tensor, answer_weight: float
+    logits: torch.Tensor,
+    batch: torch.Tensor,
+    answers: torch.Tensor,
+    answer_weight: float,
+    documents: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Next-token cross-entropy of ``logits`` for ``batch[:, 1:]``, answer tokens weighted ``answer_weight``.
 
     ``answers[b]`` is row ``b``'s answer length (its last targets). The loss is ``Σ w·ce / Σ w``: with weight 1 it is
-    the plain mean.
+    the plain mean. ``documents`` (``batch``'s shape: numbers of packed documents) gives weight 0 to a target in
+    another document than its input.
     """
     targets = batch[:, 1:]
-    if answer_weight == 1.0:
+    if answer_weight == 1.0 and documents is None:
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
     from_end = torch.arange(targets.shape[1] - 1, -1, -1, device=targets.device)
     is_answer = from_end[None, :] < answers.to(targets.device)[:, None]
-    weights = torch.where(is_answer, answer_weight, 1.0).reshape(-1)
+    weights = torch.where(is_answer, answer_weight, 1.0)  # (batch, seq - 1)
+    if documents is not None:
+        weights = weights * (documents[:, 1:] == documents[:, :-1]).to(weights.device)
+    weights = weights.reshape(-1)
     return (weights * per_token).sum() / weights.sum()
 
 
@@ -206,11 +218,18 @@ def _step(
     answers: torch.Tensor,
     train: TrainConfig,
     lr: float,
+    packed: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """One optimizer step at learning rate ``lr`` with gradients clipped to norm 1; returns the loss."""
+    """One optimizer step at learning rate ``lr`` with gradients clipped to norm 1; returns the loss. ``packed``:
+    ``(positions, documents)`` of a mixed-window batch (:func:`ropekit.model.mixed_batches.mixed_batch`)."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    loss = training_loss(model(batch[:, :-1]), batch, answers, train.answer_weight)
+    if packed is None:
+        loss = training_loss(model(batch[:, :-1]), batch, answers, train.answer_weight)
+    else:
+        positions, documents = packed
+        logits = model(batch[:, :-1], positions, documents=documents[:, :-1])
+        loss = training_loss(logits, batch, answers, train.answer_weight, documents)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -242,13 +261,17 @@ def _train_steps(
         smoothed = None
         while step < train.steps:
             model.train()
+            packed = None
             batch, answers = make_batch(corpus, config, train, step, with_answers=True)
+            if train.mixed_window:
+                batch, answers, positions, documents = mixed_batch(batch, answers, corpus, config, train.seed, step)
+                packed = (positions.to(device), documents.to(device))
             batch = batch.to(device)
             elapsed = elapsed_before + time.perf_counter() - started
             fraction = progress_fraction(train, step, elapsed)
             if fraction >= 1.0:
                 break
-            loss = _step(model, optimizer, batch, answers, train, learning_rate(train, step, fraction))
+            loss = _step(model, optimizer, batch, answers, train, learning_rate(train, step, fraction), packed)
             step += 1
             elapsed = elapsed_before + time.perf_counter() - started
             smoothed = loss.item() if smoothed is None else 0.95 * smoothed + 0.05 * loss.item()
@@ -294,6 +317,10 @@ def train(
     torch.manual_seed(train.seed)
     out = Path(out)
     device = _device(train)
+    if train.mixed_window:  # short rows take the short list: equal lists become the original RoPE
+        from ropekit.mixed_window import mixed_window_scaling
+
+        config = dataclasses.replace(config, scaling=mixed_window_scaling(config.scaling))
     resuming = check_train_out(out, resume=resume, force=force)
     model = TinyLM(config)
     if init is not None:
@@ -310,7 +337,11 @@ def train(
     elapsed_before = history[-1]["elapsed_s"] if history else 0.0
     tokens_per_step = train.batch_size * config.train_length
     started = time.perf_counter()
+    if train.mixed_window:
+        use_mixed_window(model)
     step = _train_steps(model, optimizer, corpus, config, train, out, device, step, history, progress, elapsed_before)
+    if train.mixed_window:
+        model.set_scaling(config.scaling)  # the rotary the checkpoint loads with
     elapsed = elapsed_before + time.perf_counter() - started
     summary = {
         "command": command,
