@@ -49,8 +49,13 @@ def main() -> None:
         scaling = scaling if facts["scaling"] else None
         dual = request.get("dual_chunk_attention_config") if facts["dual_chunk"] else None
     options = {"dual_chunk_attention_config": dual} if dual else {}
-    rope = get_rope(head, 2 * half, request["max_position"], base, neox, scaling, torch.float32, **options)
-    reply["tables"] = shared.rotated_tables(rope, head, half, request["interleaved"], request["served"])
+    try:
+        rope = get_rope(head, 2 * half, request["max_position"], base, neox, scaling, torch.float32, **options)
+        reply["tables"] = shared.rotated_tables(rope, head, half, request["interleaved"], request["served"])
+    except Exception as error:  # the class refuses this configuration, or cannot be built here
+        refused = isinstance(error, (ValueError, NotImplementedError))
+        print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
+        return
     reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
     reply["mscale"] = None if mscale is None else float(mscale)

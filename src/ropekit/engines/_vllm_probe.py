@@ -56,8 +56,15 @@ def main() -> None:
     # a full ModelConfig would load the model's files
     object.__setattr__(config, "model_config", types.SimpleNamespace(max_model_len=request["max_position"]))
     with set_current_vllm_config(config):
-        rope = get_rope(head, request["max_position"], neox, params, torch.float32, dual_chunk_attention_config=dual)
-        reply["tables"] = rotated_tables(rope, head, half, request["interleaved"], request["served"])
+        try:
+            rope = get_rope(
+                head, request["max_position"], neox, params, torch.float32, dual_chunk_attention_config=dual
+            )
+            reply["tables"] = rotated_tables(rope, head, half, request["interleaved"], request["served"])
+        except Exception as error:  # the class refuses this configuration, or cannot be built here
+            refused = isinstance(error, (ValueError, NotImplementedError))
+            print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
+            return
     reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
     reply["mscale"] = None if mscale is None else float(mscale)

@@ -91,7 +91,7 @@ def row(case: Case) -> EngineRow:
     unread = reads_no_scaling(case)
     try:
         theirs = answer(folder, case.probe, rotary_half(case.reference), case.reference.interleaved)
-    except (ValueError, KeyError, NotImplementedError, AttributeError) as error:
+    except (ValueError, KeyError, NotImplementedError, AttributeError, TypeError) as error:
         if unread:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             return EngineRow(NAME, found, "cannot express", f"{unread} (not run: {first})", launch(folder))

@@ -179,9 +179,20 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
 
     if reply.get("backend") == "transformers":
         return backend_row(engine.NAME, reply["version"], case.config, where)
+    if "refused" in reply:
+        why = f"{engine.NAME}'s {reply['model_file']} (get_rope at line {reply.get('line')}) refuses it: {reply['refused']}"
+        return EngineRow(
+            engine.NAME, reply["version"], "cannot express", why, where, {"model_file": reply["model_file"]}
+        )
     params = rope_parameters(case.folder)
-    theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
     dropped = class_verdict(engine.NAME, reply, params, case.config)
+    if "failed" in reply:
+        verdict = "cannot express" if dropped else "cannot run here"
+        why = "; ".join(
+            [*dropped, f"not measured here: {reply['model_file']}'s module fails on CPU: {reply['failed']}"]
+        )
+        return EngineRow(engine.NAME, reply["version"], verdict, why, where, {"model_file": reply["model_file"]})
+    theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
     known = dropped + engine.known_behaviours(params, case.probe)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
     numbers.update({key: reply.get(key) for key in ("mscale", "model_file", "neox", "scaling", "class")})
