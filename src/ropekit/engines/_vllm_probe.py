@@ -84,8 +84,8 @@ def model_file(architecture: str):
 
 
 def class_facts(path: str, get_rope) -> dict:
-    """What the model file passes to ``get_rope`` (a file with no call of its own: the first module it imports
-    from its package that has one, as Phi-3's and Mistral's classes extend Llama's)."""
+    """What the model file passes to ``get_rope`` (a file with no call of its own: the first module of its
+    package it imports from that has one, as Phi-3's and Mistral's classes extend Llama's)."""
     import ast
 
     reader = shared("_model_class")
@@ -93,8 +93,11 @@ def class_facts(path: str, get_rope) -> dict:
     if found["calls"]:
         return found
     for node in ast.parse(Path(path).read_text()).body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            other = Path(path).with_name(f"{node.module}.py")
+        package = "vllm.model_executor.models."
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if node.level == 1 or node.module.startswith(package):
+            other = Path(path).with_name(f"{node.module.removeprefix(package)}.py")
             if other.is_file():
                 followed = reader.facts(str(other), get_rope, "rope_parameters")
                 if followed["calls"]:
