@@ -169,3 +169,17 @@ def test_a_flipped_pairing_turns_the_row_to_differs(tmp_path, monkeypatch) -> No
     monkeypatch.setattr(vllm, "model_rope", flipped)
     row = _verdicts(folder, "vLLM")["vLLM"]
     assert row.verdict == "differs" and "not explained" in row.reason and row.largest_difference > 0.5
+
+
+def test_the_reference_reads_llama4s_complex_rotation(tmp_path) -> None:
+    """Llama 4 rotates by complex multiplication on pairs (2i, 2i + 1) (its rotary module returns freqs_cis)."""
+    from helpers.hf_models import random_hf_model
+
+    plain = {"rope_type": "default", "rope_theta": 10000.0}
+    options = {"num_local_experts": 2, "num_experts_per_tok": 1, "intermediate_size_mlp": 64, "no_rope_layers": [1, 1]}
+    random_hf_model("llama4", head_dim=16, positions=TARGET, rope_parameters=plain, **options).save_pretrained(tmp_path)
+    probe = probe_for(tmp_path, original_length=L0)
+    answer = reference_answer(tmp_path, probe)
+    angles = np.asarray(probe.positions, dtype=np.float64)[:, None] * 10000.0 ** (-np.arange(8) / 8)
+    assert answer.interleaved
+    assert np.abs(answer.tables[TARGET] - np.stack([np.cos(angles), np.sin(angles)], axis=-1)).max() < 1e-5

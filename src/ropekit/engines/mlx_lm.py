@@ -122,7 +122,7 @@ def reads_no_scaling(case: Case) -> str | None:
     path, reads = mlx_reads_scaling(kind)
     if reads or not scaled(rope_parameters(case.folder)):
         return None
-    return f"cannot express: MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
+    return f"MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
 
 
 def answer(folder: Path, probe: Probe, half: int, interleaved: bool = False) -> Answer:

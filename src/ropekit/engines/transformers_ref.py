@@ -57,12 +57,14 @@ def rope_parameters(folder: Path) -> dict:
 def layers_of(model):
     """``(the decoder's module, its list of layers)`` of a transformers causal LM (``model.model``, GPT-NeoX's
     ``gpt_neox``, ...: its ``base_model``)."""
-    base = model.base_model
-    decoder = getattr(base, "language_model", base)  # a multimodal model's text part
-    layers = getattr(decoder, "layers", None)
-    if layers is None:
-        raise ValueError(f"{type(model).__name__}: no decoder layers found (base model {type(base).__name__})")
-    return decoder, layers
+    import torch
+
+    for found in (getattr(model, "model", None), model.base_model):
+        for decoder in (found, getattr(found, "language_model", None)):  # a multimodal model's text part
+            layers = getattr(decoder, "layers", None)
+            if isinstance(layers, torch.nn.ModuleList):
+                return decoder, layers
+    raise ValueError(f"{type(model).__name__}: no decoder layers found (base model {type(model.base_model).__name__})")
 
 
 def attention_of(layer):
