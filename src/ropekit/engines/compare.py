@@ -57,8 +57,14 @@ def compare_folder(
     extended into a temporary folder gives the lines for the files the user writes).
     """
     progress("transformers (reference)")
-    reference = reference_answer(folder, probe)
     config = json.loads((Path(folder) / "config.json").read_text())
+    try:
+        reference = reference_answer(folder, probe)
+    except (ValueError, TypeError, AttributeError, RuntimeError, IndexError) as error:
+        arch = (config.get("architectures") or [config.get("model_type")])[0]
+        first = (str(error).strip().splitlines() or [""])[0]
+        why = f"{arch} ({folder}): transformers' own RoPE could not be read: {type(error).__name__}: {first}"
+        raise ValueError(why) from error
     launch_line = _hf_launch(folder, config)
     ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), launch_line)
     conflict = key_conflict(config)
