@@ -183,3 +183,18 @@ def test_the_reference_reads_llama4s_complex_rotation(tmp_path) -> None:
     angles = np.asarray(probe.positions, dtype=np.float64)[:, None] * 10000.0 ** (-np.arange(8) / 8)
     assert answer.interleaved
     assert np.abs(answer.tables[TARGET] - np.stack([np.cos(angles), np.sin(angles)], axis=-1)).max() < 1e-5
+
+
+@pytest.mark.slow  # extends the model and loads it twice (about 30 s on a busy machine)
+def test_engines_on_gpt_neox_prints_rows(tmp_path) -> None:
+    """``ropekit engines`` on GPT-NeoX (its decoder is ``gpt_neox``, its attention ``attention``): rows, exit 0."""
+    from typer.testing import CliRunner
+
+    from ropekit.cli.app import app
+
+    folder = held_out_folder("gpt_neox", tmp_path / "neox")
+    args = ["engines", "--model", str(folder), "--scaling", "yarn", "--factor", "4", "--engines", "llama.cpp"]
+    result = CliRunner().invoke(app, [*args, "--logits", "0", "--json"])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    summary = json.loads(result.stdout)
+    assert summary["reference"]["verdict"] == "reference" and summary["engines"][0]["engine"] == "llama.cpp"
