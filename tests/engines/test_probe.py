@@ -18,7 +18,7 @@ def _answer(probe, *, scale=0.25, logits=None) -> Answer:
 
 def test_positions_and_served_lengths_cover_every_switch() -> None:
     probe = make_probe(64, 256, (64,))
-    assert probe.positions == (0, 63, 64, 255) and probe.served_lengths == (64, 65, 256)
+    assert probe.positions == (0, 1, 63, 64, 65, 255) and probe.served_lengths == (64, 65, 256)
 
 
 def test_noise_is_same_and_each_difference_differs() -> None:
@@ -28,7 +28,7 @@ def test_noise_is_same_and_each_difference_differs() -> None:
     noisy.tables[256] += 1e-5
     assert judge(reference, noisy, probe, known=[])[0] == "same"
     moved = _answer(probe, logits=np.zeros((4, 3)))
-    moved.tables[256][2:] *= 1.01  # an attention factor 1 % off from position L0
+    moved.tables[256][3:] *= 1.01  # an attention factor 1 % off from position L0
     verdict, detail, _ = judge(reference, moved, probe, known=["a documented reason"])
     assert verdict == "differs" and "from position 64 " in detail and "a documented reason" in detail
     scaled = _answer(probe, scale=0.3, logits=np.zeros((4, 3)))

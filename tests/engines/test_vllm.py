@@ -38,10 +38,13 @@ def test_vllm_computes_what_transformers_computes(scaling, llama_dir, tmp_path) 
     assert f"--max-model-len {4 * L0}" in row.launch and "--hf-overrides" in row.launch
 
 
-def test_vllms_dynamic_is_static_ntk_at_the_maximum_length(llama_dir, tmp_path) -> None:
+def test_vllms_dynamic_is_plain_rope(llama_dir, tmp_path) -> None:
+    """vLLM 0.33's dynamic class keeps the base: its tables are plain RoPE's (transformers' at L0), which
+    transformers leaves from L0 + 1 tokens on."""
     scaling = DynamicScaling(factor=4.0, original_max_position_embeddings=L0)
     row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
-    assert row.verdict == "differs" and "static NTK" in row.detail and f"from position {L0 - 1} " in row.detail
+    assert row.verdict == "differs" and "plain RoPE" in row.detail and "static NTK" not in row.detail
+    assert f"served length {L0 + 1})" in row.detail and row.numbers[f"table_max_diff@{L0}"] < 1e-5
 
 
 def test_it_reads_the_folder_as_transformers_reads_it(llama_dir, tmp_path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, json_option, parse_length, print_json
+from ropekit.cli.common import fail, json_option, option_errors, parse_length, print_json
 from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 GGUF = typer.Option(None, "--gguf", help="The GGUF file llama.cpp runs (default: written from a .gguf --model).")
@@ -128,7 +128,8 @@ def _compare(folder: Path, probe, chosen, gguf, source, launch, *, quiet: bool):
     from ropekit.engines.compare import compare_folder
 
     report = (lambda message: None) if quiet else (lambda message: typer.echo(f"running {message} ...", err=True))
-    return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report, launch=launch)
+    with option_errors(model="--model"):
+        return compare_folder(folder, probe, engines=chosen, gguf=gguf, source=source, progress=report, launch=launch)
 
 
 def _print(rows) -> None:

@@ -17,5 +17,14 @@ functions (never a port):
 
 Each row says ``same`` (with the largest difference), ``differs`` (how much, from which position, and why: a
 documented behaviour of the engine, or none), ``cannot express`` or ``cannot run here``, and the line that launches
-the engine with this RoPE. :func:`~ropekit.engines.compare.compare_folder` makes the rows.
+the engine with this RoPE. :func:`~ropekit.engines.compare.compare_folder` makes the rows;
+:func:`compare_engines` gives each engine's verdict, reason and largest difference on one folder.
+
+The reference is the rotation transformers' own modeling code applies (:mod:`~ropekit.engines.hf_rotation`), read
+in its own pairing; vLLM's and SGLang's modules are built as the architecture's model file builds them
+(:mod:`~ropekit.engines._model_class`, :mod:`~ropekit.engines.model_class`).
 """
+
+from ropekit.engines.compare import Verdict, compare_engines
+
+__all__ = ["Verdict", "compare_engines"]

@@ -1,11 +1,13 @@
-"""Run inside the vLLM environment, where SGLang is installed beside vLLM: SGLang's own rotary module on the probe
-vectors.
+"""Run inside the vLLM environment, where SGLang is installed beside vLLM: SGLang's own rotary module, as the
+architecture's model class builds it, on the probe vectors.
 
 Reads the same JSON request as :mod:`ropekit.engines._vllm_probe` and prints one JSON line: SGLang's version, its
-``mscale`` and, per served length, the table of A·cos, A·sin its module applies (the probe's ``rotated_tables``).
-SGLang's ``get_rope(head_size, rotary_dim, max_position, base, is_neox_style, rope_scaling, dtype)`` takes the base
-apart and ``None`` for plain RoPE. Imports only SGLang, torch and the vLLM probe's table code (by its path: this
-folder is not on ``sys.path``, where ``vllm.py`` would shadow vLLM).
+model file for the architecture (the one whose ``EntryClass`` names it) and what that file passes to ``get_rope``
+(:mod:`ropekit.engines._model_class`), the module's ``mscale`` and, per served length, the table of A·cos, A·sin it
+applies (the vLLM probe's ``rotated_tables``). SGLang's ``get_rope(head_size, rotary_dim, max_position, base,
+is_neox_style, rope_scaling, dtype, partial_rotary_factor, dual_chunk_attention_config)`` takes the base apart and
+``None`` for plain RoPE. An architecture no SGLang model file names answers ``"backend": "transformers"`` (SGLang's
+Transformers fallback). Imports only SGLang, torch and the files beside this one (by their paths).
 """
 
 import importlib.util
@@ -20,21 +22,43 @@ def main() -> None:
     logging.disable(logging.WARNING)
     from importlib.metadata import version
 
-    import torch
-    from sglang.srt.layers.rotary_embedding import get_rope
-
     spec = importlib.util.spec_from_file_location("_vllm_probe", Path(__file__).with_name("_vllm_probe.py"))
     shared = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(shared)
+    reader = shared.shared("_model_class")
+    reply = {"version": version("sglang")}
+    models = Path(importlib.util.find_spec("sglang").origin).parent / "srt" / "models"
+    path = reader.sglang_model_file(str(models), request["architecture"])
+    if path is None:
+        print(json.dumps({**reply, "backend": "transformers"}))
+        return
+    import torch
+    from sglang.srt.layers.rotary_embedding import get_rope
+
+    facts = reader.facts(path, get_rope, "rope_scaling")
+    reply["model_file"] = "sglang/srt/models/" + Path(path).name
+    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
     head, half = request["head_size"], request["rotary_dim"] // 2
     params = dict(request["rope_parameters"])
     base = params.pop("rope_theta")
+    params.pop("partial_rotary_factor", None)  # the rotary width is given as rotary_dim
     scaling = None if params.get("rope_type", "default") == "default" else params
-    neox = request.get("is_neox_style", True)
-    rope = get_rope(head, 2 * half, request["max_position"], base, neox, scaling, torch.float32)
-    tables = shared.rotated_tables(rope, head, half, neox, request["served"])
+    neox, dual = request.get("is_neox_style", True), None
+    if request.get("class_rule") != "ropekit" and facts["calls"]:
+        neox = facts["neox"]
+        scaling = scaling if facts["scaling"] else None
+        dual = request.get("dual_chunk_attention_config") if facts["dual_chunk"] else None
+    options = {"dual_chunk_attention_config": dual} if dual else {}
+    try:
+        rope = get_rope(head, 2 * half, request["max_position"], base, neox, scaling, torch.float32, **options)
+        reply["tables"] = shared.rotated_tables(rope, head, half, request["interleaved"], request["served"])
+    except Exception as error:  # the class refuses this configuration, or cannot be built here
+        refused = isinstance(error, (ValueError, NotImplementedError))
+        print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
+        return
+    reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
-    reply = {"version": version("sglang"), "mscale": None if mscale is None else float(mscale), "tables": tables}
+    reply["mscale"] = None if mscale is None else float(mscale)
     print(json.dumps(reply))
 
 

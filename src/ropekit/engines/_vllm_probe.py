@@ -1,15 +1,31 @@
-"""Run inside the vLLM environment (not ropekit's): vLLM's own rotary module on the probe vectors.
+"""Run inside the vLLM environment (not ropekit's): vLLM's own rotary module, as the architecture's model class
+builds it, on the probe vectors.
 
-Reads a JSON request on stdin (``head_size``, ``rotary_dim``, ``max_position``, ``rope_parameters``,
-``is_neox_style``, ``served``: served length → positions) and prints one JSON line: vLLM's version, its ``mscale`` and, per served length, the
-``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin that ``forward_native`` applies. Imports only vLLM and torch.
+Reads a JSON request on stdin (``architecture``, ``head_size``, ``rotary_dim``, ``max_position``,
+``rope_parameters``, ``is_neox_style``, ``class_rule``, ``dual_chunk_attention_config``, ``interleaved``: the
+reference's pairing, ``served``: served length → positions) and prints one JSON line: vLLM's version, the model file
+and what it passes to ``get_rope`` (:mod:`ropekit.engines._model_class`), its ``mscale`` and, per served length, the
+``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin the module applies to a key. An architecture vLLM serves
+through its Transformers backend answers ``"backend": "transformers"`` and no tables. ``class_rule: "ropekit"``:
+the request's arguments are the class's already (DeepSeek, gpt-oss; :func:`ropekit.engines.vllm.model_rope`).
 """
 
+import importlib.util
 import json
 import logging
 import os
 import sys
 import types
+from pathlib import Path
+
+
+def shared(name: str):
+    """A module beside this file, by its path (this folder is not on ``sys.path``, where ``vllm.py`` would shadow
+    vLLM)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -21,25 +37,84 @@ def main() -> None:
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
     from vllm.model_executor.layers.rotary_embedding import get_rope
 
+    reply = {"version": vllm.__version__}
+    path = model_file(request["architecture"])
+    if path is None:
+        print(json.dumps({**reply, "backend": "transformers"}))
+        return
+    facts = class_facts(path, get_rope)
+    reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
+    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
+    neox, params, dual = request.get("is_neox_style", True), request["rope_parameters"], None
+    if request.get("class_rule") != "ropekit" and facts["calls"]:
+        neox = facts["neox"]
+        params = params if facts["scaling"] else None
+        dual = request.get("dual_chunk_attention_config") if facts["dual_chunk"] else None
     head, half = request["head_size"], request["rotary_dim"] // 2
     config = VllmConfig(device_config=DeviceConfig(device="cpu"))
     # the served --max-model-len, the one model_config field vLLM's rotary classes read (LongRoPE's list choice);
     # a full ModelConfig would load the model's files
     object.__setattr__(config, "model_config", types.SimpleNamespace(max_model_len=request["max_position"]))
     with set_current_vllm_config(config):
-        neox = request.get("is_neox_style", True)
-        rope = get_rope(head, request["max_position"], neox, request["rope_parameters"], torch.float32)
-        tables = rotated_tables(rope, head, half, neox, request["served"])
+        try:
+            rope = get_rope(
+                head, request["max_position"], neox, params, torch.float32, dual_chunk_attention_config=dual
+            )
+            reply["tables"] = rotated_tables(rope, head, half, request["interleaved"], request["served"])
+        except Exception as error:  # the class refuses this configuration, or cannot be built here
+            refused = isinstance(error, (ValueError, NotImplementedError))
+            print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
+            return
+    reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
-    reply = {"version": vllm.__version__, "mscale": None if mscale is None else float(mscale), "tables": tables}
+    reply["mscale"] = None if mscale is None else float(mscale)
     print(json.dumps(reply))
 
 
-def rotated_tables(rope, head: int, half: int, neox: bool, served: dict) -> dict:
-    """Per served length, the ``(positions, half, 2)`` table of A·cos, A·sin that ``rope`` applies to a unit vector
-    (``forward_native`` where the class has it, else ``forward``; SGLang's probe shares this)."""
+def model_file(architecture: str):
+    """The file of vLLM's own model class for ``architecture`` (``None``: vLLM serves it through its Transformers
+    backend, named so in its registry or absent from it)."""
+    from vllm.model_executor.models import registry
+
+    entry = registry._TEXT_GENERATION_MODELS.get(architecture)
+    if entry is None or entry[0] == "transformers":
+        return None
+    name = entry[0] if "." in entry[0] else f"vllm.model_executor.models.{entry[0]}"
+    return importlib.util.find_spec(name).origin
+
+
+def class_facts(path: str, get_rope) -> dict:
+    """What the model file passes to ``get_rope`` (a file with no call of its own: the first module of its
+    package it imports from that has one, as Phi-3's and Mistral's classes extend Llama's)."""
+    import ast
+
+    reader = shared("_model_class")
+    found = reader.facts(path, get_rope, "rope_parameters")
+    if found["calls"]:
+        return found
+    for node in ast.parse(Path(path).read_text()).body:
+        package = "vllm.model_executor.models."
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if node.level == 1 or node.module.startswith(package):
+            other = Path(path).with_name(f"{node.module.removeprefix(package)}.py")
+            if other.is_file():
+                followed = reader.facts(str(other), get_rope, "rope_parameters")
+                if followed["calls"]:
+                    return followed
+    return found
+
+
+def rotated_tables(rope, head: int, half: int, interleaved: bool, served: dict) -> dict:
+    """Per served length, the ``(positions, half, 2)`` table of A·cos, A·sin that ``rope`` applies to a key holding
+    ones at the first dimension of each pair of the reference's pairing (``interleaved``: (2i, 2i + 1), else
+    (i, i + half)), read at the same pairs: a module that pairs other dimensions gives another table. The key, not
+    the query: dual-chunk attention rotates keys at their absolute positions (``forward_native`` where the class
+    has it, else ``forward``; SGLang's probe shares this)."""
     import torch
 
+    first = list(range(0, 2 * half, 2)) if interleaved else list(range(half))
+    second = [i + 1 for i in first] if interleaved else [i + half for i in first]
     tables = {}
     for length, positions in served.items():
         index = torch.tensor(positions, dtype=torch.long)
@@ -47,16 +122,11 @@ def rotated_tables(rope, head: int, half: int, neox: bool, served: dict) -> dict
         # (tokens, heads, head size) for forward_native (DeepSeek's broadcasts over heads); LongRoPE has only
         # forward, which takes (tokens, heads · head size)
         shape = (len(positions), 1, head) if forward is not None else (len(positions), head)
-        query = torch.zeros(*shape, dtype=torch.float32)
-        if neox:
-            query[..., :half] = 1.0  # the first of each pair (i, i + d/2)
-        else:
-            query[..., : 2 * half : 2] = 1.0  # the first of each pair (2i, 2i + 1)
-        rotated, _ = (forward or rope.forward)(index, query.clone(), query.clone())
+        vector = torch.zeros(*shape, dtype=torch.float32)
+        vector[..., first] = 1.0
+        _, rotated = (forward or rope.forward)(index, vector.clone(), vector.clone())
         rotated = rotated.reshape(len(positions), head).double()
-        if not neox:  # to the half-split layout: cos at 2i, sin at 2i + 1
-            rotated = torch.cat([rotated[:, 0 : 2 * half : 2], rotated[:, 1 : 2 * half : 2]], dim=-1)
-        tables[length] = torch.stack([rotated[:, :half], rotated[:, half : 2 * half]], dim=-1).tolist()
+        tables[length] = torch.stack([rotated[:, first], rotated[:, second]], dim=-1).tolist()
     return tables
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from ropekit.engines import llama_cpp, mlx_lm, ollama, sglang, vllm
-from ropekit.engines.launch import Launch
+from ropekit.engines.launch import Launch, key_conflict
 from ropekit.engines.probe import Answer, Case, EngineRow, Probe, make_probe
 from ropekit.engines.transformers_ref import reference_answer
 from ropekit.engines.transformers_ref import version as transformers_version
@@ -57,10 +57,19 @@ def compare_folder(
     extended into a temporary folder gives the lines for the files the user writes).
     """
     progress("transformers (reference)")
-    reference = reference_answer(folder, probe)
     config = json.loads((Path(folder) / "config.json").read_text())
+    try:
+        reference = reference_answer(folder, probe)
+    except (ValueError, TypeError, AttributeError, RuntimeError, IndexError) as error:
+        arch = (config.get("architectures") or [config.get("model_type")])[0]
+        first = (str(error).strip().splitlines() or [""])[0]
+        why = f"{arch} ({folder}): transformers' own RoPE could not be read: {type(error).__name__}: {first}"
+        raise ValueError(why) from error
     launch_line = _hf_launch(folder, config)
     ref_row = EngineRow("transformers", transformers_version(), "reference", _describe(reference), launch_line)
+    conflict = key_conflict(config)
+    if conflict is not None:
+        ref_row = replace(ref_row, detail=f"{ref_row.detail}; {conflict}", numbers={"key_conflict": conflict})
     baseline = None
     if source is not None and gguf is not None and probe.ids and "llama.cpp" in engines:
         progress("transformers on the unextended model (llama.cpp's quantisation floor)")
@@ -74,6 +83,40 @@ def compare_folder(
         ref_row = replace(ref_row, launch=launch["transformers"].text())
         rows = [replace(row, launch=launch[row.engine].text()) for row in rows]
     return ref_row, rows
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One engine's verdict on a folder, for tables over many folders (the conformance matrix).
+
+    Attributes:
+        engine: the engine's name.
+        verdict: ``same``, ``differs``, ``cannot express`` or ``cannot run here``.
+        reason: the row's detail (the largest difference, or why it differs, cannot express or cannot run).
+        largest_difference: the largest table difference against transformers' rotation over all served lengths
+            (``None``: no tables compared).
+    """
+
+    engine: str
+    verdict: str
+    reason: str
+    largest_difference: float | None
+
+
+def compare_engines(
+    folder: Path, *, engines: Sequence[str] = ENGINES, logit_tokens: int = 0, original_length: int | None = None
+) -> list[Verdict]:
+    """Each engine's :class:`Verdict` on ``folder`` (a transformers model folder, extended or not) under
+    :func:`probe_for` its RoPE: :func:`compare_folder` without launch lines or GGUF files."""
+    probe = probe_for(folder, original_length=original_length, logit_tokens=logit_tokens)
+    _, rows = compare_folder(folder, probe, engines=engines)
+    return [Verdict(row.engine, row.verdict, row.detail, largest_difference(row)) for row in rows]
+
+
+def largest_difference(row: EngineRow) -> float | None:
+    """The largest ``table_max_diff@…`` of a row's numbers (``None``: it has none)."""
+    found = [float(v) for k, v in row.numbers.items() if k.startswith("table_max_diff@")]
+    return max(found) if found else None
 
 
 def _row(name: str, case: Case) -> EngineRow:

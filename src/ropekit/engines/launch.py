@@ -68,7 +68,36 @@ def overrides(config: Mapping[str, Any]) -> dict[str, Any]:
     params = config.get("rope_parameters")
     if params is None:
         params = _from_older_keys(config)
+    elif key_conflict(config) is not None:  # transformers reads the older keys, so the engines run those
+        kept = {key: params[key] for key in ("partial_rotary_factor",) if key in params}
+        params = {**_from_older_keys(config), **kept}
     return {"rope_parameters": params, "max_position_embeddings": config.get("max_position_embeddings")}
+
+
+def key_conflict(config: Mapping[str, Any]) -> str | None:
+    """Where ``config``'s ``rope_parameters`` and its older keys (``rope_theta``, ``rope_scaling``) say different
+    RoPEs, a line naming both values; transformers 5 reads the older keys then, and so do vLLM and SGLang (through
+    transformers' config) and MLX-LM. ``None`` where they agree, one form is absent, or the RoPE is per layer
+    type."""
+    params = config.get("rope_parameters")
+    if not isinstance(params, Mapping) or "rope_type" not in params:
+        return None
+    if "rope_theta" not in config and "rope_scaling" not in config:
+        return None
+    older = _from_older_keys(config)
+    # the keys both forms give (one form may carry a key the other has no name for: mscale beside attention_factor)
+    keys = {"rope_type"} | ({"rope_theta"} if "rope_theta" in config else set())
+    if "rope_scaling" in config:
+        keys |= (set(older) & set(params)) - {"rope_theta"}
+    differ = sorted(key for key in keys if params.get(key) != older.get(key))
+    if not differ:
+        return None
+    theirs = {key: params.get(key) for key in differ}
+    read = {key: older.get(key) for key in differ}
+    return (
+        f"config.json's rope_parameters and its rope_theta/rope_scaling disagree: rope_parameters say {theirs}, "
+        f"the older keys {read}; transformers (and vLLM, SGLang, MLX-LM) read the older keys"
+    )
 
 
 def _from_older_keys(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ may compute something else than transformers:
 
 What the older keys cannot say to it at all (:func:`ropekit.integrations.hf.legacy_keys.older_reader_gaps`: yarn
 ``truncate: false``, an attention factor its formulas cannot reach) makes the row "cannot express", with the
-measured difference where the model runs here; the rest, where a config differs, are "differs" with the reason.
+measured difference where the model runs here; so does an architecture whose MLX-LM model file reads no scaling
+at all (StableLM, Cohere, GPT-NeoX, GLM-4: :func:`reads_no_scaling`); the rest, where a config differs, are
+"differs" with the reason.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positions_below, rotation_table
+from ropekit.engines.probe import (
+    Answer,
+    Case,
+    EngineRow,
+    Probe,
+    judge,
+    positions_below,
+    rotation_table,
+    unit_probe,
+)
 from ropekit.engines.transformers_ref import compared_layer, rotary_half
 from ropekit.integrations.hf.legacy_keys import older_reader_gaps, yarn_factors
 
@@ -77,9 +88,13 @@ def row(case: Case) -> EngineRow:
             NAME, None, "cannot run here", "mlx-lm is not installed (pip install 'mlx[cpu]' mlx-lm)", launch(folder)
         )
     gaps = [] if case.config.get("model_type") == "ministral3" else older_reader_gaps(case.config)
+    unread = reads_no_scaling(case)
     try:
-        theirs = answer(folder, case.probe, rotary_half(case.reference))
-    except (ValueError, KeyError, NotImplementedError) as error:
+        theirs = answer(folder, case.probe, rotary_half(case.reference), case.reference.interleaved)
+    except (ValueError, KeyError, NotImplementedError, AttributeError, TypeError) as error:
+        if unread:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            return EngineRow(NAME, found, "cannot express", f"{unread} (not run: {first})", launch(folder))
         if "RoPE type" in str(error):  # initialize_rope: "Unsupported RoPE type ..."
             return EngineRow(NAME, found, "cannot express", f"MLX-LM: {error}", launch(folder))
         first = str(error).strip().splitlines()[0]
@@ -89,14 +104,30 @@ def row(case: Case) -> EngineRow:
         return EngineRow(NAME, found, "cannot run here", why, launch(folder))
     known = gaps + known_behaviours(case.config)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
+    if unread:
+        return EngineRow(NAME, found, "cannot express", f"{unread}; measured: {detail}", launch(folder), numbers)
     if gaps:
         detail = detail if verdict == "differs" else f"{'; '.join(gaps)}; measured: {detail}"
         return EngineRow(NAME, found, "cannot express", detail, launch(folder), numbers)
     return EngineRow(NAME, found, verdict, detail, launch(folder), numbers)
 
 
-def answer(folder: Path, probe: Probe, half: int) -> Answer:
-    """MLX-LM's tables (its RoPE module of the compared layer, on probe vectors), softmax scale and logits."""
+def reads_no_scaling(case: Case) -> str | None:
+    """Why MLX-LM cannot express the folder's scaling where its model file for the architecture reads none
+    (:func:`ropekit.engines.model_class.mlx_reads_scaling`), else ``None``."""
+    from ropekit.engines.model_class import mlx_reads_scaling, scaled
+    from ropekit.engines.transformers_ref import rope_parameters
+
+    kind = str(case.config.get("model_type"))
+    path, reads = mlx_reads_scaling(kind)
+    if reads or not scaled(rope_parameters(case.folder)):
+        return None
+    return f"MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
+
+
+def answer(folder: Path, probe: Probe, half: int, interleaved: bool = False) -> Answer:
+    """MLX-LM's tables (its RoPE module of the compared layer, on probe vectors paired as ``interleaved`` says),
+    softmax scale and logits."""
     import mlx.core as mx
     from mlx_lm.utils import load_model
 
@@ -105,17 +136,11 @@ def answer(folder: Path, probe: Probe, half: int) -> Answer:
     attention = model.layers[index].self_attn
     result = Answer(softmax_scale=_scale(attention))
     width = int(getattr(attention, "head_dim", 2 * half))
-    paired = bool(getattr(attention.rope, "traditional", False))  # pairs (2i, 2i + 1), as DeepSeek's MLA runs
     for served in probe.served_lengths:
-        vector = np.zeros((1, 1, served, width), dtype=np.float32)
-        if paired:
-            vector[..., : 2 * half : 2] = 1.0  # the first of each pair (2i, 2i + 1)
-        else:
-            vector[..., :half] = 1.0  # the first of each pair (i, i + d/2)
+        # the probe in transformers' pairing: an MLX-LM module that pairs other dimensions computes another table
+        vector = np.broadcast_to(unit_probe(half, width, interleaved), (1, 1, served, width))
         rotated = np.array(attention.rope(mx.array(vector)), dtype=np.float64)[0, 0]
-        if paired:  # to the half-split layout rotation_table reads
-            rotated = np.concatenate([rotated[:, 0 : 2 * half : 2], rotated[:, 1 : 2 * half : 2]], axis=1)
-        result.tables[served] = rotation_table(rotated[positions_below(probe, served)], half)
+        result.tables[served] = rotation_table(rotated[positions_below(probe, served)], half, interleaved)
     if probe.ids:
         logits = model(mx.array([list(probe.ids)]))
         result.logits = np.array(logits[0].astype(mx.float32), dtype=np.float64)

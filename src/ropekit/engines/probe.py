@@ -35,8 +35,10 @@ class Probe:
     Attributes:
         original_length: L0.
         target_length: the length the model is served at (``max_position_embeddings`` of the output).
-        positions: the positions compared: 0, L0 − 1, L0, target − 1 and each switch point (sorted, unique).
-        served_lengths: the lengths the engine is run at (L0, one past each switch, the target).
+        positions: the positions compared: 0, 1, L0 − 1, L0, L0 + 1, target − 1 and each switch point s and s − 1
+            (sorted, unique).
+        served_lengths: the lengths the engine is run at: L0, L0 + 1 (a batch whose last position is exactly L0),
+            one past each switch, the target.
         ids: token ids for the logits (empty: no logits).
     """
 
@@ -49,8 +51,8 @@ class Probe:
 
 def make_probe(original: int, target: int, switches: tuple[int, ...], ids: tuple[int, ...] = ()) -> Probe:
     """The probe for a model of original length ``original`` served at ``target`` with ``switches``."""
-    positions = {0, original - 1, original, target - 1} | {s for s in switches} | {s - 1 for s in switches}
-    served = {original, target} | {s + 1 for s in switches}
+    positions = {0, 1, original - 1, original, original + 1, target - 1} | set(switches) | {s - 1 for s in switches}
+    served = {original, original + 1, target} | {s + 1 for s in switches}
     return Probe(
         original,
         target,
@@ -69,12 +71,15 @@ class Answer:
         softmax_scale: the factor on q·k in the engine's attention (``None``: not read).
         logits: float64 ``(len(ids), vocab)`` (``None``: the engine does not run the model here).
         notes: what the engine chose (e.g. which LongRoPE list at which length).
+        interleaved: the pairs the tables are read in: (2i, 2i + 1), else (i, i + d/2). The reference's is
+            transformers' own; every engine is asked in it, so an engine that pairs other dimensions differs.
     """
 
     tables: dict[int, np.ndarray] = field(default_factory=dict)
     softmax_scale: float | None = None
     logits: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    interleaved: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,10 +140,25 @@ def positions_below(probe: Probe, served: int) -> np.ndarray:
     return np.asarray([p for p in probe.positions if p < served], dtype=np.int64)
 
 
-def rotation_table(rotated: np.ndarray, half: int) -> np.ndarray:
-    """``(positions, half, 2)`` A·cos, A·sin from a rotated probe vector ``(positions, ≥ 2·half)`` (half-split)."""
+def pair_dims(half: int, interleaved: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, second)`` dimensions of each pair: (2i, 2i + 1) if ``interleaved``, else (i, i + half)."""
+    first = np.arange(0, 2 * half, 2) if interleaved else np.arange(half)
+    return first, (first + 1 if interleaved else first + half)
+
+
+def unit_probe(half: int, width: int, interleaved: bool) -> np.ndarray:
+    """float32 ``(width,)``: ones at the first dimension of each pair (:func:`pair_dims`), zeros elsewhere."""
+    vector = np.zeros(width, dtype=np.float32)
+    vector[pair_dims(half, interleaved)[0]] = 1.0
+    return vector
+
+
+def rotation_table(rotated: np.ndarray, half: int, interleaved: bool = False) -> np.ndarray:
+    """``(positions, half, 2)`` A·cos, A·sin from the rotated :func:`unit_probe` ``(positions, ≥ 2·half)``, read at
+    the pairs' dimensions."""
     rotated = np.asarray(rotated, dtype=np.float64)
-    return np.stack([rotated[:, :half], rotated[:, half : 2 * half]], axis=-1)
+    first, second = pair_dims(half, interleaved)
+    return np.stack([rotated[:, first], rotated[:, second]], axis=-1)
 
 
 def judge(reference: Answer, theirs: Answer, probe: Probe, *, known: list[str]) -> tuple[str, str, dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -55,32 +54,64 @@ def rope_parameters(folder: Path) -> dict:
     return json.loads(json.dumps(params[layer_type] if layer_type is not None else params))
 
 
+def layers_of(model):
+    """``(the decoder's module, its list of layers)`` of a transformers causal LM (``model.model``, GPT-NeoX's
+    ``gpt_neox``, ...: its ``base_model``)."""
+    import torch
+
+    for found in (getattr(model, "model", None), model.base_model):
+        for decoder in (found, getattr(found, "language_model", None)):  # a multimodal model's text part
+            layers = getattr(decoder, "layers", None)
+            if isinstance(layers, torch.nn.ModuleList):
+                return decoder, layers
+    raise ValueError(f"{type(model).__name__}: no decoder layers found (base model {type(model.base_model).__name__})")
+
+
+def attention_of(layer):
+    """The attention module of one decoder layer (``self_attn``, GPT-NeoX's ``attention``, ...)."""
+    for name in ("self_attn", "attention", "attn"):
+        if hasattr(layer, name):
+            return getattr(layer, name)
+    raise ValueError(f"{type(layer).__name__}: no attention module (self_attn, attention, attn)")
+
+
 def reference_answer(folder: Path, probe: Probe) -> Answer:
-    """transformers' tables (a fresh copy of its rotary module per served length, so a length-following method
-    starts from its original state), softmax scale and logits for ``probe``. The pairs are the module's
-    ``inv_freq``: most models return cos/sin repeated over both halves, gpt-oss one half."""
+    """transformers' tables for ``probe``: the rotation its own modeling code applies in the compared layer
+    (:mod:`ropekit.engines.hf_rotation`: its rotation function, on its rotary module's output at each served
+    length), read in its own pairing; its softmax scale and logits."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    from ropekit.engines.hf_rotation import capture, pair_table
+
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     index, layer_type = compared_layer(folder)
-    rotary = model.model.rotary_emb
-    answer = Answer(softmax_scale=float(model.model.layers[index].self_attn.scaling))
-    with torch.no_grad():
-        for served in probe.served_lengths:
-            module = copy.deepcopy(rotary)
-            position_ids = torch.arange(served)[None]
-            x = torch.zeros(1, served, 1, dtype=torch.float32)
-            extra = {} if layer_type is None else {"layer_type": layer_type}
-            cos, sin = module(x, position_ids, **extra)
-            half = getattr(module, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq").shape[-1]
-            picked = torch.as_tensor(positions_below(probe, served))
-            table = torch.stack([cos[0, picked, :half], sin[0, picked, :half]], dim=-1)
-            answer.tables[served] = table.double().numpy()
-        if probe.ids:
-            logits = model(torch.tensor([probe.ids])).logits[0]
-            answer.logits = logits.double().numpy()
+    decoder, layers = layers_of(model)
+    attention = attention_of(layers[index])
+    scaling = getattr(attention, "scaling", None)
+    answer = Answer(softmax_scale=None if scaling is None else float(scaling))
+    rotation = capture(model, attention)
+    half = _pairs(decoder, layer_type, rotation)
+    for served in probe.served_lengths:
+        positions = positions_below(probe, served)
+        table, answer.interleaved = pair_table(rotation.matrices(served, positions), half)
+        answer.tables[served] = table
+    if probe.ids:
+        with torch.no_grad():
+            answer.logits = model(torch.tensor([probe.ids])).logits[0].double().numpy()
     return answer
+
+
+def _pairs(decoder, layer_type: str | None, rotation) -> int:
+    """The number of rotating pairs: the length of the rotary module's ``inv_freq`` (of the layer type)."""
+    for recorded in rotation.capture.rotary_calls[::-1]:
+        name = "inv_freq" if layer_type is None else f"{layer_type}_inv_freq"
+        found = getattr(recorded.target, name, None)
+        if found is None:
+            found = getattr(recorded.target, "inv_freq", None)
+        if found is not None:
+            return int(found.shape[-1])
+    return int(rotation.capture.apply_call.args[0].shape[-1]) // 2
 
 
 def rotary_half(answer: Answer) -> int:

@@ -6,9 +6,15 @@ need). :mod:`ropekit.engines._vllm_probe` runs there: ``get_rope(head_size, max_
 rope_parameters, dtype)`` under ``set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu")))``,
 then ``forward_native(positions, q, k)`` on the probe vectors: vLLM's own arithmetic (``cos_sin_cache``, ``mscale``).
 
-By design vLLM builds one static table for ``--max-model-len``: LongRoPE's list is chosen by it (long when it
-exceeds L0, at every position), and ``dynamic`` is static NTK at the maximum length. Its LongRoPE reads
-``short_mscale``/``long_mscale``, not ``attention_factor``. The rotary module is compared (tables), not a model.
+The module is built as the architecture's model class builds it: the probe finds vLLM's model file for the
+architecture in its registry and reads what that file passes to ``get_rope`` (``is_neox_style``, the scaling or
+none, ``dual_chunk_attention_config``: :mod:`ropekit.engines._model_class`); an architecture vLLM serves through its
+Transformers backend runs transformers' own RoPE code. By design vLLM builds one static table for
+``--max-model-len``: LongRoPE's list is chosen by it (long when it exceeds L0, at every position), and its LongRoPE
+reads ``short_mscale``/``long_mscale``, not ``attention_factor``, and refuses pairs other than NeoX's. Its
+``dynamic`` keeps the base (``max_trained_positions`` defaults to ``max_position``): plain RoPE. Where a model class
+passes ``dual_chunk_attention_config`` and the config has one, it builds ``DualChunkRotaryEmbedding`` from the base
+alone. The rotary module is compared (tables), not a model.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
 
 def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
     """The documented vLLM behaviours (module docstring) that apply to ``params``, the rope dict its model class
-    is given."""
+    is given (what the class itself drops or rewrites: :func:`ropekit.engines.model_class.class_verdict`)."""
     kind = params.get("rope_type")
     reasons = []
     if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
@@ -64,7 +70,10 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
             "sqrt(1 + ln(M/L0)/ln L0) from --max-model-len M)"
         )
     if kind == "dynamic":
-        reasons.append(f"vLLM's dynamic is static NTK at the maximum length {probe.target_length:,}")
+        reasons.append(
+            "vLLM 0.33's dynamic class (dynamic_ntk_scaling_rope.py) keeps the base: max_trained_positions defaults "
+            "to max_position, so it runs plain RoPE at every length"
+        )
     return reasons
 
 
@@ -97,11 +106,12 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
     if kind in ("deepseek_v2", "deepseek_v3") and rope.get("rope_type", "default") != "default":
         renamed = "deepseek_llama_scaling" if rope.get("attention_factor") == 1.0 else "deepseek_yarn"
         rotary = int(config.get("qk_rope_head_dim") or head_size)
-        return {"head_size": rotary, "rope_parameters": {**rope, "rope_type": renamed}, "is_neox_style": False}
+        passed = {**rope, "rope_type": renamed}
+        return {"head_size": rotary, "rope_parameters": passed, "is_neox_style": False, "class_rule": "ropekit"}
     if kind == "gpt_oss":
         kept = ("rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow")
         passed = {"rope_type": "yarn", **{key: rope[key] for key in kept}, "truncate": rope.get("truncate", True)}
-        return {"head_size": head_size, "rope_parameters": passed, "is_neox_style": True}
+        return {"head_size": head_size, "rope_parameters": passed, "is_neox_style": True, "class_rule": "ropekit"}
     return {"head_size": head_size, "rope_parameters": rope, "is_neox_style": True}
 
 
@@ -128,7 +138,7 @@ def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: st
         check=False,
     )
     if done.returncode != 0:
-        return failed_row(engine, done.stderr, where)
+        return failed_row(engine, done.stderr, where, request)
     return row_from_reply(engine, json.loads(done.stdout.strip().splitlines()[-1]), case, where)
 
 
@@ -140,29 +150,53 @@ def request_for(case: Case) -> dict[str, Any]:
     config, probe = case.config, case.probe
     half = int(next(iter(case.reference.tables.values())).shape[1])
     head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+    architectures = config.get("architectures") or [""]
     return {
         **model_rope(config, rope_parameters(case.folder), head),
+        "architecture": architectures[0],
         "rotary_dim": 2 * half,
         "max_position": probe.target_length,
+        "interleaved": case.reference.interleaved,
+        "dual_chunk_attention_config": config.get("dual_chunk_attention_config"),
         "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
     }
 
 
-def failed_row(engine: ModuleType, stderr: str, where: str) -> EngineRow:
-    """The row of an engine's probe run that failed, from its last line of stderr."""
+def failed_row(engine: ModuleType, stderr: str, where: str, request: dict[str, Any]) -> EngineRow:
+    """The row of an engine's probe run that failed, from its last line of stderr: its own classes refusing the
+    configuration (``ValueError``, ``NotImplementedError``) is "cannot express"."""
     last = (stderr.strip().splitlines() or ["no output"])[-1]
     verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
-    return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME} failed: {last}", where)
+    arch = request.get("architecture") or "this architecture"
+    return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME}'s {arch} class refuses it: {last}", where)
 
 
 def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where: str) -> EngineRow:
-    """An engine's verdict from its probe's reply (its tables against the reference's)."""
+    """An engine's verdict from its probe's reply (its tables against the reference's; what its model class drops
+    from the configuration: :func:`ropekit.engines.model_class.class_verdict`)."""
+    from ropekit.engines.model_class import backend_row, class_verdict
     from ropekit.engines.transformers_ref import rope_parameters
 
+    if reply.get("backend") == "transformers":
+        return backend_row(engine.NAME, reply["version"], case.config, where)
+    if "refused" in reply:
+        why = f"{engine.NAME}'s {reply['model_file']} (get_rope at line {reply.get('line')}) refuses it: {reply['refused']}"
+        return EngineRow(
+            engine.NAME, reply["version"], "cannot express", why, where, {"model_file": reply["model_file"]}
+        )
     params = rope_parameters(case.folder)
+    dropped = class_verdict(engine.NAME, reply, params, case.config)
+    if "failed" in reply:
+        verdict = "cannot express" if dropped else "cannot run here"
+        why = "; ".join(
+            [*dropped, f"not measured here: {reply['model_file']}'s module fails on CPU: {reply['failed']}"]
+        )
+        return EngineRow(engine.NAME, reply["version"], verdict, why, where, {"model_file": reply["model_file"]})
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    verdict, detail, numbers = judge(
-        case.reference, theirs, case.probe, known=engine.known_behaviours(params, case.probe)
-    )
-    numbers["mscale"] = reply.get("mscale")
-    return EngineRow(engine.NAME, reply["version"], verdict, f"{detail} (rotary module only)", where, numbers)
+    known = dropped + engine.known_behaviours(params, case.probe)
+    verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
+    numbers.update({key: reply.get(key) for key in ("mscale", "model_file", "neox", "scaling", "class")})
+    detail = f"{detail} (rotary module of {reply.get('model_file')})"
+    if dropped:
+        verdict, detail = "cannot express", f"{'; '.join(dropped)}; measured: {detail}"
+    return EngineRow(engine.NAME, reply["version"], verdict, detail, where, numbers)

@@ -1,0 +1,72 @@
+"""What an engine's model class for the architecture does with the configuration, beyond its rotary module.
+
+vLLM's and SGLang's probes report what their model file passes to ``get_rope``
+(:mod:`ropekit.engines._model_class`); :func:`class_verdict` turns what the file drops into the reasons a row
+cannot express the configuration, naming the file. MLX-LM's model files are read here, where MLX-LM is installed:
+:func:`mlx_reads_scaling` says whether the architecture's file reads any scaling key at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ropekit.engines.probe import EngineRow
+
+#: the words an MLX-LM model file that reads a scaling names (its config key or the helpers that read it)
+MLX_SCALING_WORDS = ("rope_scaling", "rope_parameters", "scaling_config", "initialize_rope", "SuScaledRoPE")
+
+
+def scaled(params: dict[str, Any]) -> bool:
+    """Whether transformers' rope dict of the compared layer scales anything (a ``rope_type`` other than plain)."""
+    return params.get("rope_type", "default") != "default"
+
+
+def class_verdict(engine: str, reply: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """The reasons ``engine``'s model class cannot express ``params`` (transformers' rope dict) on ``config``,
+    from its probe's ``reply`` (``model_file``, ``line``, ``scaling``, ``dual_chunk``); empty where it can."""
+    where = f"{reply.get('model_file')} (get_rope at line {reply.get('line')})"
+    kind = params.get("rope_type", "default")
+    reasons = []
+    if reply.get("scaling") is False and scaled(params):
+        reasons.append(f"{engine}'s {where} passes no scaling to get_rope: it runs plain RoPE, not {kind}")
+    if reply.get("dual_chunk") and config.get("dual_chunk_attention_config") and scaled(params):
+        reasons.append(
+            f"{engine}'s {where} passes dual_chunk_attention_config, and with one {engine} builds "
+            f"DualChunkRotaryEmbedding from the base alone: no {kind}"
+        )
+    return reasons
+
+
+def backend_row(engine: str, version: str | None, config: dict[str, Any], where: str) -> EngineRow:
+    """The row of an architecture ``engine`` serves only through its Transformers backend."""
+    arch = (config.get("architectures") or ["this architecture"])[0]
+    detail = (
+        f"{engine} has no model class of its own for {arch}: it serves it through its Transformers backend, which "
+        "runs transformers' own RoPE code (the reference itself; nothing of the engine's to compare)"
+    )
+    return EngineRow(engine, version, "same", detail, where, {"backend": "transformers"})
+
+
+def mlx_model_file(model_type: str) -> str | None:
+    """The source path of MLX-LM's model file for ``model_type`` (its remapping applied), ``None`` without one."""
+    import importlib.util
+
+    try:
+        from mlx_lm.utils import MODEL_REMAPPING
+    except ImportError:
+        return None
+    name = MODEL_REMAPPING.get(model_type, model_type)
+    spec = importlib.util.find_spec(f"mlx_lm.models.{name}")
+    return None if spec is None else spec.origin
+
+
+def mlx_reads_scaling(model_type: str) -> tuple[str | None, bool]:
+    """``(MLX-LM's model file for model_type, whether it reads any scaling)``: a file that names none of
+    :data:`MLX_SCALING_WORDS` builds its RoPE from the base alone. ``(None, True)`` without a file."""
+    from pathlib import Path
+
+    path = mlx_model_file(model_type)
+    if path is None:
+        return None, True
+    source = Path(path).read_text(encoding="utf-8")
+    return f"mlx_lm/models/{Path(path).name}", any(word in source for word in MLX_SCALING_WORDS)

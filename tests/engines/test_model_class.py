@@ -1,0 +1,78 @@
+"""What ropekit reads from an engine's model file (``_model_class``), checked against the files as installed: the
+``is_neox_style``, the scaling and the dual-chunk config each one passes to its ``get_rope``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ropekit.engines import sglang, vllm
+
+pytestmark = [
+    pytest.mark.slow,  # imports vLLM and SGLang (about 20 s)
+    pytest.mark.skipif(sglang.version() is None, reason="needs vLLM and SGLang in the vLLM environment"),
+]
+
+ENGINES = Path(vllm.__file__).parent
+#: engine → architecture → (model file, is_neox_style, passes the scaling, passes dual_chunk_attention_config)
+EXPECTED = {
+    "vllm": {
+        "LlamaForCausalLM": ("llama.py", True, True, False),
+        "Phi3ForCausalLM": ("llama.py", True, True, False),  # phi3.py's class extends Llama's
+        "StableLmForCausalLM": ("stablelm.py", True, True, False),
+        "Glm4ForCausalLM": ("glm4.py", False, True, False),
+        "CohereForCausalLM": ("commandr.py", False, True, False),
+        "Qwen2ForCausalLM": ("qwen2.py", True, True, True),
+        "GPTNeoXForCausalLM": None,  # the Transformers backend
+    },
+    "sglang": {
+        "LlamaForCausalLM": ("llama.py", True, True, False),
+        "StableLmForCausalLM": ("stablelm.py", True, False, False),
+        "Glm4ForCausalLM": ("glm4.py", False, True, True),
+        "CohereForCausalLM": ("commandr.py", False, True, False),
+        "Qwen2ForCausalLM": ("qwen2.py", True, True, True),
+        "GPTNeoXForCausalLM": None,
+    },
+}
+
+SCRIPT = """
+import importlib.util, json, sys
+from pathlib import Path
+here = Path(sys.argv[1])
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, here / f"{name}.py")
+    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); return module
+probe, reader = load("_vllm_probe"), load("_model_class")
+from vllm.model_executor.layers.rotary_embedding import get_rope as vllm_rope
+from sglang.srt.layers.rotary_embedding import get_rope as sglang_rope
+models = Path(importlib.util.find_spec("sglang").origin).parent / "srt" / "models"
+found = {"vllm": {}, "sglang": {}}
+for arch in json.loads(sys.argv[2]):
+    path = probe.model_file(arch)
+    found["vllm"][arch] = path and probe.class_facts(path, vllm_rope)
+    path = reader.sglang_model_file(str(models), arch)
+    found["sglang"][arch] = path and reader.facts(path, sglang_rope, "rope_scaling")
+print(json.dumps(found))
+"""
+
+
+def test_what_each_model_file_passes_to_get_rope() -> None:
+    archs = sorted({arch for table in EXPECTED.values() for arch in table})
+    done = subprocess.run(
+        [str(vllm.python()), "-P", "-c", SCRIPT, str(ENGINES), json.dumps(archs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    for engine, table in EXPECTED.items():
+        for arch, expected in table.items():
+            facts = found[engine][arch]
+            if expected is None:
+                assert facts is None, (engine, arch, facts)
+                continue
+            got = (Path(facts["file"]).name, facts["neox"], facts["scaling"], facts["dual_chunk"])
+            assert got == expected, (engine, arch, got)
