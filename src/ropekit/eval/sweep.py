@@ -27,7 +27,6 @@ from ropekit._defaults import (
 )
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.model_support import ran_as
 from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.perplexity import MODES
@@ -213,7 +212,7 @@ def run_sweep(
         lambda mine: measure_units(model, settings, tokens, units, costs, mine, on_step=on_step, on_tokens=on_tokens),
     )
     add_rows(result, settings, units, outcomes)
-    result.context["model"].update(ran_as(model))
+    result.context["model"].update(model.ran_as())
     return result
 
 
@@ -285,11 +284,10 @@ def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int |
     stream and one chunk of logits); ``None`` when the model's shape is not known. An estimate for a warning, not a
     guarantee: attention that falls back to materialising ``(seq × seq)`` scores needs more."""
     describe = model.describe()
-    config = getattr(getattr(model, "model", None), "config", None)
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
-    ffn = getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
-    if not hidden or not ffn or not describe.get("parameters"):
+    sizes = model.layer_sizes()
+    if sizes is None or not describe.get("parameters"):
         return None
+    hidden, ffn = sizes
     width = {"float32": 4, "bfloat16": 2, "float16": 2}.get(describe.get("dtype", "float32"), 4)
     weights = describe["parameters"] * width
     per_token = (4 * hidden + 3 * ffn + 3 * hidden) * width  # residual, norms, q/k/v/o, MLP up/gate/act
@@ -299,8 +297,7 @@ def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int |
 
 def available_memory(model: EvalModel) -> int | None:
     """Free bytes where the model runs: CUDA's free memory, or the OS's ``MemAvailable`` (Linux); ``None`` if unknown."""
-    parameters = getattr(model, "model", None)
-    device = next(parameters.parameters()).device if parameters is not None else torch.device("cpu")
+    device = model.device()
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)

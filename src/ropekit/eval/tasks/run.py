@@ -22,14 +22,11 @@ from typing import Any
 
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.model_support import ran_as
+from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
-from ropekit.eval.tasks.grid import byte_level as byte_level  # the answering helpers' names, kept here too
-from ropekit.eval.tasks.grid import detokenize as detokenize
-from ropekit.eval.tasks.grid import stop_tokens as stop_tokens
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
 from ropekit.eval.tasks.scoring import effective_lengths, pooled
 from ropekit.eval.tasks.suite import TASKS, make_sample
@@ -109,7 +106,7 @@ def free_memory() -> int | None:
         return None
 
 
-def check_plan(model: Any, settings: TaskSettings) -> list[int]:
+def check_plan(model: EvalModel, settings: TaskSettings) -> list[int]:
     """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_plan`):
     within ``model.max_positions`` where the model has such a limit, and every sample within memory.
 
@@ -124,19 +121,19 @@ def check_plan(model: Any, settings: TaskSettings) -> list[int]:
         samples=settings.samples,
         slack=ANSWER_SLACK
         - 1,  # greedy_answer feeds a wrong answer's tokens but the last (budget: the answer's + slack)
-        max_positions=getattr(model, "max_positions", None),
+        max_positions=model.max_positions,
         free_memory=free_memory(),
     )
     return lengths
 
 
-def model_pieces(model: Any) -> Pieces:
+def model_pieces(model: EvalModel) -> Pieces:
     """The pieces of ``model``'s samples: its tokenizer both ways (decoding tells where a text haystack is cut)."""
-    return Pieces(lambda b: model.encode(b).numpy(), lambda ids: detokenize(model, ids))
+    return Pieces(lambda b: model.encode(b).numpy(), model.detokenize)
 
 
 def make_samples(
-    model: Any, settings: TaskSettings, text: TokenizedText | None = None
+    model: EvalModel, settings: TaskSettings, text: TokenizedText | None = None
 ) -> dict[tuple[int, str], list[Sample]]:
     """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer (:func:`check_plan` first).
 
@@ -167,7 +164,7 @@ def make_samples(
     return out
 
 
-def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
+def fitting_tasks(model: EvalModel, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
     """The tasks of ``settings`` that cannot be built at its shortest length for ``model``, with the reason (the
     report leaves them out instead of failing; ``ropekit eval tasks`` refuses them).
 
@@ -255,7 +252,7 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
     return summary if own is not None else {**summary, "note": NOT_JUDGED}
 
 
-def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:
+def _context(model: EvalModel, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:
     """What a task result records about its run: versions, the model, the text and the settings."""
     from ropekit import __version__
 
@@ -270,7 +267,7 @@ def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[
 
 
 def run_tasks(
-    model: Any,
+    model: EvalModel,
     settings: TaskSettings,
     *,
     text: TokenizedText | None = None,
@@ -299,7 +296,7 @@ def run_tasks(
         lambda mine: answer_units(model, settings, samples, units, mine, on_tokens=on_tokens, on_step=on_step),
     )
     add_rows(result, settings, lengths, samples, units, outcomes)
-    result.context["model"].update(ran_as(model))
+    result.context["model"].update(model.ran_as())
     return result
 
 
