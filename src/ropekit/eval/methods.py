@@ -48,7 +48,7 @@ def scaling_for(
     """The scaling config for ``method`` at ``factor`` (clamped to at least 1).
 
     ``none`` is plain RoPE; ``native`` the model's own scaling. Every other method is built by its own
-    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options` from the factor, the training length as the
+    :meth:`~ropekit.scaling.base.ScalingConfig.from_options` from the factor, the training length as the
     original length, the model's own scaling and ``extra``. A method with a required parameter that these do not
     give (``longrope``'s searched factors on a model without them, ``base`` without ``extra={"base": ...}``)
     raises ``LookupError`` so callers can skip it.
