@@ -16,7 +16,7 @@ from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_ove
 from ropekit.cli.engine_options import CONCURRENCY, ENGINE, SERVED_MODEL, TIMEOUT, URL, EngineChoice
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
 from ropekit.cli.eval_processes import launch_aware, processes_for
-from ropekit.cli.eval_setup import load_model, task_samples
+from ropekit.cli.eval_setup import open_eval_model, task_samples
 from ropekit.cli.lmeval_cmd import WRITE_LM_EVAL, export_lm_eval
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
@@ -101,7 +101,7 @@ def tasks_command(
     choice = EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout)
     choice.check(device_map=device_map, dtype=dtype)
     processes = processes_for(engine)
-    eval_model = load_model(model, device_map, dtype=dtype, engine=choice)
+    eval_model = open_eval_model(model, device_map, dtype=dtype, engine=choice)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     settings, prepared, dropped = task_samples(eval_model, settings, tasks, tokens, lengths_option)
     if out is not None and processes.is_main:

@@ -25,6 +25,7 @@ from ropekit._defaults import (
     PERPLEXITY_MULTIPLES,
     PERPLEXITY_STRIDE,
 )
+from ropekit._free_memory import available_memory
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import check_params
 from ropekit.eval.models import EvalModel
@@ -295,21 +296,6 @@ def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int |
     return weights + batch * length * per_token + logits
 
 
-def available_memory(model: EvalModel) -> int | None:
-    """Free bytes where the model runs: CUDA's free memory, or the OS's ``MemAvailable`` (Linux); ``None`` if unknown."""
-    device = model.device()
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def cost_lines(
     model: EvalModel, settings: SweepSettings, text_tokens: int, *, perplexity: bool = True, passkey: bool = True
 ) -> list[str]:
@@ -321,7 +307,7 @@ def cost_lines(
     lines = [f"forward tokens: {total:,} over {len(settings.methods)} method(s) (per length: {per_length})"]
     if cost:
         longest = max(cost)
-        needed, free = peak_memory_estimate(model, longest), available_memory(model)
+        needed, free = peak_memory_estimate(model, longest), available_memory(model.device())
         if needed is not None and free is not None and needed > free:
             lines.append(
                 f"warning: length {longest:,} needs about {needed / 2**30:.1f} GiB, but only {free / 2**30:.1f} GiB "

@@ -13,7 +13,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.lora` — LoRA adapters with trainable norms and embeddings (LongLoRA).
 * :mod:`~ropekit.finetune.pose` — PoSE position ids: a short window whose positions skip across the target length.
 * :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
-  window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak and the device's free memory.
+  window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak (the free memory:
+  :func:`ropekit._free_memory.available_memory`).
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ropekit._free_memory import available_memory
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import check_params
 from ropekit.eval.models import EvalModel
@@ -96,18 +97,8 @@ class TaskSettings:
         return {**self.__dict__, "params": dict(self.params)}
 
 
-def free_memory() -> int | None:
-    """Free host memory in bytes (where samples are built), ``None`` where the system does not say."""
-    from ropekit.finetune.fit_measure import available_memory
-
-    try:
-        return available_memory()
-    except (OSError, KeyError, ValueError):
-        return None
-
-
 def check_plan(model: EvalModel, settings: TaskSettings) -> list[int]:
-    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_plan`):
+    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_lengths`):
     within ``model.max_positions`` where the model has such a limit, and every sample within memory.
 
     Raises:
@@ -115,14 +106,14 @@ def check_plan(model: EvalModel, settings: TaskSettings) -> list[int]:
             multiple too large to be a length.
     """
     lengths = settings.token_lengths(model.train_length)
-    limits.check_plan(
+    limits.check_lengths(
         lengths,
         tasks=len(settings.tasks),
         samples=settings.samples,
         slack=ANSWER_SLACK
         - 1,  # greedy_answer feeds a wrong answer's tokens but the last (budget: the answer's + slack)
         max_positions=model.max_positions,
-        free_memory=free_memory(),
+        free_memory=available_memory(),  # the host's: samples are built there
     )
     return lengths
 
@@ -300,6 +291,6 @@ def run_tasks(
     return result
 
 
-def forward_tokens(samples: dict[tuple[int, str], list[Sample]], methods: int) -> int:
+def task_forward_tokens(samples: dict[tuple[int, str], list[Sample]], methods: int) -> int:
     """Forward tokens of the whole evaluation when every answer takes the shortcut (see :func:`sample_cost`)."""
     return methods * sum(sample_cost(s) for group in samples.values() for s in group)
