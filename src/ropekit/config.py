@@ -1,15 +1,13 @@
-"""RopeConfig: the one description of a model's rotary embedding (numpy-free, torch-free)."""
+"""RopeConfig: the one description of a model's rotary embedding (plain Python values: no numpy or torch types)."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ropekit._validate import require_choice, require_float, require_int, require_rotary_dim
-
-if TYPE_CHECKING:
-    from ropekit.scaling.registry import ScalingConfig
+from ropekit.scaling.base import ScalingConfig
 
 #: how M-RoPE spreads its sections over the pairs: ``blocked`` (Qwen2-VL, Qwen2.5-VL: pairs ``0 … t−1`` read the
 #: time position, the next ``h`` pairs the height, the last ``w`` the width) or ``interleaved`` (Qwen3-VL: pair ``p``
@@ -105,8 +103,6 @@ class RopeConfig:
         if not isinstance(self.interleaved, bool):
             raise TypeError(f"interleaved must be a bool, got {self.interleaved!r}")
         if self.scaling is not None:
-            from ropekit.scaling.registry import ScalingConfig
-
             if not isinstance(self.scaling, ScalingConfig):
                 raise TypeError(
                     "scaling must be a config from ropekit.scaling (e.g. YarnScaling(...)) or None, "

@@ -16,7 +16,7 @@ The shared transformers quirks (checked against the transformers version in :dat
 * The head size is ``head_dim or hidden_size // num_attention_heads``. ropekit: the same, but a ``hidden_size``
   that ``num_attention_heads`` does not divide raises ``ValueError`` (give ``head_dim``) instead of flooring.
 * The rotary dim is ``int(head_dim * partial_rotary_factor)``, a truncation (each method may count otherwise:
-  :meth:`~ropekit.scaling.registry.ScalingConfig.hf_rotary_dim`). An odd result makes transformers compute
+  :meth:`~ropekit.scaling.base.ScalingConfig.hf_rotary_dim`). An odd result makes transformers compute
   ceil(d/2) frequencies with exponents 2i/d. ropekit: the same truncation, and an odd or zero rotary dim raises
   ``ValueError`` (pairs need an even dim). :func:`to_hf_dict` writes a factor that truncates back exactly.
 * Values transformers only warns about (factor < 1, beta_fast < beta_slow, low_freq_factor > high_freq_factor,

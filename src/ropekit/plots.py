@@ -106,10 +106,10 @@ def wavelengths_figure(
     wavelengths = {"plain": frequencies(rope).wavelengths}
     for name, spec in _methods(factor, train_length).items():
         wavelengths[f"{name} (s = {factor:g})"] = frequencies(rope.replace(scaling=spec)).wavelengths
-    return wavelength_figure(wavelengths, train_length, path)
+    return wavelength_lines_figure(path, wavelengths, train_length)
 
 
-def wavelength_figure(wavelengths: dict[str, np.ndarray], train_length: int, path: Path) -> Path:
+def wavelength_lines_figure(path: Path, wavelengths: dict[str, np.ndarray], train_length: int) -> Path:
     """Wavelength per pair (log scale), one line per entry of ``wavelengths``, with the training length marked."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ropekit.cli.app import app
-from ropekit.engines.launch import ENGINES, launch_lines
+from ropekit.engines.launch import LAUNCH_ENGINES, launch_lines
 
 pytest.importorskip("transformers")
 runner = CliRunner()
@@ -69,7 +69,7 @@ def test_extend_json_launch_lines_run_the_written_config(method: str, llama_dir,
     assert result.exit_code == 0, result.output
     summary, config = json.loads(result.stdout), json.loads((out / "config.json").read_text())
     launch = summary["launch"]
-    assert list(launch) == list(ENGINES)
+    assert list(launch) == list(LAUNCH_ENGINES)
     check_served(launch, TARGET, config["rope_parameters"], config["max_position_embeddings"], str(out))
     assert launch["transformers"]["command"] == f"AutoModelForCausalLM.from_pretrained({str(out)!r})"
     assert shlex.split(launch["MLX-LM"]["command"]) == ["mlx_lm.server", "--model", str(out)]
@@ -95,7 +95,7 @@ def test_extend_prints_the_launch_lines(llama_dir, tmp_path) -> None:
     lines = result.stdout.splitlines()
     start = lines.index(f"  launch it at {TARGET:,} tokens:")
     engines = [line.split()[0] for line in lines[start + 1 :] if not line.startswith(" " * 17)]
-    assert engines == list(ENGINES)
+    assert engines == list(LAUNCH_ENGINES)
     assert any(line.strip().startswith(f"vLLM         vllm serve {out} --hf-overrides") for line in lines)
 
 

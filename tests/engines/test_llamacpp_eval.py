@@ -63,7 +63,7 @@ def test_samples_are_the_torch_paths_token_ids(engine, torch_model, settings) ->
 def test_answers_equal_the_torch_path(engine, torch_model, settings) -> None:
     """Every question scores the same, and the greedy tokens agree over the canonical answer's length (beyond it,
     free generation after a right answer may part: Q4_1 against float32 weights)."""
-    from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+    from ropekit.eval.tasks.decode import greedy_answer
     from ropekit.eval.tasks.run import make_samples
     from ropekit.eval.tasks.scoring import score
 
@@ -71,7 +71,7 @@ def test_answers_equal_the_torch_path(engine, torch_model, settings) -> None:
     stop = torch_model.stop_tokens
     for group in samples.values():
         for sample in group:
-            decoders = [make_decoder(m) for m in (engine, torch_model)]
+            decoders = [m.decoder() for m in (engine, torch_model)]
             for decoder in decoders:
                 decoder.extend(torch.from_numpy(sample.context), keep=0)
             for question in sample.questions:
@@ -111,7 +111,7 @@ def test_perplexity_within_the_calibrated_tolerance(engine, torch_model) -> None
 
 def test_methods_run_through_llamacpps_options(engine) -> None:
     """YaRN and a base change are load-time options; Llama 3's per-pair factors and Self-Extend are skipped."""
-    from ropekit.eval.methods import attention_for, scaling_for, set_attention
+    from ropekit.eval.methods import attention_for, scaling_for
 
     train = engine.train_length
     engine.set_scaling(scaling_for("yarn", factor=2.0, train_length=train, native=None))
@@ -121,7 +121,7 @@ def test_methods_run_through_llamacpps_options(engine) -> None:
     with pytest.raises(LookupError, match=r"llama\.cpp"):
         engine.set_scaling(scaling_for("llama3", factor=2.0, train_length=train, native=None))
     with pytest.raises(LookupError, match="no attention method"):
-        set_attention(engine, attention_for("self_extend", train_length=train, length=2 * train, params={}))
+        engine.set_attention(attention_for("self_extend", train_length=train, length=2 * train, params={}))
     engine.set_scaling(None)  # the plain file's own RoPE: run as it is
     assert engine.options == {}
 
@@ -157,10 +157,9 @@ def test_flash_attention_within_the_parity_tolerance(engine, torch_model, batch)
     """llama.cpp's flash attention (its CPU kernel takes q·k in f16) moves the logits by about as much as the Q4_1
     weights do (mean 0.15 from the default setting on this input), so it is held to the parity tolerance against the
     float32 torch path, as the default setting is."""
-    from ropekit.eval.tasks.decode import make_decoder
 
     ids = torch.arange(1000, 1300)
-    exact = make_decoder(torch_model).extend(ids, keep=200).float()
+    exact = torch_model.decoder().extend(ids, keep=200).float()
     other = other_setting(engine, True, batch)
     try:
         logits = other.decoder().extend(ids, keep=200)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ropekit.eval.models import load_eval_model
-from ropekit.eval.report import perplexity_matrix, summary_lines, theory_view, write_report
+from ropekit.eval.report import perplexity_matrix, summary_lines, theory_view, write_sweep_report
 from ropekit.eval.sweep import SweepResult, SweepSettings, run_sweep
 
 TRAIN_LENGTH = 128  # of the conftest's tiny_checkpoint
@@ -85,7 +85,7 @@ def test_theory_view_against_closed_forms(tiny_checkpoint: Path) -> None:
 def report(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = load_eval_model(tiny_checkpoint)
     result = run_sweep(model, SETTINGS)
-    return write_report(model, SETTINGS, result, tmp_path_factory.mktemp("report"), elapsed_s=1.0)
+    return write_sweep_report(model, SETTINGS, result, tmp_path_factory.mktemp("report"), elapsed_s=1.0)
 
 
 def image_sources(index: Path) -> list[str]:

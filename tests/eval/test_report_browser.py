@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ropekit.eval.models import load_eval_model
-from ropekit.eval.report import write_report
+from ropekit.eval.report import write_sweep_report
 from ropekit.eval.sweep import SweepSettings, run_sweep
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "report_screenshot.py"
@@ -62,7 +62,7 @@ def report(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> P
         max_tokens=256,
     )
     model = load_eval_model(tiny_checkpoint)
-    return write_report(model, settings, run_sweep(model, settings), tmp_path_factory.mktemp("report"), 1.0)
+    return write_sweep_report(model, settings, run_sweep(model, settings), tmp_path_factory.mktemp("report"), 1.0)
 
 
 def test_report_at_1200px_decodes_every_image_without_console_errors_or_overflow(client, browser, report, tmp_path):

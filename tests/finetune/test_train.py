@@ -174,11 +174,11 @@ def test_existing_out_and_non_rope_model_are_refused(llama_dir, text_file, tmp_p
 
 def test_learning_rate_schedule():
     settings = _settings(steps=100, warmup_steps=10, min_lr_ratio=0.1)
-    assert settings.learning_rate(0) == pytest.approx(0.1)
-    assert settings.learning_rate(9) == pytest.approx(1.0)
-    assert settings.learning_rate(10) == pytest.approx(1.0)
-    assert settings.learning_rate(55) == pytest.approx(0.1 + 0.9 * 0.5)
-    assert settings.learning_rate(100) == pytest.approx(0.1)
+    assert settings.lr_factor(0) == pytest.approx(0.1)
+    assert settings.lr_factor(9) == pytest.approx(1.0)
+    assert settings.lr_factor(10) == pytest.approx(1.0)
+    assert settings.lr_factor(55) == pytest.approx(0.1 + 0.9 * 0.5)
+    assert settings.lr_factor(100) == pytest.approx(0.1)
 
 
 def test_table_has_the_shipped_model_as_baseline(llama_dir, text_file, tmp_path):

@@ -96,7 +96,7 @@ def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
     monkeypatch.setattr(experiment, "run_experiment", fake_experiment)
     monkeypatch.setattr(sweep, "run_sweep", fake_sweep)
     monkeypatch.setattr(tasks_run, "run_tasks", fake_tasks)
-    monkeypatch.setattr(report, "write_report", fake_report)
+    monkeypatch.setattr(report, "write_sweep_report", fake_report)
     for name in ("base_bound", "smallest_feasible_base", "robust_base_only"):
         monkeypatch.setattr(bound, name, capped(getattr(bound, name)))
     for name in ("base_bound", "smallest_feasible_base"):  # plan imported them by name

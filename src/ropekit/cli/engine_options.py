@@ -12,7 +12,7 @@ import typer
 from ropekit.cli.common import fail
 
 #: what ``--engine`` accepts
-ENGINES = ("torch", "llamacpp", "openai")
+EVAL_ENGINES = ("torch", "llamacpp", "openai")
 
 ENGINE = typer.Option(
     "torch",
@@ -34,7 +34,7 @@ TIMEOUT = typer.Option(
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineChoice:
-    """What ``--engine`` and its server options chose (``name``: one of :data:`ENGINES`)."""
+    """What ``--engine`` and its server options chose (``name``: one of :data:`EVAL_ENGINES`)."""
 
     name: str = "torch"
     url: str | None = None
@@ -57,8 +57,8 @@ class EngineChoice:
 
 def check_engine(engine: str, url: str | None, concurrency: int, *, device_map: str | None, dtype: str) -> None:
     """The one-line error of a bad engine choice, before anything loads."""
-    if engine not in ENGINES:
-        raise fail(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine not in EVAL_ENGINES:
+        raise fail(f"--engine must be one of {', '.join(EVAL_ENGINES)}, got {engine!r}")
     if engine == "openai" and not url:
         raise fail("--engine openai needs --url (the server's base URL, e.g. http://127.0.0.1:8000/v1)")
     if engine != "openai" and url:

@@ -34,7 +34,7 @@ def engines_command(
     is compared as it is (an already-extended output). Each row: the engine and its version, its verdict (same,
     differs: how much, from which position and why, cannot express, cannot run here) and the line that launches it.
     """
-    from ropekit.engines.compare import ENGINES as ALL
+    from ropekit.engines.compare import COMPARED_ENGINES as ALL
 
     if not 0 <= logits <= MAX_LOGITS:
         raise fail(

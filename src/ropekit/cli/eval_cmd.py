@@ -28,7 +28,7 @@ from ropekit.cli.eval_options import (
     build_settings,
 )
 from ropekit.cli.eval_processes import launch_aware, processes_for
-from ropekit.cli.eval_setup import check_runnable, load_model, read_sweep_text
+from ropekit.cli.eval_setup import check_runnable, open_eval_model, read_sweep_text
 from ropekit.cli.lmeval_cmd import effective_length_command
 from ropekit.cli.method_options import METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
@@ -63,7 +63,7 @@ def _evaluate(
         refuse_overwrite(out, written, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
-    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check, engine=engine)
+    eval_model = open_eval_model(model, device_map, dtype=dtype, before_weights=sweep_text.check, engine=engine)
     tokens = sweep_text.tokenized(eval_model)
     check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
     if out is not None and processes.is_main:

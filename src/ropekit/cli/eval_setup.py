@@ -8,7 +8,7 @@ from pathlib import Path
 from ropekit.cli.common import MAX_LENGTH, fail, model_error
 
 
-def load_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None):
+def open_eval_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None):
     """The evaluation model, with clear errors for missing paths and unsupported architectures.
 
     ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.

@@ -33,13 +33,13 @@ class _TokenizerReady(Exception):
 
 def _tokenizer_model(model: str, dtype: str):
     """The evaluation model up to its tokenizer, config and training length, without its weights."""
-    from ropekit.cli.eval_setup import load_model
+    from ropekit.cli.eval_setup import open_eval_model
 
     def stop(loaded) -> None:
         raise _TokenizerReady(loaded)
 
     try:
-        loaded = load_model(model, None, dtype=dtype, before_weights=stop)
+        loaded = open_eval_model(model, None, dtype=dtype, before_weights=stop)
     except _TokenizerReady as ready:
         loaded = ready.model
     if getattr(loaded, "tokenizer", None) is None:

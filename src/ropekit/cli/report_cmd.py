@@ -23,7 +23,7 @@ from ropekit.cli.eval_options import (
     build_settings,
     build_task_settings,
 )
-from ropekit.cli.eval_setup import check_runnable, fit_tasks, load_model, prepare_samples, read_sweep_text
+from ropekit.cli.eval_setup import check_runnable, fit_tasks, open_eval_model, prepare_samples, read_sweep_text
 from ropekit.cli.method_options import METHODS, PARAM
 
 DEFAULT_OUT = Path("report")
@@ -132,7 +132,7 @@ def report_command(
     refuse_overwrite(out, REPORT_FILES, "--out", force=force)  # fail before the sweep, not after minutes of it
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)
     sweep_text = read_sweep_text(text, settings, perplexity=True, passkey=True)
-    eval_model = load_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
+    eval_model = open_eval_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
     tokens = sweep_text.tokenized(eval_model)
     names["passkey_multiples"] = "--passkey-multiples"
     check_runnable(eval_model, settings, perplexity=True, passkey=True, names=names, text=tokens)

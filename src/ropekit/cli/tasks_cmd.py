@@ -8,6 +8,7 @@ sample is generated (and every length checked against every task) before the fir
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,10 +16,13 @@ from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_ove
 from ropekit.cli.engine_options import CONCURRENCY, ENGINE, SERVED_MODEL, TIMEOUT, URL, EngineChoice
 from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, FACTOR, MODEL, TEXT, build_task_settings
 from ropekit.cli.eval_processes import launch_aware, processes_for
-from ropekit.cli.eval_setup import load_model, task_samples
+from ropekit.cli.eval_setup import open_eval_model, task_samples
 from ropekit.cli.lmeval_cmd import WRITE_LM_EVAL, export_lm_eval
 from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import AnswersAll
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -63,6 +67,7 @@ def tasks_command(
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
     from ropekit.cli.eval_progress import rich_progress, tasks_failed
     from ropekit.cli.eval_show import print_task_summary
+    from ropekit.eval.models import AnswersAll
     from ropekit.eval.run import run_task_suite
     from ropekit.eval.text import read_text, shipped_text, tokenize
 
@@ -96,12 +101,12 @@ def tasks_command(
     choice = EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout)
     choice.check(device_map=device_map, dtype=dtype)
     processes = processes_for(engine)
-    eval_model = load_model(model, device_map, dtype=dtype, engine=choice)
+    eval_model = open_eval_model(model, device_map, dtype=dtype, engine=choice)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     settings, prepared, dropped = task_samples(eval_model, settings, tasks, tokens, lengths_option)
     if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
-        if hasattr(eval_model, "resume_from"):  # a server's answers so far: a rerun after it died resumes
+        if isinstance(eval_model, AnswersAll):  # a server's answers so far: a rerun after it died resumes
             resume_answers(eval_model, out / "answers.jsonl", force=force)
     try:
         progress = rich_progress if processes.is_main else None
@@ -113,7 +118,7 @@ def tasks_command(
         write_and_print(result, out, json_output, print_task_summary, force=force)
 
 
-def resume_answers(eval_model, journal: Path, *, force: bool) -> None:
+def resume_answers(eval_model: AnswersAll, journal: Path, *, force: bool) -> None:
     """Keep a server's answers in ``journal`` and reuse those it holds from the same server and settings (with
     ``--force``: start it again); a journal from another server is the one-line ``--out`` error naming what changed."""
     try:

@@ -16,7 +16,7 @@ from ropekit.engines.transformers_ref import reference_answer
 from ropekit.engines.transformers_ref import version as transformers_version
 
 #: the engines compared, in the order of the table
-ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
+COMPARED_ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
 
 
 def probe_for(folder: Path, *, original_length: int | None = None, logit_tokens: int = 0, seed: int = 0) -> Probe:
@@ -43,7 +43,7 @@ def compare_folder(
     folder: Path,
     probe: Probe,
     *,
-    engines: Sequence[str] = ENGINES,
+    engines: Sequence[str] = COMPARED_ENGINES,
     gguf: Path | None = None,
     source: tuple[Path, Path] | None = None,
     progress: Callable[[str], None] = lambda message: None,

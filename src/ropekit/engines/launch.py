@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 #: the engines, in the order lines are printed
-ENGINES = ("transformers", "vLLM", "SGLang", "MLX-LM", "llama.cpp", "Ollama")
+LAUNCH_ENGINES = ("transformers", "vLLM", "SGLang", "MLX-LM", "llama.cpp", "Ollama")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,8 @@ def launch_lines(
     method: str = "...",
     why_no_config: str | None = None,
 ) -> dict[str, Launch]:
-    """Every engine's launch line (:data:`ENGINES` order) for ``config``'s RoPE served at ``target_length`` tokens.
+    """Every engine's launch line (:data:`LAUNCH_ENGINES` order) for ``config``'s RoPE served at ``target_length``
+    tokens.
 
     Args:
         config: a config.json-shaped dict with ``rope_parameters``, ``max_position_embeddings`` and the head size
@@ -172,11 +173,11 @@ def launch_lines(
     lines = {}
     if config is None:
         why = why_no_config or "transformers has no form for this RoPE"
-        lines = {name: Launch(name, None, note=why) for name in ENGINES[:4]}
+        lines = {name: Launch(name, None, note=why) for name in LAUNCH_ENGINES[:4]}
     else:
         lines.update(_folder_lines(config, target_length, folder, source, is_gguf, method))
     lines.update(_gguf_lines(config, target_length, gguf, source if is_gguf else "MODEL.gguf", method))
-    return {name: lines[name] for name in ENGINES}
+    return {name: lines[name] for name in LAUNCH_ENGINES}
 
 
 def _folder_lines(

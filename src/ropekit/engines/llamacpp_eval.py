@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
+from ropekit.eval.models import EvalModel
 from ropekit.scaling.registry import ScalingConfig
 
 #: tokens fed per llama_decode call by default (n_batch = n_ubatch), and rows of logits held at once in perplexity
@@ -60,7 +61,7 @@ def transformers_tokenizer(path: Path) -> Any:
     return load_tokenizer(path)
 
 
-class LlamaCppEvalModel:
+class LlamaCppEvalModel(EvalModel):
     """A GGUF file evaluated by llama.cpp; the :class:`~ropekit.eval.models.EvalModel` protocol.
 
     The weights load when the first context is made (sized to the longest input so far plus

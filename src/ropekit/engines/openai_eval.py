@@ -35,11 +35,12 @@ from ropekit.engines.openai_client import OpenAIClient, ServerError
 from ropekit.engines.openai_journal import AnswerJournal, JournalMismatch, answer_key
 from ropekit.engines.openai_served import REQUEST, choose_model, max_context, server_identity, server_props
 from ropekit.engines.openai_vocab import served_vocab
+from ropekit.eval.models import AnswersAll, EvalModel
 
 __all__ = ["JournalMismatch", "OpenAIEvalModel", "ServerError"]
 
 
-class OpenAIEvalModel:
+class OpenAIEvalModel(EvalModel, AnswersAll):
     """A model behind an OpenAI-compatible server; the :class:`~ropekit.eval.models.EvalModel` protocol plus
     :meth:`answer_all`.
 

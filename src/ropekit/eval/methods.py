@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
 from ropekit.errors import ArgumentType, InvalidArgument, UnknownParameters
 from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import EvalModel
 
 #: the attention methods evaluated by default (after the scalings): Self-Extend, the family's most cited member, which
 #: needs no parameters beyond the training length (its group follows the length by the authors' rule)
@@ -45,7 +48,7 @@ def scaling_for(
     """The scaling config for ``method`` at ``factor`` (clamped to at least 1).
 
     ``none`` is plain RoPE; ``native`` the model's own scaling. Every other method is built by its own
-    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options` from the factor, the training length as the
+    :meth:`~ropekit.scaling.base.ScalingConfig.from_options` from the factor, the training length as the
     original length, the model's own scaling and ``extra``. A method with a required parameter that these do not
     give (``longrope``'s searched factors on a model without them, ``base`` without ``extra={"base": ...}``)
     raises ``LookupError`` so callers can skip it.
@@ -150,32 +153,9 @@ def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
             raise kind("params", params, message=f"params of {name}: {error}", leads=False) from error
 
 
-def set_attention(model: Any, method: AttentionConfig | None) -> list[str] | None:
-    """Make an evaluation model attend with ``method`` (``None``: plain), the tiny model or a transformers one.
-
-    Returns:
-        On a model with one RoPE per layer type (Gemma 3), the layer types that got the method (the global,
-        full-attention layers); ``None`` otherwise.
-
-    Raises:
-        LookupError: a model without RoPE, or an engine without the method (a sweep skips the method).
-    """
-    if hasattr(model, "set_attention"):  # an engine's own (llama.cpp, a server)
-        return model.set_attention(method)
-    inner = model.model
-    from ropekit.model.tiny import TinyLM
-
-    if isinstance(inner, TinyLM):
-        if method is not None and inner.config.position != "rope":
-            raise LookupError(f"position={inner.config.position!r} model: attention methods need RoPE")
-        inner.set_attention(method)
-        return None
-    from ropekit.integrations.hf.patch_attention import apply_attention
-
-    return apply_attention(inner, method).ropekit_attention_layer_types
-
-
-def configure(model: Any, method: str, *, length: int, train_length: int, factor: float | str, params: dict) -> dict:
+def configure(
+    model: EvalModel, method: str, *, length: int, train_length: int, factor: float | str, params: dict
+) -> dict:
     """Set ``model`` up for ``method`` at ``length`` (its scaling at the factor :func:`factor_for` gives, and its
     attention method); return what a result row records about it: ``factor``, ``scaling`` and ``attention``.
     Depends only on its arguments, not on what the model ran before, so every (method, length) can be set up alone.
@@ -191,7 +171,7 @@ def configure(model: Any, method: str, *, length: int, train_length: int, factor
     )
     model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
     attention = attention_for(method, train_length=train_length, length=length, params=params)
-    where = set_attention(model, attention) if attention is not None else None
+    where = model.set_attention(attention) if attention is not None else None
     return {
         "factor": applied_factor(scaling),
         "scaling": describe_scaling(scaling),
@@ -199,16 +179,16 @@ def configure(model: Any, method: str, *, length: int, train_length: int, factor
     }
 
 
-def restore(model: Any, method: str) -> None:
+def restore(model: EvalModel, method: str) -> None:
     """Undo :func:`configure` of ``method``: the model's own scaling, and plain attention if the method has one."""
     model.set_scaling(model.native_scaling)
     if split_method(method)[1] is not None:
-        set_attention(model, None)
+        model.set_attention(None)
 
 
 @contextlib.contextmanager
 def configured_groups(
-    model: Any, units: Sequence[tuple], indices: list[int], settings: Any
+    model: EvalModel, units: Sequence[tuple], indices: list[int], settings: Any
 ) -> Iterator[Iterator[tuple[str, int, list[int], dict | None, str | None]]]:
     """The units ``indices`` (ascending) grouped by their (method, length), each group with its method put on
     ``model`` (:func:`configure`) before it is yielded: ``(method, length, indices, described, skipped)``, where

@@ -59,10 +59,3 @@ def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
     """The end-of-sequence id of a transformers tokenizer as the stop tokens (none when it has none)."""
     eos = tokenizer.eos_token_id
     return frozenset() if eos is None else frozenset({int(eos)})
-
-
-def ran_as(model: Any) -> dict[str, Any]:
-    """What ``model`` learnt about itself while it ran (a server: how it took the prompts), recorded over its
-    description once a run ends; ``{}`` for a model without the optional ``ran_as`` method."""
-    found = getattr(model, "ran_as", None)
-    return found() if callable(found) else {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +41,25 @@ from ropekit.integrations.hf.output_head import (
 )
 from ropekit.scaling.registry import ScalingConfig
 
+if TYPE_CHECKING:
+    from ropekit.attention.registry import AttentionConfig
+    from ropekit.eval.tasks.decode import Decoder
 
+
+#: a plain ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits function (a synthetic model, a test's oracle), which
+#: perplexity and passkey accept beside an :class:`EvalModel`
+LogitsFunction = Callable[[torch.Tensor], torch.Tensor]
+
+
+@runtime_checkable
 class EvalModel(Protocol):
-    """What the evaluations need from a model."""
+    """What the evaluations need from a model.
+
+    A backend subclasses this protocol (so it gets the defaults of the optional members) or declares every member
+    itself. The optional members, with their defaults here: ``max_positions`` (no hard limit), ``set_attention``
+    (no attention method), ``decoder`` (none: the model answers whole samples, :class:`AnswersAll`), ``ran_as``
+    (nothing learnt), ``layer_sizes`` (unknown) and ``device`` (the CPU).
+    """
 
     name: str
     #: the length the model was trained at (the "original length" of every scaling method)
@@ -58,15 +74,34 @@ class EvalModel(Protocol):
     stop_tokens: frozenset[int]
     #: every token is at most one byte (answers may stop early once no token can change the score)
     byte_level: bool
+    #: positions at or beyond this raise (evaluations check lengths against it first); ``None``: no hard limit
+    max_positions: int | None = None
 
     def set_scaling(self, scaling: ScalingConfig | None) -> None:
         """Use ``scaling`` from now on (``None``: plain RoPE with the model's base)."""
+
+    def set_attention(self, method: AttentionConfig | None) -> list[str] | None:
+        """Attend with ``method`` from now on (``None``: plain attention).
+
+        Returns:
+            On a model with one RoPE per layer type (Gemma 3), the layer types that got the method; ``None`` otherwise.
+
+        Raises:
+            LookupError: the model cannot run ``method`` (a sweep skips the method).
+        """
+        if method is not None:
+            raise LookupError(f"{self.name} runs no attention method of ropekit's ({method.name})")
+        return None
 
     def token_losses(self, ids: torch.Tensor) -> torch.Tensor:
         """1-D ids → ``(len(ids) - 1,)`` float64 negative log-likelihood of ``ids[1:]`` given the prefix."""
 
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
         """``(batch, seq)`` ids → ``(batch, count)`` greedy next-token predictions at the last ``count`` positions."""
+
+    def decoder(self) -> Decoder:
+        """A decoder over an empty key/value cache (:mod:`ropekit.eval.tasks.decode`): the fastest exact one."""
+        raise ValueError(f"{self.name} answers whole samples (answer_all), not token by token")
 
     def encode(self, text: bytes) -> torch.Tensor:
         """Text → 1-D int64 ids."""
@@ -76,6 +111,31 @@ class EvalModel(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready description recorded with every result."""
+
+    def ran_as(self) -> dict[str, Any]:
+        """What the model learnt about itself while it ran (a server: how it took the prompts), recorded over its
+        description once a run ends."""
+        return {}
+
+    def layer_sizes(self) -> tuple[int, int] | None:
+        """``(hidden size, MLP size)`` for a memory estimate; ``None`` when unknown."""
+        return None
+
+    def device(self) -> torch.device:
+        """Where the model's weights are (its free memory is what an evaluation may use)."""
+        return torch.device("cpu")
+
+
+@runtime_checkable
+class AnswersAll(Protocol):
+    """A model that answers whole samples at once (a server with its bounded pool of requests) and can keep its
+    answers in a journal to resume from."""
+
+    def answer_all(self, samples: list[Any], on_sample: Callable[[Any], None] | None = None) -> dict[int, Any]:
+        """``{id(sample): (answer texts, forward tokens)}`` for every sample; ``on_sample`` after each."""
+
+    def resume_from(self, journal: Path, *, fresh: bool = False) -> None:
+        """Keep answers in ``journal`` and reuse those it holds (``fresh``: forget them, start it again)."""
 
 
 class HeadScoring:
@@ -128,8 +188,14 @@ class HeadScoring:
         hidden = self._hidden(ids)[:, ids.shape[1] - count :]  # (batch, count, d_model)
         return self.output_logits(hidden).float().argmax(-1).cpu()
 
+    def decoder(self) -> Decoder:
+        """:class:`~ropekit.eval.tasks.decode.FullDecoder`: no cache, the whole sequence again at every step."""
+        from ropekit.eval.tasks.decode import FullDecoder
 
-class TinyEvalModel(HeadScoring):
+        return FullDecoder(self)
+
+
+class TinyEvalModel(HeadScoring, EvalModel):
     """:class:`EvalModel` over a :class:`ropekit.model.TinyLM` checkpoint (byte tokens, tied output head)."""
 
     def __init__(self, name_or_path: str | Path = "tiny", *, dtype: str = "auto") -> None:
@@ -163,6 +229,26 @@ class TinyEvalModel(HeadScoring):
             raise LookupError(f"position={position!r} model: no RoPE to scale, only method 'none' applies")
         self.model.set_scaling(scaling)
 
+    def set_attention(self, method: AttentionConfig | None) -> list[str] | None:
+        """Raises ``LookupError`` for an attention method on a model without RoPE."""
+        if method is not None and self.model.config.position != "rope":
+            raise LookupError(f"position={self.model.config.position!r} model: attention methods need RoPE")
+        self.model.set_attention(method)
+        return None
+
+    def decoder(self) -> Decoder:
+        """The model's own key/value cache (:class:`~ropekit.eval.tasks.decode.TinyDecoder`); Infini-attention,
+        which has none: :class:`~ropekit.eval.tasks.decode.FullDecoder`."""
+        from ropekit.eval.tasks.decode import TinyDecoder
+
+        return super().decoder() if self.model.config.position == "infini" else TinyDecoder(self.model)
+
+    def layer_sizes(self) -> tuple[int, int] | None:
+        return self.model.config.d_model, self.model.config.ffn_dim
+
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.hidden_states(ids)  # TinyLM up to its final norm (Infini-attention: segment by segment)
 
@@ -192,7 +278,7 @@ class TinyEvalModel(HeadScoring):
         }
 
 
-class HFEvalModel(HeadScoring):
+class HFEvalModel(HeadScoring, EvalModel):
     """:class:`EvalModel` over a local transformers causal LM: a directory, or a ``.gguf`` file (dequantised).
 
     Loaded offline with transformers' default attention (scaled-dot-product where transformers runs it for the
@@ -294,8 +380,14 @@ class HFEvalModel(HeadScoring):
             return [int(self.tokenizer.eos_token_id)]
         return self.encode(b"\n\n").tolist()
 
-    def _device(self) -> torch.device:
+    def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    def layer_sizes(self) -> tuple[int, int] | None:
+        config = self.model.config
+        hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
+        ffn = getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
+        return (hidden, ffn) if hidden and ffn else None
 
     def set_scaling(self, scaling: ScalingConfig | None, *, layer_types: tuple[str, ...] | None = None) -> None:
         from ropekit.integrations.hf.patch_rope import apply_scaling
@@ -303,8 +395,19 @@ class HFEvalModel(HeadScoring):
         apply_scaling(self.model, scaling, layer_types=layer_types)
         self.scaled_layers = getattr(self.model, "ropekit_scaled_layer_types", None)
 
+    def set_attention(self, method: AttentionConfig | None) -> list[str] | None:
+        from ropekit.integrations.hf.patch_attention import apply_attention
+
+        return apply_attention(self.model, method).ropekit_attention_layer_types
+
+    def decoder(self) -> Decoder:
+        """The model's body with a transformers ``DynamicCache`` (:class:`~ropekit.eval.tasks.decode.HFDecoder`)."""
+        from ropekit.eval.tasks.decode import HFDecoder
+
+        return HFDecoder(self)
+
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
-        return decoder(self.model)(input_ids=ids.to(self._device()), use_cache=False).last_hidden_state
+        return decoder(self.model)(input_ids=ids.to(self.device()), use_cache=False).last_hidden_state
 
     def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return head_logits(self.model, hidden)  # (..., vocab) float32, the model's own final-logit transforms

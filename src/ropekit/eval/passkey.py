@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_float, require_int
+from ropekit.eval.models import EvalModel, LogitsFunction
 from ropekit.model.tasks import Episode, byte_ids, passkey_episode
 
 
@@ -57,7 +58,7 @@ class PasskeyCell:
         return {**asdict(self), "accuracy": self.accuracy, "ci95": [low, high]}
 
 
-def episode_batch_correct(model, episodes: list[Episode]) -> list[bool]:
+def episode_batch_correct(model: EvalModel | LogitsFunction, episodes: list[Episode]) -> list[bool]:
     """For equal-length episodes, whether each one's answer tokens are all predicted (argmax) correctly.
 
     Args:
@@ -67,7 +68,7 @@ def episode_batch_correct(model, episodes: list[Episode]) -> list[bool]:
     ids = torch.from_numpy(np.stack([e.ids for e in episodes]))  # (batch, length)
     count = max(e.answer_len for e in episodes)
     inputs = ids[:, :-1]  # (batch, length - 1): position t predicts token t + 1
-    if hasattr(model, "predict_last"):
+    if isinstance(model, EvalModel):
         predicted = model.predict_last(inputs, count)  # (batch, count)
     else:
         predicted = model(inputs)[:, -count:].argmax(-1)  # (batch, count)
@@ -79,7 +80,7 @@ def episode_batch_correct(model, episodes: list[Episode]) -> list[bool]:
 
 
 def passkey_grid(
-    model,
+    model: EvalModel | LogitsFunction,
     filler: np.ndarray,
     lengths: list[int],
     depths: list[float],

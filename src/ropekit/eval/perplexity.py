@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from ropekit._validate import require_choice, require_int
+from ropekit.eval.models import EvalModel, LogitsFunction
 
 MODES = ("nonoverlap", "sliding")
 
@@ -70,10 +71,10 @@ def full_logits_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, ids[1:], reduction="none").double()
 
 
-def losses_function(model) -> Callable[[torch.Tensor], torch.Tensor]:
+def losses_function(model: EvalModel | LogitsFunction) -> Callable[[torch.Tensor], torch.Tensor]:
     """``ids (seq,) → (seq - 1,)`` float64 losses: an evaluation model's chunked ``token_losses``, or full logits
     from a plain ``(batch, seq) → (batch, seq, vocab)`` callable."""
-    if hasattr(model, "token_losses"):
+    if isinstance(model, EvalModel):
         return model.token_losses
     return lambda ids: full_logits_losses(model, ids)
 
@@ -93,7 +94,7 @@ def perplexity_windows(length: int, text_tokens: int, settings) -> int:
 
 
 def perplexity_at(
-    model,
+    model: EvalModel | LogitsFunction,
     data: torch.Tensor,
     length: int,
     train_length: int,

@@ -18,7 +18,7 @@ from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
 from ropekit.eval.summary import summary_table, verdict
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
-from ropekit.plots import wavelength_figure
+from ropekit.plots import wavelength_lines_figure
 from ropekit.scaling.registry import frequencies, ranked_scalings
 
 
@@ -160,7 +160,7 @@ def _write_figures(
             factor = max(lengths) / train
             spec = scaling_for(method, factor=factor, train_length=train)
             scaled[f"{method} (s={factor:g})"] = frequencies(model.rope.replace(scaling=spec)).wavelengths
-    wavelength_figure(scaled, train, out / "wavelengths.png")
+    wavelength_lines_figure(out / "wavelengths.png", scaled, train)
     if result.perplexity:
         perplexity_figure(result.perplexity, train, out / "perplexity.png")
     if result.passkey:
@@ -181,7 +181,7 @@ def _theory_parts(theory: dict[str, Any]) -> list[str]:
     ]
 
 
-def write_report(
+def write_sweep_report(
     model: EvalModel, settings: SweepSettings, result: SweepResult, out: Path, elapsed_s: float, tasks: Any = None
 ) -> Path:
     """Write ``index.html``, the figures and the raw results into ``out``; return the HTML path.

@@ -173,10 +173,10 @@ def run_task_suite(
     counts this process's share."""
     from ropekit.eval.parallel import ONE_PROCESS
     from ropekit.eval.tasks.grid import sample_cost, task_units
-    from ropekit.eval.tasks.run import forward_tokens, run_tasks
+    from ropekit.eval.tasks.run import run_tasks, task_forward_tokens
 
     processes = processes or ONE_PROCESS
-    total = forward_tokens(samples, len(settings.methods))
+    total = task_forward_tokens(samples, len(settings.methods))
     count = sum(len(group) for group in samples.values())
     budget = sum(q.budget for group in samples.values() for s in group for q in s.questions)
     notes = [
@@ -235,7 +235,7 @@ def write_report_files(evaluation: Evaluation, folder: Path) -> Path:
     HTML path. :func:`write_report` stages it instead."""
     from ropekit.eval import report
 
-    return report.write_report(
+    return report.write_sweep_report(
         evaluation.model, evaluation.settings, evaluation.sweep, folder, evaluation.elapsed_s, tasks=evaluation.tasks
     )
 

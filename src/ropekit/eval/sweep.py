@@ -25,9 +25,9 @@ from ropekit._defaults import (
     PERPLEXITY_MULTIPLES,
     PERPLEXITY_STRIDE,
 )
+from ropekit._free_memory import available_memory
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.model_support import ran_as
 from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.perplexity import MODES
@@ -213,7 +213,7 @@ def run_sweep(
         lambda mine: measure_units(model, settings, tokens, units, costs, mine, on_step=on_step, on_tokens=on_tokens),
     )
     add_rows(result, settings, units, outcomes)
-    result.context["model"].update(ran_as(model))
+    result.context["model"].update(model.ran_as())
     return result
 
 
@@ -285,32 +285,15 @@ def peak_memory_estimate(model: EvalModel, length: int, batch: int = 1) -> int |
     stream and one chunk of logits); ``None`` when the model's shape is not known. An estimate for a warning, not a
     guarantee: attention that falls back to materialising ``(seq × seq)`` scores needs more."""
     describe = model.describe()
-    config = getattr(getattr(model, "model", None), "config", None)
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
-    ffn = getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
-    if not hidden or not ffn or not describe.get("parameters"):
+    sizes = model.layer_sizes()
+    if sizes is None or not describe.get("parameters"):
         return None
+    hidden, ffn = sizes
     width = {"float32": 4, "bfloat16": 2, "float16": 2}.get(describe.get("dtype", "float32"), 4)
     weights = describe["parameters"] * width
     per_token = (4 * hidden + 3 * ffn + 3 * hidden) * width  # residual, norms, q/k/v/o, MLP up/gate/act
     logits = 3 * EVAL_CHUNK_BYTES
     return weights + batch * length * per_token + logits
-
-
-def available_memory(model: EvalModel) -> int | None:
-    """Free bytes where the model runs: CUDA's free memory, or the OS's ``MemAvailable`` (Linux); ``None`` if unknown."""
-    parameters = getattr(model, "model", None)
-    device = next(parameters.parameters()).device if parameters is not None else torch.device("cpu")
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def cost_lines(
@@ -324,7 +307,7 @@ def cost_lines(
     lines = [f"forward tokens: {total:,} over {len(settings.methods)} method(s) (per length: {per_length})"]
     if cost:
         longest = max(cost)
-        needed, free = peak_memory_estimate(model, longest), available_memory(model)
+        needed, free = peak_memory_estimate(model, longest), available_memory(model.device())
         if needed is not None and free is not None and needed > free:
             lines.append(
                 f"warning: length {longest:,} needs about {needed / 2**30:.1f} GiB, but only {free / 2**30:.1f} GiB "

@@ -18,6 +18,7 @@ from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import perplexity_at, perplexity_windows
 
 if TYPE_CHECKING:
+    from ropekit.eval.models import EvalModel
     from ropekit.eval.sweep import SweepSettings
     from ropekit.eval.text import TokenizedText
 
@@ -45,7 +46,7 @@ def sweep_units(
     return units, costs
 
 
-def _measure(model: Any, settings: SweepSettings, tokens: TokenizedText, unit: Unit) -> dict[str, Any]:
+def _measure(model: EvalModel, settings: SweepSettings, tokens: TokenizedText, unit: Unit) -> dict[str, Any]:
     """The row fields one unit measures (perplexity at its length, or its passkey cell)."""
     _, length, kind, depth = unit
     ids = tokens.ids
@@ -68,7 +69,7 @@ def _measure(model: Any, settings: SweepSettings, tokens: TokenizedText, unit: U
 
 
 def measure_units(
-    model: Any,
+    model: EvalModel,
     settings: SweepSettings,
     tokens: TokenizedText,
     units: list[Unit],

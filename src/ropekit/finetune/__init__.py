@@ -15,7 +15,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
 * :mod:`~ropekit.finetune.mixed` — LongRoPE2's mixed windows: rows packed from short documents (the original RoPE)
   or from long ones (the long factors), switched per row by :mod:`ropekit.mixed_window`.
 * :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
-  window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak and the device's free memory.
+  window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak (the free memory:
+  :func:`ropekit._free_memory.available_memory`).
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 * :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.

@@ -33,7 +33,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ropekit.finetune.fit_measure import available_memory, measure_step, resident_bytes
+from ropekit._free_memory import available_memory
+from ropekit.finetune.fit_measure import measure_step, resident_bytes
 from ropekit.finetune.loss import prepared_model
 from ropekit.integrations.hf.output_head import TRAIN_CHUNK_BYTES
 
@@ -345,6 +346,10 @@ def plan_finetune(
         )  # fmt: skip
         del wrapper
     free = available_memory(device) if available is None else available
+    if free is None:
+        raise ValueError(
+            "this system does not say how much memory is free (no psutil, no /proc/meminfo): install psutil"
+        )
     common["calibration"] = calibration
     plan = plan_step(shapes, window=window, target_length=settings.target_length, available=free, **common)
     return plan, largest_window(plan, shapes, **common)

@@ -1,4 +1,4 @@
-"""Measuring a training step's memory on the device (for :mod:`ropekit.finetune.fit`): free memory, the peak a
+"""Measuring a training step's memory on the device (for :mod:`ropekit.finetune.fit`): the peak a
 step allocates (CUDA allocator, or torch's profiler on CPU) and the bytes alive between steps."""
 
 from __future__ import annotations
@@ -7,21 +7,6 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-
-
-def available_memory(device: torch.device | None = None) -> int:
-    """Free memory for a run: on CUDA ``torch.cuda.mem_get_info``; on CPU ``MemAvailable`` (psutil when installed,
-    else ``/proc/meminfo``)."""
-    if device is not None and device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        with open("/proc/meminfo") as meminfo:
-            fields = dict(line.split(":", 1) for line in meminfo)
-        return int(fields["MemAvailable"].split()[0]) * 1024
 
 
 def measure_step(step: Callable[[], None], device: torch.device | None = None) -> int:

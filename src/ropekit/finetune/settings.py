@@ -4,13 +4,13 @@ a resumed run must use the same ones), and the mixed precision it resolves to.""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from ropekit._schedule import warmup_cosine
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.finetune.pose import PoseSettings
 
@@ -118,13 +118,11 @@ class FinetuneSettings:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def learning_rate(self, step: int) -> float:
+    def lr_factor(self, step: int) -> float:
         """The learning rate multiplier for optimizer step ``step`` (0-based): linear warm-up, then cosine."""
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
         span = max(1, self.steps - self.warmup_steps)
-        progress = min(1.0, (step - self.warmup_steps) / span)
-        return self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+        progress = min(1.0, max(0, step - self.warmup_steps) / span)
+        return warmup_cosine(1.0, step, warmup=self.warmup_steps, progress=progress, floor=self.min_lr_ratio)
 
 
 def resolved_mixed_precision(name: str) -> str | None:

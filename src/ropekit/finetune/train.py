@@ -253,7 +253,7 @@ class _Loop:
         parameters = [p for p in wrapper.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
         # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.learning_rate)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.lr_factor)
         global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
         order = window_order(len(windows), settings.steps * global_batch, settings.seed)
         pose = None

@@ -51,7 +51,7 @@ def load(name_or_path: str | Path = "tiny", *, device: str | torch.device = "cpu
     from safetensors.torch import load_file
 
     path = resolve(name_or_path)
-    model = TinyLM(load_config(path))
+    model = TinyLM(load_tiny_config(path))
     state = load_file(str(path / "model.safetensors"), device=str(device))
     expected = model.state_dict()
     problems = [k for k in expected if k not in state] + [k for k in state if k not in expected]
@@ -66,7 +66,7 @@ def load(name_or_path: str | Path = "tiny", *, device: str | torch.device = "cpu
     return model.to(device).eval()
 
 
-def load_config(name_or_path: str | Path = "tiny") -> TinyConfig:
+def load_tiny_config(name_or_path: str | Path = "tiny") -> TinyConfig:
     """The architecture of a checkpoint (its ``config.json``), without loading the weights."""
     return TinyConfig.from_dict(json.loads((resolve(name_or_path) / "config.json").read_text())["model"])
 

@@ -8,7 +8,6 @@ early (with a checkpoint) when the time budget is spent.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ropekit._schedule import warmup_cosine
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.mixed_batches import mixed_batch, use_mixed_window
@@ -167,10 +167,7 @@ def learning_rate(train: TrainConfig, step: int, progress: float) -> float:
     With ``minutes`` set, ``progress`` follows the time budget, so a time-limited run still ends fully
     decayed (the data order stays deterministic; only the step count depends on the machine's speed).
     """
-    if step < train.warmup:
-        return train.lr * (step + 1) / train.warmup
-    floor = train.min_lr_fraction
-    return train.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return warmup_cosine(train.lr, step, warmup=train.warmup, progress=progress, floor=train.min_lr_fraction)
 
 
 @torch.no_grad()

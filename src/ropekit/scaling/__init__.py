@@ -2,7 +2,7 @@
 
 Importing this package imports every module in it that registers a method (``SCALINGS.load()``). Adding a method is
 one new file here and nothing else (the minimal one is in :mod:`ropekit.scaling.registry`'s docstring): a frozen
-:class:`~ropekit.scaling.registry.ScalingConfig` subclass and its frequency function decorated with
+:class:`~ropekit.scaling.base.ScalingConfig` subclass and its frequency function decorated with
 :func:`~ropekit.scaling.registry.register_scaling`. Everything outside this
 package reaches a method only through the registry and its config class's hooks, so the new method is at once in
 the CLI (``--scaling NAME``, with ``--factor``, ``--original-length``, ``--base`` and ``--param``), in

@@ -4,14 +4,14 @@ Every writer (the transformers config, the GGUF metadata, each engine's launch l
 decides nothing itself. The answer, for a :class:`~ropekit.config.RopeConfig`:
 
 * **named**: transformers computes the scaling itself under its own ``rope_type`` (the same frequencies at every
-  length; :meth:`~ropekit.scaling.registry.ScalingConfig.is_hf_native`). A reader that knows the name writes it;
+  length; :meth:`~ropekit.scaling.base.ScalingConfig.is_hf_native`). A reader that knows the name writes it;
   others fall back to the static form below when there is one.
 * **follows the length**: the frequencies change with the served length (unfrozen dynamic NTK, LongRoPE with
   short ≠ long), at ``switch_lengths``; no static form exists.
 * otherwise the **static form**, exact in float64:
 
   - a **new base** b' (plain RoPE at b', attention factor 1): declared by the method
-    (:meth:`~ropekit.scaling.registry.ScalingConfig.declared_base`: static NTK, ``--base``, a frozen dynamic NTK),
+    (:meth:`~ropekit.scaling.base.ScalingConfig.declared_base`: static NTK, ``--base``, a frozen dynamic NTK),
     or recognised when the frequencies are b'^(−2i/d) to 1e-12 relative;
   - else **per-pair factors** f_i = θ_i/θ'_i (θ_i = b^(−2i/d), the model's own base) with an attention factor.
 

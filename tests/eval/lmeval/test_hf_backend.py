@@ -61,8 +61,7 @@ def logged(out):
 def test_lm_eval_answers_ropekits_ids_greedily(lm_eval_run, own):
     import torch
 
-    from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-    from ropekit.eval.tasks.run import detokenize, stop_tokens
+    from ropekit.eval.tasks.decode import greedy_answer
 
     model, samples, _ = own
     out, _ = lm_eval_run
@@ -85,11 +84,11 @@ def test_lm_eval_answers_ropekits_ids_greedily(lm_eval_run, own):
             )[0, len(ids) :]
             expected = tokenizer.decode(generated.tolist(), skip_special_tokens=True)
             assert record["resps"][0][0] == expected  # transformers' own greedy generation on ropekit's ids
-            decoder = make_decoder(model)
+            decoder = model.decoder()
             decoder.extend(torch.from_numpy(sample.context), keep=0)
-            answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop_tokens(model))
+            answer = greedy_answer(decoder, question.ids, question.target, question.budget, model.stop_tokens)
             if not answer.shortcut:  # a right answer stops at the canonical answer, lm-eval's runs on
-                assert record["resps"][0][0] == detokenize(model, answer.tokens)
+                assert record["resps"][0][0] == model.detokenize(answer.tokens)
 
 
 def test_lm_eval_scores_are_ropekits_own(lm_eval_run, own):

@@ -131,15 +131,15 @@ def test_report_refuses_task_lengths_by_its_own_option(monkeypatch, tmp_path):
 
 
 def test_the_plan_check_against_its_closed_form():
-    from ropekit.eval.tasks.limits import BUILD_BYTES, MEMORY_SHARE, SAMPLE_BYTES, check_plan
+    from ropekit.eval.tasks.limits import BUILD_BYTES, MEMORY_SHARE, SAMPLE_BYTES, check_lengths
 
     lengths, tasks, samples = [1000, 4000], 3, 5
     needed = SAMPLE_BYTES * tasks * samples * 5000 + BUILD_BYTES * 4000
-    check_plan(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4007, free_memory=needed / MEMORY_SHARE)
+    check_lengths(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4007, free_memory=needed / MEMORY_SHARE)
     with pytest.raises(ValueError, match=r"length 4,000 needs positions up to 4,006 .* below 4,006"):
-        check_plan(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4006)
+        check_lengths(lengths, tasks=tasks, samples=samples, slack=7, max_positions=4006)
     with pytest.raises(ValueError, match="5 samples x 3 tasks at 2 lengths up to 4,000 tokens need about"):
-        check_plan(lengths, tasks=tasks, samples=samples, slack=7, free_memory=needed / MEMORY_SHARE - 1)
+        check_lengths(lengths, tasks=tasks, samples=samples, slack=7, free_memory=needed / MEMORY_SHARE - 1)
 
 
 def test_without_none_the_output_says_nothing_was_judged():

@@ -11,8 +11,8 @@ pytestmark = [pytest.mark.real, pytest.mark.hf]
 
 
 def test_smollm2_samples_and_fast_path(smollm2):
-    from ropekit.eval.tasks.decode import greedy_answer, make_decoder
-    from ropekit.eval.tasks.run import detokenize, model_pieces, stop_tokens
+    from ropekit.eval.tasks.decode import greedy_answer
+    from ropekit.eval.tasks.run import model_pieces
     from ropekit.eval.tasks.suite import make_sample
     from ropekit.eval.text import shipped_text, tokenize
 
@@ -20,10 +20,10 @@ def test_smollm2_samples_and_fast_path(smollm2):
     pieces = model_pieces(smollm2)
     sample = make_sample("niah_multikey_1", 192, pieces.encode, text=text, index=0, pieces=pieces, asks=2)
     assert sample.length == 192
-    assert all(a in detokenize(smollm2, sample.context.tolist()) for q in sample.questions for a in q.answers)
-    decoder = make_decoder(smollm2)
+    assert all(a in smollm2.detokenize(sample.context.tolist()) for q in sample.questions for a in q.answers)
+    decoder = smollm2.decoder()
     decoder.extend(torch.from_numpy(sample.context), keep=0)
-    stop = stop_tokens(smollm2)
+    stop = smollm2.stop_tokens
     for question in sample.questions:  # two questions after one prefill
         prompt = torch.from_numpy(np.concatenate([sample.context, question.ids]))[None]
         with torch.no_grad():
@@ -45,7 +45,7 @@ def test_every_task_builds_at_128k_with_smollm2s_tokenizer(smollm2, deadline):
     import time
     from collections import Counter
 
-    from ropekit.eval.tasks.run import detokenize, model_pieces
+    from ropekit.eval.tasks.run import model_pieces
     from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.eval.text import shipped_text, tokenize
 
@@ -59,6 +59,6 @@ def test_every_task_builds_at_128k_with_smollm2s_tokenizer(smollm2, deadline):
     assert all(sample.length == 131072 for sample in samples.values())
     for task in ("cwe", "fwe"):
         answers = samples[task].questions[0].answers
-        ranked = Counter(detokenize(smollm2, samples[task].context.tolist()).split("List:")[-1].split()).most_common()
+        ranked = Counter(smollm2.detokenize(samples[task].context.tolist()).split("List:")[-1].split()).most_common()
         assert sorted(w for w, _ in ranked[: len(answers)]) == sorted(answers)
         assert ranked[len(answers) - 1][1] > ranked[len(answers)][1]

@@ -27,7 +27,10 @@ def samples(smollm2_tokenizer):
     from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.eval.text import shipped_text, tokenize
 
-    model = SimpleNamespace(tokenizer=smollm2_tokenizer, encode=lambda b: tokenizer_ids(smollm2_tokenizer, b))
+    model = SimpleNamespace(
+        encode=lambda b: tokenizer_ids(smollm2_tokenizer, b),
+        detokenize=lambda ids: smollm2_tokenizer.decode(ids, skip_special_tokens=True),
+    )
     text = tokenize(shipped_text(), model.encode, [smollm2_tokenizer.eos_token_id]).ids.numpy()
     pieces = model_pieces(model)
     return {

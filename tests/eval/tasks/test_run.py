@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from ropekit.config import RopeConfig
+from ropekit.eval.models import EvalModel
 from ropekit.eval.tasks.run import TaskSettings, run_tasks
 from ropekit.eval.tasks.suite import TASKS
-from ropekit.model.tokenizer import byte_ids
+from ropekit.model.tokenizer import byte_ids, byte_text
 
 PROMPT_END = re.compile(r"\?( The \w+ for \S+ is| They are)")
 
@@ -59,12 +60,15 @@ class _Decoder:
         del self.ids[length:]
 
 
-class StandIn:
+class StandIn(EvalModel):
     """What run_tasks needs from a model, with a decoder that predicts by ``predict(text so far) -> next byte``."""
 
+    name = "stand-in"
     train_length = 256
     native_scaling = None
     rope = RopeConfig(32)
+    stop_tokens: frozenset[int] = frozenset()
+    byte_level = True
 
     def __init__(self, predict):
         self.predict = predict
@@ -75,6 +79,9 @@ class StandIn:
 
     def encode(self, text: bytes):
         return torch.from_numpy(byte_ids(text))
+
+    def detokenize(self, tokens):
+        return byte_text(tokens)
 
     def describe(self):
         return {"kind": "stand-in"}
@@ -154,3 +161,29 @@ def test_settings_are_checked():
         TaskSettings(methods=("none",), tasks=("qa_1",))
     with pytest.raises(ValueError, match="threshold"):
         TaskSettings(methods=("none",), threshold=150.0)
+
+
+class Served(StandIn):
+    """A model that answers whole samples (as a server does): the oracle's texts, and no decoder."""
+
+    def answer_all(self, samples, on_sample=None):
+        out = {}
+        for sample in samples:
+            context = bytes(sample.context.tolist()).decode()
+            texts = [oracle_answer(context, bytes(q.ids.tolist()).decode()) for q in sample.questions]
+            out[id(sample)] = (texts, 1)
+            if on_sample is not None:
+                on_sample(sample)
+        return out
+
+    def resume_from(self, journal, *, fresh=False):
+        raise AssertionError("not asked to resume")
+
+    def decoder(self):
+        raise AssertionError("a model answering whole samples is never decoded token by token")
+
+
+def test_a_model_answering_whole_samples_is_asked_for_them():
+    result = run_tasks(Served(oracle_next), TaskSettings(methods=("none",), multiples=(1,), samples=2))
+    assert len(result.rows) == len(TASKS) and all(row["score"] == 1.0 for row in result.rows)
+    assert all(row["forward_tokens"] == row["samples"] for row in result.rows)  # the served counts, not the grid's

@@ -99,7 +99,6 @@ def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(factory,
 
 def test_the_evaluation_model_and_the_report_say_which_layers_take_the_methods(tmp_path: Path) -> None:
     from ropekit.attention import get_attention
-    from ropekit.eval.methods import set_attention
     from ropekit.eval.models import HFEvalModel
     from ropekit.eval.report import model_line
     from ropekit.integrations.hf.patch_attention import describe_attention
@@ -110,6 +109,6 @@ def test_the_evaluation_model_and_the_report_say_which_layers_take_the_methods(t
     assert described["rope_layout"] == {"layers": 8, "rope_layers": [0, 1, 2, 4, 5, 6], "nope_layers": [3, 7]}
     line = model_line(described)
     assert "2 of 8 layers take no RoPE (NoPE: layers 3, 7)" in line and "other 6 layers (0, 1, 2, 4, 5, 6)" in line
-    set_attention(model, get_attention("self_extend")(group=2, window=8))
+    model.set_attention(get_attention("self_extend")(group=2, window=8))
     assert describe_attention(model.model)["layers"] == [0, 1, 2, 4, 5, 6]
     assert "NoPE" not in model_line({"dtype": "float32"})

@@ -18,17 +18,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+if TYPE_CHECKING:
+    from ropekit.eval.models import HeadScoring, HFEvalModel
+    from ropekit.model.tiny import TinyLM
+
+
+class Decoder(Protocol):
+    """Holds the tokens fed so far (``length`` of them) and gives logits for the last positions of what it is fed."""
+
+    @property
+    def length(self) -> int: ...
+
+    def extend(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        """Feed ``ids`` (1-D); return float32 logits ``(keep, vocab)`` for the last ``keep`` positions fed."""
+        ...
+
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` tokens fed."""
+        ...
+
 
 class FullDecoder:
     """Recomputes the whole sequence at every call: ``model.hidden_states`` and ``model.output_logits``."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: HeadScoring) -> None:
         self.model = model
         self.ids = torch.zeros(0, dtype=torch.int64)
 
@@ -52,7 +71,7 @@ class FullDecoder:
 class TinyDecoder:
     """The bundled model (:class:`ropekit.model.TinyLM`) with its own :class:`~ropekit.model.kv_cache.KVCache`."""
 
-    def __init__(self, lm: Any) -> None:
+    def __init__(self, lm: TinyLM) -> None:
         from ropekit.model.kv_cache import KVCache
 
         if lm.config.position == "infini":
@@ -89,7 +108,7 @@ class TinyDecoder:
 class HFDecoder:
     """A transformers causal LM (its body, then the evaluation model's output head) with a ``DynamicCache``."""
 
-    def __init__(self, eval_model: Any) -> None:
+    def __init__(self, eval_model: HFEvalModel) -> None:
         from transformers import DynamicCache
 
         self.eval_model = eval_model
@@ -132,19 +151,6 @@ class HFDecoder:
         self.length = length
 
 
-def make_decoder(model: Any) -> Any:
-    """The fastest exact decoder for an evaluation model: its own ``decoder()`` if it has one, the cached tiny or
-    transformers one, else :class:`FullDecoder`."""
-    if hasattr(model, "decoder"):
-        return model.decoder()
-    lm = getattr(model, "model", None)
-    if lm is not None and hasattr(lm, "blocks") and getattr(lm.config, "position", None) != "infini":
-        return TinyDecoder(lm)
-    if lm is not None and hasattr(lm, "base_model") and hasattr(model, "output_logits"):
-        return HFDecoder(model)
-    return FullDecoder(model)
-
-
 @dataclass(frozen=True)
 class Answer:
     """The greedy answer to one question.
@@ -182,7 +188,7 @@ def settled(tokens: list[int], refs: Sequence[str], budget: int) -> bool:
 
 
 def greedy_answer(
-    decoder: Any,
+    decoder: Decoder,
     question: np.ndarray,
     target: np.ndarray,
     budget: int,

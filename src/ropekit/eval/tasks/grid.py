@@ -15,42 +15,15 @@ from typing import Any
 import torch
 
 from ropekit.eval.methods import configured_groups
+from ropekit.eval.models import AnswersAll, EvalModel
 from ropekit.eval.tasks.base import Sample
-from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+from ropekit.eval.tasks.decode import greedy_answer
 from ropekit.eval.tasks.scoring import cell, score
 from ropekit.eval.tasks.suite import TASKS
 
 #: (method, length, task, sample index)
 Unit = tuple[str, int, str, int]
 Samples = dict[tuple[int, str], list[Sample]]
-
-
-def detokenize(model: Any, tokens: list[int]) -> str:
-    """The model's output as text: its own ``detokenize``, else its tokenizer's decoding, else bytes."""
-    if hasattr(model, "detokenize"):
-        return model.detokenize(tokens)
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None:
-        return tokenizer.decode(tokens, skip_special_tokens=True)
-    from ropekit.model.tokenizer import byte_text
-
-    return byte_text(tokens)
-
-
-def stop_tokens(model: Any) -> frozenset[int]:
-    """Token ids that end an answer: the model's own ``stop_tokens``, else its tokenizer's end of sequence; none for
-    byte-level models."""
-    if hasattr(model, "stop_tokens"):
-        return frozenset(model.stop_tokens)
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None and tokenizer.eos_token_id is not None:
-        return frozenset({int(tokenizer.eos_token_id)})
-    return frozenset()
-
-
-def byte_level(model: Any) -> bool:
-    """Whether every token of ``model`` is at most one byte (its own ``byte_level``, else: it has no tokenizer)."""
-    return bool(getattr(model, "byte_level", getattr(model, "tokenizer", None) is None))
 
 
 def sample_cost(sample: Sample) -> int:
@@ -70,23 +43,23 @@ def task_units(settings: Any, lengths: list[int], samples: Samples) -> list[Unit
     ]
 
 
-def _answer_locally(model: Any, sample: Sample, stop: Any, bytewise: bool) -> tuple[list[float], int, int]:
+def _answer_locally(model: EvalModel, sample: Sample) -> tuple[list[float], int, int]:
     """One sample decoded in this process: its context prefilled once, each question answered greedily from that
     prefix. Returns the questions' scores, how many answers stopped early, and the forward tokens."""
-    decoder = make_decoder(model)
+    decoder = model.decoder()
     decoder.extend(torch.from_numpy(sample.context), keep=0)
     scores, shortcuts, forward = [], 0, len(sample.context)
     for question in sample.questions:
-        refs = question.answers if bytewise else None  # exact early stop (decode.settled)
-        answer = greedy_answer(decoder, question.ids, question.target, question.budget, stop, refs)
+        refs = question.answers if model.byte_level else None  # exact early stop (decode.settled)
+        answer = greedy_answer(decoder, question.ids, question.target, question.budget, model.stop_tokens, refs)
         forward += answer.forward_tokens
         shortcuts += answer.shortcut
-        scores.append(score(detokenize(model, answer.tokens), question.answers, question.metric))
+        scores.append(score(model.detokenize(answer.tokens), question.answers, question.metric))
     return scores, shortcuts, forward
 
 
 def _answer_group(
-    model: Any,
+    model: EvalModel,
     run: dict[str, Any],
     group: list[Unit],
     samples: Samples,
@@ -97,10 +70,9 @@ def _answer_group(
     server all at once (its bounded pool of requests)."""
     chosen = [samples[length, task][index] for _, length, task, index in group]
     served = None
-    if hasattr(model, "answer_all"):
+    if isinstance(model, AnswersAll):
         progress = None if on_tokens is None else (lambda s: on_tokens(sample_cost(s)))
         served = model.answer_all(chosen, progress)
-    stop, bytewise = stop_tokens(model), byte_level(model)
     outcomes = []
     for (method, length, task, _), sample in zip(group, chosen, strict=True):
         if served is not None:
@@ -108,7 +80,7 @@ def _answer_group(
             scores = [score(t, q.answers, q.metric) for t, q in zip(texts, sample.questions, strict=True)]
             shortcuts = 0
         else:
-            scores, shortcuts, forward = _answer_locally(model, sample, stop, bytewise)
+            scores, shortcuts, forward = _answer_locally(model, sample)
             if on_tokens is not None:
                 on_tokens(sample_cost(sample))
         outcomes.append({"run": run, "scores": scores, "shortcuts": shortcuts, "forward": forward})
@@ -118,7 +90,7 @@ def _answer_group(
 
 
 def answer_units(
-    model: Any,
+    model: EvalModel,
     settings: Any,
     samples: Samples,
     units: list[Unit],

@@ -1,6 +1,6 @@
 """The task evaluation's defaults and limits, in one numpy-free module that the settings and the CLI both read.
 
-:func:`check_plan` is the check made before any sample is built: every length within the model's positions, and
+:func:`check_lengths` is the check made before any sample is built: every length within the model's positions, and
 every sample within memory. Samples are kept (as int64 token ids) from generation to the end of the evaluation, so
 their memory is known in advance: :data:`SAMPLE_BYTES` per token each, plus :data:`BUILD_BYTES` per token of the
 longest length while one is being built (word lists, haystack units and needle bounds are Python objects until
@@ -38,7 +38,7 @@ def sample_bytes(lengths: Sequence[int], tasks: int, samples: int) -> int:
     return SAMPLE_BYTES * tasks * samples * sum(lengths) + BUILD_BYTES * max(lengths)
 
 
-def check_plan(
+def check_lengths(
     lengths: Sequence[int],
     *,
     tasks: int,

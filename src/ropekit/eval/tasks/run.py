@@ -20,16 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ropekit._free_memory import available_memory
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.model_support import ran_as
+from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
-from ropekit.eval.tasks.grid import byte_level as byte_level  # the answering helpers' names, kept here too
-from ropekit.eval.tasks.grid import detokenize as detokenize
-from ropekit.eval.tasks.grid import stop_tokens as stop_tokens
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
 from ropekit.eval.tasks.scoring import effective_lengths, pooled
 from ropekit.eval.tasks.suite import TASKS, make_sample
@@ -99,18 +97,8 @@ class TaskSettings:
         return {**self.__dict__, "params": dict(self.params)}
 
 
-def free_memory() -> int | None:
-    """Free host memory in bytes (where samples are built), ``None`` where the system does not say."""
-    from ropekit.finetune.fit_measure import available_memory
-
-    try:
-        return available_memory()
-    except (OSError, KeyError, ValueError):
-        return None
-
-
-def check_plan(model: Any, settings: TaskSettings) -> list[int]:
-    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_plan`):
+def check_plan(model: EvalModel, settings: TaskSettings) -> list[int]:
+    """The evaluation's lengths, checked before any sample is built (:func:`ropekit.eval.tasks.limits.check_lengths`):
     within ``model.max_positions`` where the model has such a limit, and every sample within memory.
 
     Raises:
@@ -118,25 +106,25 @@ def check_plan(model: Any, settings: TaskSettings) -> list[int]:
             multiple too large to be a length.
     """
     lengths = settings.token_lengths(model.train_length)
-    limits.check_plan(
+    limits.check_lengths(
         lengths,
         tasks=len(settings.tasks),
         samples=settings.samples,
         slack=ANSWER_SLACK
         - 1,  # greedy_answer feeds a wrong answer's tokens but the last (budget: the answer's + slack)
-        max_positions=getattr(model, "max_positions", None),
-        free_memory=free_memory(),
+        max_positions=model.max_positions,
+        free_memory=available_memory(),  # the host's: samples are built there
     )
     return lengths
 
 
-def model_pieces(model: Any) -> Pieces:
+def model_pieces(model: EvalModel) -> Pieces:
     """The pieces of ``model``'s samples: its tokenizer both ways (decoding tells where a text haystack is cut)."""
-    return Pieces(lambda b: model.encode(b).numpy(), lambda ids: detokenize(model, ids))
+    return Pieces(lambda b: model.encode(b).numpy(), model.detokenize)
 
 
 def make_samples(
-    model: Any, settings: TaskSettings, text: TokenizedText | None = None
+    model: EvalModel, settings: TaskSettings, text: TokenizedText | None = None
 ) -> dict[tuple[int, str], list[Sample]]:
     """Every sample of the evaluation, per (length, task), for ``model``'s tokenizer (:func:`check_plan` first).
 
@@ -167,7 +155,7 @@ def make_samples(
     return out
 
 
-def fitting_tasks(model: Any, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
+def fitting_tasks(model: EvalModel, settings: TaskSettings, text: TokenizedText | None = None) -> dict[str, str]:
     """The tasks of ``settings`` that cannot be built at its shortest length for ``model``, with the reason (the
     report leaves them out instead of failing; ``ropekit eval tasks`` refuses them).
 
@@ -255,7 +243,7 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
     return summary if own is not None else {**summary, "note": NOT_JUDGED}
 
 
-def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:
+def _context(model: EvalModel, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:
     """What a task result records about its run: versions, the model, the text and the settings."""
     from ropekit import __version__
 
@@ -270,7 +258,7 @@ def _context(model: Any, settings: TaskSettings, tokens: TokenizedText) -> dict[
 
 
 def run_tasks(
-    model: Any,
+    model: EvalModel,
     settings: TaskSettings,
     *,
     text: TokenizedText | None = None,
@@ -299,10 +287,10 @@ def run_tasks(
         lambda mine: answer_units(model, settings, samples, units, mine, on_tokens=on_tokens, on_step=on_step),
     )
     add_rows(result, settings, lengths, samples, units, outcomes)
-    result.context["model"].update(ran_as(model))
+    result.context["model"].update(model.ran_as())
     return result
 
 
-def forward_tokens(samples: dict[tuple[int, str], list[Sample]], methods: int) -> int:
+def task_forward_tokens(samples: dict[tuple[int, str], list[Sample]], methods: int) -> int:
     """Forward tokens of the whole evaluation when every answer takes the shortcut (see :func:`sample_cost`)."""
     return methods * sum(sample_cost(s) for group in samples.values() for s in group)

@@ -71,9 +71,9 @@ class ExperimentSettings:
 
     def with_shape_of(self, checkpoint: str) -> ExperimentSettings:
         """These settings with the architecture of ``checkpoint`` (so its weights fit) and ``init`` set to it."""
-        from ropekit.model.checkpoint import load_config
+        from ropekit.model.checkpoint import load_tiny_config
 
-        source = load_config(checkpoint)
+        source = load_tiny_config(checkpoint)
         shape = {k: getattr(source, k) for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim")}
         return dataclasses.replace(self, init=checkpoint, **shape)
 
@@ -117,9 +117,9 @@ def planned_models(settings: ExperimentSettings) -> list[dict[str, Any]]:
         },
     ]
     if settings.init is not None:
-        from ropekit.model.checkpoint import load_config
+        from ropekit.model.checkpoint import load_tiny_config
 
-        source = load_config(settings.init)
+        source = load_tiny_config(settings.init)
         if source.position == "rope":
             rows.append({"key": "init", "label": f"{settings.init}'s own base", "base": float(source.rope_base)})
     rows += [

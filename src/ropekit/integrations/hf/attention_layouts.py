@@ -4,7 +4,7 @@
   defines ``yarn_apply_mscale``: DeepSeek-V2, V3, V3.2, Mistral 4, LongCat-Flash, MiniCPM3, GLM-4-MoE-Lite, ...)
   multiply the softmax scale by g(s, mscale_all_dim)² once, when the layer is built, from the config's YaRN factor.
   :func:`sync_softmax_scale` sets it again for the scaling :func:`~ropekit.integrations.hf.patch_rope.apply_scaling`
-  installs (:meth:`~ropekit.scaling.registry.ScalingConfig.softmax_mscale`), so the patched model equals one
+  installs (:meth:`~ropekit.scaling.base.ScalingConfig.softmax_mscale`), so the patched model equals one
   transformers builds from the new config.
 * **Multi-head latent attention** (``qk_rope_head_dim`` in the config): only the last ``qk_rope_head_dim`` dims of
   each head rotate, and queries, keys and values have different head sizes. ropekit's attention methods re-rotate
