@@ -27,7 +27,7 @@ def main() -> None:
     from ropekit.eval.models import load_eval_model
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.eval.sweep import evaluation_text
-    from ropekit.eval.tasks.decode import greedy_answer, make_decoder
+    from ropekit.eval.tasks.decode import greedy_answer
     from ropekit.eval.tasks.run import TaskSettings, make_samples
     from ropekit.eval.tasks.scoring import score
 
@@ -36,7 +36,7 @@ def main() -> None:
     exact_model = load_eval_model(path)
     base = LlamaCppEvalModel(path, threads=1)
     ids = torch.arange(1000, 1300)
-    exact = make_decoder(exact_model).extend(ids, keep=200).float()
+    exact = exact_model.decoder().extend(ids, keep=200).float()
     text, _ = evaluation_text(exact_model)
     ppl_exact = perplexity_at(exact_model, text, 512, exact_model.train_length, max_tokens=1024).perplexity
     settings = TaskSettings(
@@ -52,7 +52,7 @@ def main() -> None:
         same_tokens = same_score = questions = 0
         for group in samples.values():
             for sample in group:
-                decoders = [make_decoder(m) for m in (engine, exact_model)]
+                decoders = [m.decoder() for m in (engine, exact_model)]
                 for decoder in decoders:
                     decoder.extend(torch.from_numpy(sample.context), keep=0)
                 for q in sample.questions:
