@@ -20,8 +20,11 @@ from ropekit.config import RopeConfig
 #: the formulas the first population starts from (each as ropekit's own scaling method computes it), and ``theory``:
 #: NTK below the critical pair of Liu et al. (arXiv 2310.05209, eq. 8), s above it
 SEED_NAMES = ("linear", "ntk", "yarn", "llama3", "theory")
+#: a mutation's step is ``step · ln s`` times one of these, drawn per mutation: coarse moves early, fine ones near an
+#: optimum, with no schedule to tune
+SCALES = (1.0, 0.3, 0.1)
 #: log-factors are compared and stored to this many decimals (duplicates are not scored twice)
-DECIMALS = 6
+DECIMALS = 9
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,13 @@ class Operators:
 
 
 def mutate(parent: Candidate, rng: np.random.Generator, factor: float, ops: Operators) -> Candidate:
-    """Gaussian steps in log-factor space on a random subset of pairs (at least one) and, sometimes, the critical
-    pair moved by one; then :func:`repair`."""
+    """Gaussian steps in log-factor space on a random subset of pairs (at least one), of a size drawn from
+    :data:`SCALES`, and, sometimes, the critical pair moved by one; then :func:`repair`."""
     values = np.asarray(parent.log_factors, dtype=np.float64).copy()
     chosen = rng.random(len(values)) < ops.rate
     chosen[rng.integers(len(values))] = True
-    values[chosen] += rng.normal(0.0, ops.step * max(math.log(factor), 1e-3), int(chosen.sum()))
+    scale = ops.step * max(math.log(factor), 1e-3) * float(rng.choice(SCALES))
+    values[chosen] += rng.normal(0.0, scale, int(chosen.sum()))
     critical = parent.critical_pair
     if rng.random() < ops.shift_rate:
         critical += int(rng.choice((-1, 1)))
