@@ -75,6 +75,14 @@ def scaling_for(
         raise LookupError(f"{error}, which an evaluation sweep cannot derive") from error
 
 
+def method_extra(method: str, params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What :func:`scaling_for` needs from ``--param`` for ``method``: the search.json of ``searched``, nothing for
+    the others (the rest of ``params`` belongs to attention methods)."""
+    if split_method(method)[0] != SEARCHED:
+        return None
+    return {SEARCHED_PARAM: (params or {}).get(SEARCHED_PARAM)}
+
+
 def describe_scaling(scaling: ScalingConfig | None) -> dict[str, Any]:
     """JSON-ready description of a scaling config (``{"rope_type": "default"}`` for none)."""
     if scaling is None:
@@ -131,6 +139,15 @@ def attention_for(
     spec = get_attention(name)
     own = {k: v for k, v in (params or {}).items() if k in spec.parameters()}
     return spec.from_options(train_length=train_length, length=length, **own)
+
+
+def params_of(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``params`` that ``method`` takes (its attention method's parameters, ``searched``'s file), for
+    settings narrowed to that one method."""
+    scaling, attention = split_method(method)
+    own = set(get_attention(attention).parameters()) if attention is not None else set()
+    own |= {SEARCHED_PARAM} if scaling == SEARCHED else set()
+    return {key: value for key, value in params.items() if key in own}
 
 
 def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
@@ -200,7 +217,7 @@ def configure(model: Any, method: str, *, length: int, train_length: int, factor
         factor=factor_for(length, train_length, factor),
         train_length=train_length,
         native=model.native_scaling,
-        extra={SEARCHED_PARAM: params.get(SEARCHED_PARAM)} if split_method(method)[0] == SEARCHED else None,
+        extra=method_extra(method, params),
     )
     model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
     attention = attention_for(method, train_length=train_length, length=length, params=params)

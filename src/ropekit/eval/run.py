@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ropekit.eval.methods import params_of
+
 if TYPE_CHECKING:
     from ropekit.eval.models import EvalModel
     from ropekit.eval.parallel import Launched, OneProcess
@@ -99,7 +101,7 @@ def run_methods(
     notes = cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey)
     total = 0
     for method in settings.methods:
-        one = dataclasses.replace(settings, methods=(method,))
+        one = dataclasses.replace(settings, methods=(method,), params=params_of(method, settings.params))
         _, costs = sweep_units(one, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
         total += sum(costs[i] for i in processes.share(costs))
     if processes.processes > 1:
@@ -110,7 +112,7 @@ def run_methods(
             try:
                 part = run_sweep(
                     model,
-                    dataclasses.replace(settings, methods=(method,)),
+                    dataclasses.replace(settings, methods=(method,), params=params_of(method, settings.params)),
                     perplexity=perplexity,
                     passkey=passkey,
                     text=text,

@@ -59,11 +59,6 @@ class SearchRequest:
                 message = f"target_length must be above the model's original length, got {multiple:g}x"
                 raise InvalidArgument("target_length", multiple, message=message)
 
-    def target_for(self, original_length: int) -> int:
-        """T in tokens for a model trained at ``original_length``."""
-        if self.target_length is not None:
-            return self.target_length
-        return round(float(self.target_multiple) * original_length)
         if self.evaluations is not None and self.budget_seconds is not None:
             message = "give a budget in time or in evaluations, not both"
             raise InvalidArgument("budget_seconds", self.budget_seconds, message=message)
@@ -78,6 +73,12 @@ class SearchRequest:
         require_int("parents", self.parents, minimum=1)
         if self.batch_size is not None:
             require_int("batch_size", self.batch_size, minimum=1)
+
+    def target_for(self, original_length: int) -> int:
+        """T in tokens for a model trained at ``original_length``."""
+        if self.target_length is not None:
+            return self.target_length
+        return round(float(self.target_multiple) * original_length)
 
     def header(self) -> dict[str, Any]:
         """What the journal checks on resume: everything that changes the scores or the candidates (not the budget,

@@ -46,7 +46,9 @@ def describe(prepared: Prepared, trace: SearchTrace, formulas: dict[str, Any], s
         seeds[name] = {
             "critical_pair": candidate.critical_pair,
             "factors": candidate.factors,
-            "search": scores.get(candidate.key()),
+            "search": scores[candidate.key()]
+            if candidate.key() in scores
+            else score(prepared, candidate, prepared.search),
             "heldout": score(prepared, candidate, prepared.heldout),
         }
     original, factor = prepared.original_length, prepared.factor
