@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ropekit.eval.methods import params_of
-
 if TYPE_CHECKING:
     from ropekit.eval.models import EvalModel
     from ropekit.eval.parallel import Launched, OneProcess
@@ -92,6 +90,7 @@ def run_methods(
 
     ``processes``: where the units are measured (:mod:`ropekit.eval.parallel`; default: all here); each method's
     units are split over them and gathered, and the progress counts this process's share."""
+    from ropekit.eval.methods import params_of
     from ropekit.eval.parallel import ONE_PROCESS
     from ropekit.eval.sweep import cost_lines, evaluation_text, run_sweep
     from ropekit.eval.sweep_grid import sweep_units
