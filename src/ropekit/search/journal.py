@@ -45,16 +45,11 @@ class Journal:
             self.header["plan"] = old.get("plan")
         elif self.path is not None:
             self.path.write_text(json.dumps({"header": self.header}) + "\n")
-
-    @property
-    def resumed(self) -> int:
-        """How many scores the journal held when it was opened."""
-        return self._resumed if hasattr(self, "_resumed") else len(self.entries)
+        #: how many scores the journal held when it was opened
+        self.resumed = len(self.entries)
 
     def recorded(self, index: int, candidate: Candidate) -> float | None:
         """The score of evaluation ``index`` if the journal has it (``candidate`` must be the one recorded)."""
-        if not hasattr(self, "_resumed"):
-            self._resumed = len(self.entries)
         if index >= len(self.entries):
             return None
         entry = self.entries[index]
