@@ -104,3 +104,19 @@ def test_eval_runs_the_searched_factors(tmp_path):
     assert_error(bad, "factors=", "search.json")
     missing = run("eval", "perplexity", "--methods", "yarn,searched")
     assert_error(missing, "--param factors=")
+
+
+@pytest.mark.slow
+def test_a_stopped_search_resumes_to_the_same_result(tmp_path):
+    args = ("search", "--target-length", "2x", "--evaluations", "6", "--samples", "2", "--heldout-samples", "2")
+    whole = run(*args, "--out", tmp_path / "whole")
+    assert whole.exit_code == 0, whole.output
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    lines = (tmp_path / "whole" / "journal.jsonl").read_text().splitlines(keepends=True)
+    (stopped / "journal.jsonl").write_text("".join(lines[:4]))  # the header and three scores: stopped there
+    resumed = run(*args, "--out", stopped)
+    assert resumed.exit_code == 0, resumed.output
+    first, second = (json.loads((tmp_path / name / "search.json").read_text()) for name in ("whole", "stopped"))
+    assert second["journal"]["resumed_from"] == 3
+    assert first["trace"] == second["trace"] and first["long_factor"] == second["long_factor"]
