@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "engines": ("engines_cmd", "engines_command"),
     "finetune": ("finetune_cmd", "finetune_command"),
     "plot": ("plot_cmd", "plot_command"),
+    "search": ("search_cmd", "search_command"),
 }
 #: command groups (sub-apps): name -> (module, Typer object name)
 GROUPS: dict[str, tuple[str, str]] = {

@@ -63,13 +63,13 @@ def check_runnable(model, settings, *, perplexity: bool, passkey: bool, names: d
             if int(multiple * train_length) < 1:
                 raise fail(f"{names['passkey_multiples']} {multiple:g} gives an empty context")
     lengths = settings.lengths(train_length, perplexity=perplexity, passkey=passkey)
-    check_methods_run(model, settings.methods, settings.factor, max(lengths))
+    check_methods_run(model, settings.methods, settings.factor, max(lengths), settings.params)
 
 
-def check_methods_run(model, methods, factor, longest: int) -> None:
+def check_methods_run(model, methods, factor, longest: int, params: dict | None = None) -> None:
     """At least one of ``methods`` can run on ``model`` (a model without RoPE runs only ``none``), and none is
     out of range at the ``longest`` length; else the one-line ``--methods`` error."""
-    from ropekit.eval.methods import factor_for, scaling_for
+    from ropekit.eval.methods import factor_for, method_extra, scaling_for
 
     skipped = {}
     for method in methods:
@@ -79,6 +79,7 @@ def check_methods_run(model, methods, factor, longest: int) -> None:
                 factor=factor_for(longest, model.train_length, factor),
                 train_length=model.train_length,
                 native=model.native_scaling,
+                extra=method_extra(method, params),
             )
         except LookupError as error:
             skipped[method] = str(error)
@@ -140,7 +141,7 @@ def prepare_samples(model, settings, tokens, *, lengths_option: str):
     from ropekit.eval.tasks.run import make_samples
 
     lengths = check_lengths(model, settings, lengths_option=lengths_option)
-    check_methods_run(model, settings.methods, settings.factor, max(lengths))
+    check_methods_run(model, settings.methods, settings.factor, max(lengths), settings.params)
     try:
         return make_samples(model, settings, tokens)
     except ValueError as error:

@@ -37,6 +37,9 @@ def inspect_command(
     """Wavelength of every pair, which complete a period within T, d_extra and T_extra, and scaled/plain ratios;
     with --model, first the model's RoPE layout in one table (rope type, base, rotary dim, pairing, per-layer-type
     RoPE, NoPE layers, M-RoPE sections, sliding windows, attention layouts, and what ropekit does with each)."""
+    from ropekit.cli.search_view import print_searched, searched_only
+
+    searched = searched_only(model, json_output)
     given = read_model(model)
     layout = model_layout_of(given)
     head_dim, base, rotary_dim, length = model_defaults(
@@ -56,9 +59,12 @@ def inspect_command(
         raise fail("--original-length applies to a scaling method; give --scaling or --factor (without, it is unused)")
     rope, plain, methods, supported = _reports(head_dim, base, rotary_dim, train, names, factor, original, param)
     if json_output:
-        print_json(_inspect_json(rope, train, plain, methods, supported, given, layout))
+        extra = {} if searched is None else {"searched": searched[1]}
+        print_json({**_inspect_json(rope, train, plain, methods, supported, given, layout), **extra})
         return
     _print_tables(rope, train, plain, methods, supported, given, layout)
+    if searched is not None:
+        print_searched(*searched)
 
 
 def _reports(head_dim, base, rotary_dim, train, names, factor, original, param):

@@ -24,7 +24,7 @@ METHODS_HELP = (
 )
 
 #: what ``--methods`` accepts besides the registry's rope_type names
-SPECIAL_METHODS = ("none", "native")
+SPECIAL_METHODS = ("none", "native", "searched")
 #: what the help lists: the special names, then the rope_type of every scaling method file
 METHOD_NAMES = (*SPECIAL_METHODS, *declared_names("ropekit.scaling", "rope_type"))
 #: the default of ``--methods`` written out for the help: :func:`ropekit.eval.methods.default_methods` (a test keeps
@@ -33,8 +33,9 @@ DEFAULT_METHODS = "none,linear,ntk,dynamic,yarn,llama3,longrope,self_extend"
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
-    help="Comma-separated methods: none (plain RoPE), native (the model's own scaling) or a rope_type name: "
-    + ", ".join(METHOD_NAMES[2:])
+    help="Comma-separated methods: none (plain RoPE), native (the model's own scaling), searched (the factors of "
+    "`ropekit search`, with --param factors=DIR/search.json) or a rope_type name: "
+    + ", ".join(METHOD_NAMES[len(SPECIAL_METHODS) :])
     + ". Methods the model cannot run (longrope without searched factors, base) are reported as skipped."
     + METHODS_HELP,
 )
@@ -43,7 +44,7 @@ METHODS = typer.Option(
 PARAM = typer.Option(
     None,
     "--param",
-    help="Attention-method parameters, e.g. group=4,window=64 (self_extend), window=128 (rerope), window=128,k=8 "
+    help="Method parameters: factors=DIR/search.json (searched); attention-method ones, e.g. group=4,window=64 (self_extend), window=128 (rerope), window=128,k=8 "
     "(leaky_rerope), chunk_size=176,local_window=16 (dual_chunk), n_sink=4,window=252 (sinks), shift=84,local=8 (string). Those not given are "
     "derived per length from the training length (Self-Extend: the authors' rule (L - window) * group + window >= "
     "length).",
@@ -55,8 +56,12 @@ def attention_params(text: str | None, option: str = "--param") -> dict[str, Any
     :func:`ropekit.cli.params.parse_params`) read as the attention methods read their parameters (numbers)."""
     from ropekit.attention.registry import AttentionConfig
     from ropekit.cli.params import parse_params
+    from ropekit.eval.searched import PARAM
 
-    return parse_params(text, AttentionConfig.parse_param, option)
+    def parse(name: str, value: str) -> Any:
+        return value if name == PARAM else AttentionConfig.parse_param(name, value)
+
+    return parse_params(text, parse, option)
 
 
 def parse_methods(text: str, option: str = "--methods") -> tuple[str, ...]:

@@ -38,8 +38,10 @@ def plan_command(
 ) -> None:
     """Whether the base clears the bound at the target, the smallest safe base, and training-free methods (why);
     with --model, its RoPE and training length, and which of its layers take no RoPE (NoPE)."""
+    from ropekit.cli.search_view import print_searched, searched_only
     from ropekit.theory import plan
 
+    searched = searched_only(model, json_output)
     given = read_model(model)
     head_dim, base, rotary_dim, length = model_defaults(
         given, head_dim, base, rotary_dim, original_length, "--original-length"
@@ -71,12 +73,14 @@ def plan_command(
     attention = attention_plan(train, target)
     chosen = training_free_choice(result)
     if json_output:
-        _print_json(result, given, flags, attention, launch, chosen[0], train, target)
+        _print_json(result, given, flags, attention, launch, chosen[0], train, target, searched)
         return
     _print_text(result, given, flags, attention, launch, chosen, train, target)
+    if searched is not None:
+        print_searched(*searched)
 
 
-def _print_json(result, given, flags, attention, launch, chosen: str, train: int, target: int) -> None:
+def _print_json(result, given, flags, attention, launch, chosen: str, train: int, target: int, searched) -> None:
     from ropekit.cli.launch_view import launch_json
 
     llamacpp = {name: value[0] for name, value in flags.items()}
@@ -85,6 +89,8 @@ def _print_json(result, given, flags, attention, launch, chosen: str, train: int
         described["llama4_long_context"] = given.llama4.to_dict(train, target)
     described["launch"] = {name: launch_json(lines) for name, lines in launch.items()}
     described["launch_method"] = chosen
+    if searched is not None:
+        described["searched"] = searched[1]
     print_json({**result.to_dict(), "llamacpp_flags": llamacpp, "attention_methods": attention, **described})
 
 

@@ -19,7 +19,7 @@ from ropekit.cli.common import (
     writing,
 )
 
-KINDS = ("decay", "bound", "wavelengths", "scaling")
+KINDS = ("decay", "bound", "wavelengths", "scaling", "searched")
 SUFFIXES = (".png", ".svg")
 #: the bound figure starts at this context length (plots.bound_figure's min_context)
 BOUND_MIN_CONTEXT = 1024
@@ -38,15 +38,22 @@ def plot_command(
         "4k",
         help=f"Compute the robust bound up to this length (bound; only where {ROBUST_DEFAULT}).",
     ),
+    search: Path | None = typer.Option(
+        None, "--search", help="searched: the search.json of `ropekit search` (or its --out folder)."
+    ),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite the file if it exists."),
     json_output: bool = json_option("Print the written file as JSON."),
 ) -> None:
-    """Write a figure: B_m and RoFormer's decay bound, the base bound against L, wavelengths, or scaling ratios."""
+    """Write a figure: B_m and RoFormer's decay bound, the base bound against L, wavelengths, scaling ratios, or the
+    factors a search found per pair beside NTK, YaRN and the critical pairs (searched, with --search)."""
     if kind not in KINDS:
         raise fail(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
     if out is None:
         raise fail("--out (-o) is required: the file to write, ending in .png or .svg")
     path = out
+    if kind == "searched":
+        _searched(search, path, force=force, json_output=json_output)
+        return
     dim = rotary_dim
     check_range("--rotary-dim", dim, minimum=2, maximum=MAX_ROTARY_DIM)
     check_range("--base", base, above=1.0)
@@ -81,5 +88,25 @@ def plot_command(
             plots.scaling_figure(staged, dim, base, lengths["original_length"], factor)
     if json_output:
         print_json({"kind": kind, "path": str(path), "bytes": path.stat().st_size})
+        return
+    typer.echo(f"wrote {path}")
+
+
+def _searched(search: Path | None, path: Path, *, force: bool, json_output: bool) -> None:
+    """``plot searched``: the factors of ``--search`` per pair (:func:`ropekit.search.compare.factors_figure`)."""
+    from ropekit.search.compare import factors_figure, find_search, read_search
+
+    found = find_search(search)
+    if found is None:
+        raise fail(f"--search must name a search.json or the --out folder of `ropekit search`, got {search}")
+    try:
+        data = read_search(found)
+    except ValueError as error:
+        raise fail(f"--search: {error}") from None
+    check_output_file(path, "--out", suffixes=SUFFIXES, force=force)
+    with writing(path, force=force, file=True) as staged:
+        factors_figure(data, staged)
+    if json_output:
+        print_json({"kind": "searched", "path": str(path), "bytes": path.stat().st_size})
         return
     typer.echo(f"wrote {path}")

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ropekit.attention.registry import AttentionConfig, get_attention, list_attentions
 from ropekit.errors import ArgumentType, InvalidArgument, UnknownParameters
+from ropekit.eval.searched import NAME as SEARCHED
+from ropekit.eval.searched import PARAM as SEARCHED_PARAM
+from ropekit.eval.searched import searched_scaling
 from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
 
 if TYPE_CHECKING:
@@ -47,7 +50,8 @@ def scaling_for(
 ) -> ScalingConfig | None:
     """The scaling config for ``method`` at ``factor`` (clamped to at least 1).
 
-    ``none`` is plain RoPE; ``native`` the model's own scaling. Every other method is built by its own
+    ``none`` is plain RoPE; ``native`` the model's own scaling; ``searched`` the factors of the search.json that
+    ``extra["factors"]`` names (:mod:`ropekit.eval.searched`). Every other method is built by its own
     :meth:`~ropekit.scaling.base.ScalingConfig.from_options` from the factor, the training length as the
     original length, the model's own scaling and ``extra``. A method with a required parameter that these do not
     give (``longrope``'s searched factors on a model without them, ``base`` without ``extra={"base": ...}``)
@@ -60,6 +64,8 @@ def scaling_for(
     method = split_method(method)[0]
     if method == "none":
         return None
+    if method == SEARCHED:
+        return searched_scaling(extra)
     if method == "native":
         return native
     spec = get_scaling(method)
@@ -70,6 +76,14 @@ def scaling_for(
         return spec.config_class.from_options(factor=factor, original_length=original, native=native, **params)
     except MissingParameters as error:
         raise LookupError(f"{error}, which an evaluation sweep cannot derive") from error
+
+
+def method_extra(method: str, params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What :func:`scaling_for` needs from ``--param`` for ``method``: the search.json of ``searched``, nothing for
+    the others (the rest of ``params`` belongs to attention methods)."""
+    if split_method(method)[0] != SEARCHED:
+        return None
+    return {SEARCHED_PARAM: (params or {}).get(SEARCHED_PARAM)}
 
 
 def describe_scaling(scaling: ScalingConfig | None) -> dict[str, Any]:
@@ -102,7 +116,7 @@ def split_method(method: str) -> tuple[str, str | None]:
             lists the valid names).
     """
     parts = str(method).split("+")
-    attentions, scalings = list_attentions(), ("none", "native", *list_scalings())
+    attentions, scalings = list_attentions(), ("none", "native", SEARCHED, *list_scalings())
     valid = f"scalings: {', '.join(scalings)}; attention methods: {', '.join(attentions)} (join as scaling+attention)"
     if len(parts) == 1 and parts[0] in attentions:
         return "none", parts[0]
@@ -130,6 +144,15 @@ def attention_for(
     return spec.from_options(train_length=train_length, length=length, **own)
 
 
+def params_of(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``params`` that ``method`` takes (its attention method's parameters, ``searched``'s file), for
+    settings narrowed to that one method."""
+    scaling, attention = split_method(method)
+    own = set(get_attention(attention).parameters()) if attention is not None else set()
+    own |= {SEARCHED_PARAM} if scaling == SEARCHED else set()
+    return {key: value for key, value in params.items() if key in own}
+
+
 def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
     """Every ``--param`` name must belong to an attention method in ``methods``.
 
@@ -138,11 +161,17 @@ def check_params(methods: tuple[str, ...], params: dict[str, Any]) -> None:
             :class:`~ropekit.errors.UnknownParameters` naming it and the allowed ones), or a value out of range.
     """
     names = [a for a in (split_method(m)[1] for m in methods) if a is not None]
-    allowed = sorted({p for a in names for p in get_attention(a).parameters()})
+    searched = any(split_method(m)[0] == SEARCHED for m in methods)
+    allowed = sorted(
+        {p for a in names for p in get_attention(a).parameters()} | ({SEARCHED_PARAM} if searched else set())
+    )
     unknown = sorted(set(params) - set(allowed))
     if unknown:
-        where = f"allowed for {', '.join(dict.fromkeys(names))}: {allowed}" if names else "no attention method listed"
+        owners = [*dict.fromkeys(names), *([SEARCHED] if searched else [])]
+        where = f"allowed for {', '.join(owners)}: {allowed}" if owners else "no attention method listed"
         raise UnknownParameters(unknown, allowed, f"unknown params {unknown}; {where}")
+    if searched:  # the file is read now, not a method into a sweep
+        searched_scaling(params)
     for name in dict.fromkeys(names):  # ranges checked now, not lengths into a sweep
         spec = get_attention(name)
         own = {k: v for k, v in params.items() if k in spec.parameters()}
@@ -168,6 +197,7 @@ def configure(
         factor=factor_for(length, train_length, factor),
         train_length=train_length,
         native=model.native_scaling,
+        extra=method_extra(method, params),
     )
     model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
     attention = attention_for(method, train_length=train_length, length=length, params=params)

@@ -90,6 +90,7 @@ def run_methods(
 
     ``processes``: where the units are measured (:mod:`ropekit.eval.parallel`; default: all here); each method's
     units are split over them and gathered, and the progress counts this process's share."""
+    from ropekit.eval.methods import params_of
     from ropekit.eval.parallel import ONE_PROCESS
     from ropekit.eval.sweep import cost_lines, evaluation_text, run_sweep
     from ropekit.eval.sweep_grid import sweep_units
@@ -99,7 +100,7 @@ def run_methods(
     notes = cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey)
     total = 0
     for method in settings.methods:
-        one = dataclasses.replace(settings, methods=(method,))
+        one = dataclasses.replace(settings, methods=(method,), params=params_of(method, settings.params))
         _, costs = sweep_units(one, model.train_length, text_tokens, perplexity=perplexity, passkey=passkey)
         total += sum(costs[i] for i in processes.share(costs))
     if processes.processes > 1:
@@ -110,7 +111,7 @@ def run_methods(
             try:
                 part = run_sweep(
                     model,
-                    dataclasses.replace(settings, methods=(method,)),
+                    dataclasses.replace(settings, methods=(method,), params=params_of(method, settings.params)),
                     perplexity=perplexity,
                     passkey=passkey,
                     text=text,

@@ -1,0 +1,195 @@
+"""A search on a model, end to end: load and check, build the samples, plan, search, score the best and every
+formula on the held-out samples, and describe it all for ``search.json`` (:mod:`ropekit.search.result`)."""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ropekit.errors import InvalidArgument
+from ropekit.search.evolve import SearchSettings, SearchTrace, run_search
+from ropekit.search.journal import Journal
+from ropekit.search.objective import (
+    HELDOUT_STREAM,
+    SEARCH_STREAM,
+    NeedleSamples,
+    disjoint,
+    longrope_of,
+    needle_loss,
+    needle_samples,
+)
+from ropekit.search.request import SearchRequest
+from ropekit.search.space import Candidate, seed_candidates, theory_critical_pair
+
+#: the formulas scored as their own methods beside the search (each with its own attention factor)
+FORMULAS = ("none", "linear", "ntk", "yarn", "llama3", "self_extend")
+
+
+@dataclass
+class Prepared:
+    """A loaded model with the search's samples and seeds."""
+
+    request: SearchRequest
+    model: Any
+    original_length: int
+    target_length: int
+    factor: float
+    search: NeedleSamples
+    heldout: NeedleSamples
+    seeds: dict[str, Candidate]
+    text: dict[str, Any]
+
+
+def _check_model(request: SearchRequest) -> Callable[[Any], None]:
+    def check(model: Any) -> None:
+        position = getattr(getattr(getattr(model, "model", None), "config", None), "position", "rope")
+        if position != "rope":
+            raise InvalidArgument(
+                "model", request.model, message=f"model {request.model!r} has no RoPE to search ({position} positions)"
+            )
+        target = request.target_for(model.train_length)
+        if target <= model.train_length:
+            message = f"target_length must be above the model's original length {model.train_length:,}, got {target:,}"
+            raise InvalidArgument("target_length", target, message=message)
+
+    return check
+
+
+def prepare(request: SearchRequest) -> Prepared:
+    """Load the model (refusing one without RoPE and a target not above L0 before its weights load), tokenize the
+    text and build the search and held-out samples.
+
+    Raises:
+        ValueError: a bad model, target or text (an :class:`~ropekit.errors.InvalidArgument` where it is about one).
+    """
+    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.text import read_text, shipped_text, tokenize
+
+    model = load_eval_model(request.model, dtype=request.dtype, before_weights=_check_model(request))
+    text = shipped_text() if request.text is None else read_text(request.text)
+    tokens = tokenize(text, model.encode, model.separator)
+    filler = tokens.ids.numpy()
+    target = request.target_for(model.train_length)
+    if len(filler) <= target:
+        message = f"text {tokens.source!r} has {len(filler):,} tokens; a sample of {target:,} needs more"
+        raise InvalidArgument("text", request.text, message=message)
+
+    def encode(data: bytes):
+        return model.encode(data).numpy()
+
+    common = {"seed": request.seed, "encode": encode}
+    search = needle_samples(filler, target, request.samples, stream=SEARCH_STREAM, **common)
+    heldout = needle_samples(filler, target, request.heldout_samples, stream=HELDOUT_STREAM, **common)
+    if not disjoint(search, heldout):
+        raise InvalidArgument(
+            "seed", request.seed, message="the search and held-out samples share a sample; use a longer text"
+        )
+    original = int(model.train_length)
+    factor = target / original
+    seeds = seed_candidates(model.rope, original, factor)
+    return Prepared(request, model, original, target, factor, search, heldout, seeds, tokens.describe())
+
+
+def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> float:
+    """The needle loss of ``candidate`` (as ``longrope``) on ``samples``."""
+    spec = longrope_of(
+        candidate.factors,
+        original_length=prepared.original_length,
+        factor=prepared.factor,
+        switch=prepared.request.switch,
+    )
+    return needle_loss(prepared.model, samples, spec, batch_size=prepared.request.batch_size)
+
+
+def peak_memory_bytes() -> int:
+    """This process's peak memory: the accelerator's allocations when there is one, else resident memory."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.max_memory_allocated():
+        return int(torch.cuda.max_memory_allocated())
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def plan(prepared: Prepared) -> dict[str, Any]:
+    """Time one candidate (the first seed on the search samples) and say what the budget buys."""
+    start = time.perf_counter()
+    score(prepared, next(iter(prepared.seeds.values())), prepared.search)
+    seconds = time.perf_counter() - start
+    request = prepared.request
+    if request.budget_seconds is not None:
+        evaluations = max(1, math.floor(request.budget_seconds / seconds))
+    else:
+        evaluations = request.evaluations or 96
+    extra = len(FORMULAS) + 1  # the formulas on both sets, the best on the held-out set
+    return {
+        "seconds_per_candidate": seconds,
+        "evaluations": evaluations,
+        "estimated_seconds": seconds * (evaluations + extra * (1 + request.heldout_samples / request.samples)),
+        "peak_memory_bytes": peak_memory_bytes(),
+        "samples": request.samples,
+        "heldout_samples": request.heldout_samples,
+        "target_length": prepared.target_length,
+        "original_length": prepared.original_length,
+        "factor": prepared.factor,
+    }
+
+
+def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
+    """Each formula of :data:`FORMULAS` as its own method (its own attention factor and attention), on both sets;
+    a method the model cannot run is recorded with why."""
+    from ropekit.eval.methods import configure, restore
+    from ropekit.search.objective import answer_losses
+
+    rows: dict[str, dict[str, float | str]] = {}
+    for method in FORMULAS:
+        length, original = prepared.target_length, prepared.original_length
+        try:
+            configure(prepared.model, method, length=length, train_length=original, factor=prepared.factor, params={})
+        except LookupError as error:
+            rows[method] = {"skipped": str(error)}
+            continue
+        try:
+            rows[method] = {
+                name: float(answer_losses(prepared.model, samples, batch_size=prepared.request.batch_size).mean())
+                for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
+            }
+        finally:
+            restore(prepared.model, method)
+    return rows
+
+
+def execute(
+    prepared: Prepared,
+    evaluations: int,
+    *,
+    journal_path: str | Path | None,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[SearchTrace, Journal]:
+    """Run the search for ``evaluations`` scored candidates, resuming from ``journal_path`` if it holds a journal
+    of the same search (whose planned count then wins)."""
+    request = prepared.request
+    journal = Journal(journal_path, {**request.header(), "plan": {"evaluations": evaluations}})
+    planned = (journal.header.get("plan") or {}).get("evaluations", evaluations)
+    if request.evaluations is not None:
+        planned = request.evaluations
+    settings = SearchSettings(
+        evaluations=int(planned), population=request.population, parents=request.parents, seed=request.seed
+    )
+    trace = run_search(
+        lambda c: score(prepared, c, prepared.search),
+        prepared.seeds,
+        settings,
+        factor=prepared.factor,
+        journal=journal,
+        progress=progress,
+    )
+    return trace, journal
+
+
+def theory_pair(prepared: Prepared) -> int:
+    return theory_critical_pair(prepared.model.rope, prepared.original_length)
