@@ -104,7 +104,11 @@ class Verdict:
 
 
 def compare_engines(
-    folder: Path, *, engines: Sequence[str] = COMPARED_ENGINES, logit_tokens: int = 0, original_length: int | None = None
+    folder: Path,
+    *,
+    engines: Sequence[str] = COMPARED_ENGINES,
+    logit_tokens: int = 0,
+    original_length: int | None = None,
 ) -> list[Verdict]:
     """Each engine's :class:`Verdict` on ``folder`` (a transformers model folder, extended or not) under
     :func:`probe_for` its RoPE: :func:`compare_folder` without launch lines or GGUF files."""
