@@ -48,16 +48,17 @@ def served_vocab(model: str | Path) -> GGUFVocab | TransformersVocab:
 
 
 def gguf_tokenizer_sha256(path: Path) -> str:
-    """SHA-256 of a GGUF file's ``tokenizer.*`` metadata (keys and raw values, in the file's order): the tokenizer's
-    content, without hashing gigabytes of weights."""
+    """SHA-256 of a GGUF file's ``tokenizer.*`` metadata (each key/value pair's bytes as the file holds them, in the
+    file's order): the tokenizer's content, without hashing gigabytes of weights."""
     from ropekit.integrations.gguf.read_rope import open_gguf
 
+    header = open_gguf(path)
     digest = hashlib.sha256()
-    for name, field in open_gguf(path).fields.items():
-        if name.startswith("tokenizer."):
-            digest.update(name.encode())
-            for part in field.parts:
-                digest.update(part.tobytes())
+    with Path(path).open("rb") as handle:
+        for name, (start, end) in header.spans.items():
+            if name.startswith("tokenizer."):
+                handle.seek(start)
+                digest.update(handle.read(end - start))
     return digest.hexdigest()
 
 

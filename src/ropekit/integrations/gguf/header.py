@@ -71,6 +71,8 @@ class GGUFHeader:
         types: key → its GGUF value type (an array: ``9``).
         tensors: the tensor table, in file order.
         data_start: where tensor data begins (tensor offsets count from here).
+        spans: key → the byte range ``(start, end)`` its key/value pair takes in the file (a skipped array's
+            content included), so a caller can hash a field's raw bytes without decoding it.
     """
 
     path: Path
@@ -80,6 +82,7 @@ class GGUFHeader:
     types: dict[str, int] = field(repr=False)
     tensors: tuple[TensorInfo, ...] = field(repr=False)
     data_start: int = 0
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def tensor(self, name: str) -> TensorInfo | None:
         """The tensor called ``name``, or ``None``."""
@@ -184,7 +187,9 @@ def _parse(cursor: _Cursor, path: Path, size: int, version: int, sizes: dict[int
     kv_count = cursor.count("the key/value count", 13)  # a key/value pair takes at least 13 bytes
     values: dict[str, Any] = {}
     types: dict[str, int] = {}
+    spans: dict[str, tuple[int, int]] = {}
     for index in range(kv_count):
+        start = cursor.pos
         raw = cursor.text(f"key {index}", MAX_KEY_BYTES)
         try:
             key = raw.decode("utf-8")
@@ -193,6 +198,7 @@ def _parse(cursor: _Cursor, path: Path, size: int, version: int, sizes: dict[int
         kind = cursor.unpack("<I", f"the type of key {key!r}")
         types[key] = kind
         values[key] = _value(cursor, kind, key, 0)
+        spans[key] = (start, cursor.pos)
     tensors = tuple(_tensor(cursor, index, sizes) for index in range(tensor_count))
     alignment = values.get("general.alignment", 32)
     if type(alignment) is not int or alignment <= 0 or alignment % 8:
@@ -201,7 +207,7 @@ def _parse(cursor: _Cursor, path: Path, size: int, version: int, sizes: dict[int
     for info in tensors:
         if data_start + info.offset + info.nbytes > size:
             raise _Damaged(f"tensor {info.name!r} needs the bytes up to {data_start + info.offset + info.nbytes:,}")
-    return GGUFHeader(path, size, version, values, types, tensors, data_start)
+    return GGUFHeader(path, size, version, values, types, tensors, data_start, spans)
 
 
 def _value(cursor: _Cursor, kind: int, key: str, depth: int) -> Any:
