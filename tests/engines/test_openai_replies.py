@@ -147,3 +147,41 @@ def test_no_prompt_logprobs_is_a_clear_sentence(folder, prompt) -> None:
     message = str(caught.value)
     assert "needs the log-probabilities of the prompt's tokens" in message and "did not send them" in message
     assert "returned none" not in message
+
+
+def position_server(folder, *, same_row: bool):
+    """A server whose model gives, after reading ``n`` tokens, every token the log-probability ``-(0.5 + n / 10)``;
+    its generation says so for the token after the prompt, and its echo says so for each prompt token, either
+    aligned (token ``i`` gets the number after ``i`` tokens) or as llama-cpp-python 0.3.36's server does (after
+    ``i + 1``: the row of the token itself), the first nulled either way."""
+
+    def after(n: int) -> float:
+        return -(0.5 + n / 10)
+
+    def reply(body):
+        prompt = body["prompt"]
+        n = len(prompt)
+        if body.get("echo"):
+            values = [None] + [after(i + 1 if same_row else i) for i in range(1, n)] + [after(n)]
+            choice = {"text": TEXT[0], "logprobs": {"token_logprobs": values}}
+        else:
+            choice = {"text": TEXT[0], "logprobs": {"token_logprobs": [after(n)]}}
+        return 200, {"model": body["model"], "choices": [choice], "usage": {"prompt_tokens": n}}
+
+    return FakeServer(script=completions(reply))
+
+
+def test_prompt_logprobs_that_agree_with_generation_are_the_losses(folder, prompt) -> None:
+    with position_server(folder, same_row=False) as server:
+        losses = served(folder, server).token_losses(torch.tensor(prompt))
+    assert losses.tolist() == pytest.approx([0.5 + i / 10 for i in range(1, len(prompt))])
+
+
+def test_prompt_logprobs_read_from_the_tokens_own_row_are_refused(folder, prompt) -> None:
+    """The reply's shape is right (a leading null, one number a token): only the server's own generation shows that
+    each number comes from the row after its token."""
+    with position_server(folder, same_row=True) as server:
+        model = served(folder, server)
+        with pytest.raises(ValueError, match="from another position than the one that predicts each token") as caught:
+            model.token_losses(torch.tensor(prompt))
+    assert "\n" not in str(caught.value)

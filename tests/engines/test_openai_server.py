@@ -170,7 +170,10 @@ def test_perplexity_without_prompt_logprobs_is_refused_by_name(smollm2_path, ser
 
 
 @pytest.mark.slow
-def test_perplexity_from_prompt_logprobs_equals_the_engines(smollm2_path, engine, tmp_path) -> None:
+def test_perplexity_from_misaligned_prompt_logprobs_is_refused(smollm2_path, engine, tmp_path) -> None:
+    """llama-cpp-python 0.3.36's server reads each prompt token's log-probability from the row after the token
+    (86,287 against llama.cpp's own 12.1 on these 512 tokens); its own generation shows it, and perplexity is
+    refused, by name, rather than reported."""
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.eval.sweep import evaluation_text
 
@@ -178,9 +181,9 @@ def test_perplexity_from_prompt_logprobs_equals_the_engines(smollm2_path, engine
     server = Server(smollm2_path, tmp_path / "server.log", logits_all=True)
     server.start()
     try:
-        theirs = perplexity_at(served(smollm2_path, server), ids, 512, engine.train_length, max_tokens=512)
+        model = served(smollm2_path, server)
+        with pytest.raises(ValueError, match="from another position than the one that predicts each token") as caught:
+            perplexity_at(model, ids, 512, engine.train_length, max_tokens=512)
     finally:
         server.stop()
-    ours = perplexity_at(engine, ids, 512, engine.train_length, max_tokens=512)
-    assert abs(theirs.perplexity / ours.perplexity - 1) < 1e-3
-    assert torch.isfinite(torch.tensor(theirs.perplexity))
+    assert "\n" not in str(caught.value) and model.server_model in str(caught.value)

@@ -40,6 +40,9 @@ from ropekit.eval.models import AnswersAll, EvalModel
 __all__ = ["JournalMismatch", "OpenAIEvalModel", "ServerError"]
 
 
+_UNCHECKED = object()
+
+
 class OpenAIEvalModel(EvalModel, AnswersAll):
     """A model behind an OpenAI-compatible server; the :class:`~ropekit.eval.models.EvalModel` protocol plus
     :meth:`answer_all`.
@@ -81,6 +84,7 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
         self.max_context = max_context(card, props)
         self.identity = server_identity(url, card, props, self.vocab.fingerprint())
         self.ids_accepted: bool | None = None
+        self.echo_error: object = _UNCHECKED  # why the prompt log-probabilities are misaligned (None: they are not)
         self.journal = AnswerJournal(journal, self.identity)
 
     def resume_from(self, journal: Path, *, fresh: bool = False) -> None:
@@ -225,8 +229,10 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
     def token_losses(self, ids: torch.Tensor) -> torch.Tensor:
         """Losses of ``ids[1:]`` from the server's prompt log-probabilities (``echo`` with ``logprobs``).
 
-        The log-probabilities must be aligned with ``ids``: the first token's is ``null`` (nothing predicts it), and
-        where the server names the tokens, they are the prompt's own rather than the prompt's shifted by one.
+        The log-probabilities must be aligned with ``ids``: the first token's is ``null`` (nothing predicts it), where
+        the server names the tokens, they are the prompt's own rather than the prompt's shifted by one, and (checked
+        once, :func:`~ropekit.engines.openai_logprobs.echo_offset_error`) each comes from the position that predicts
+        its token, as the server's own generation reads it.
 
         Raises:
             ValueError: the server returns no prompt log-probabilities, or ones not aligned with ``ids``
@@ -254,6 +260,14 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
             raise ValueError(f"{asked} sent {_misaligned(found[0])}")
         if _shifted(logprobs.get("tokens"), ids.tolist(), self.vocab.detokenize):
             raise ValueError(f"{asked} sent them for the prompt's tokens shifted by one position")
+        if self.echo_error is _UNCHECKED:
+            from ropekit.engines.openai_logprobs import echo_offset_error
+
+            self.echo_error = echo_offset_error(self, ids.tolist())
+        if self.echo_error is not None:
+            raise ValueError(
+                f"perplexity through the server needs aligned prompt log-probabilities, and {self.server_model!r} at {self.url} {self.echo_error}"
+            )
         return -torch.tensor(values, dtype=torch.float64)
 
     def predict_last(self, ids: torch.Tensor, count: int) -> torch.Tensor:
