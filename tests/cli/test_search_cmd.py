@@ -103,7 +103,7 @@ def test_eval_runs_the_searched_factors(tmp_path):
     bad = run("eval", "perplexity", "--methods", "yarn,searched", "--param", f"factors={tmp_path / 'none.json'}")
     assert_error(bad, "factors=", "search.json")
     missing = run("eval", "perplexity", "--methods", "yarn,searched")
-    assert_error(missing, "--param factors=")
+    assert_error(missing, "--param", "factors=DIR/search.json")
 
 
 @pytest.mark.slow

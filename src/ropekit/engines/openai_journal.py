@@ -1,6 +1,6 @@
 """The journal of a server evaluation's answers: JSON lines in the run's ``--out``, read to resume a run cut short.
 
-The first line records what decides an answer (:func:`server_identity`: the URL, the served model's id and what the
+The first line records what decides an answer (:func:`~ropekit.engines.openai_served.server_identity`: the URL, the served model's id and what the
 server reports about it, the tokenizer's content hash, the request's settings); every later line is one answer,
 keyed by the prompt's ids, its budget and that record's digest. A resumed run whose record differs is refused, naming
 what changed (a server restarted with another context or RoPE keeps its model id, so the id alone proves nothing),
@@ -79,7 +79,7 @@ class AnswerJournal:
                 handle.write(json.dumps({"run": identity}, sort_keys=True) + "\n")
 
     def _read(self, path: Path) -> dict[str, Any] | None:
-        """The recorded identity (``None``: a new journal), with its answers read into :attr:`done`."""
+        """The recorded identity (``None``: a new journal), with its answers read into ``self.done``."""
         if not path.is_file():
             return None
         recorded, answers = None, {}

@@ -30,7 +30,11 @@ def searched_scaling(params: dict[str, Any] | None):
 
     path = (params or {}).get(PARAM)
     if path is None:
-        raise InvalidArgument("params", params, message=f"method {NAME!r} needs --param {PARAM}=DIR/search.json")
+        raise InvalidArgument(
+            "params",
+            params,
+            message=f"method {NAME!r} needs the parameter {PARAM}=DIR/search.json (the output of a search)",
+        )
     path = Path(str(path))
     if path.is_dir():
         path = path / "search.json"

@@ -67,7 +67,7 @@ def _count(config: Mapping[str, Any], key: str, minimum: int) -> int:
 
 
 def dual_chunk_from_config(config: Mapping[str, Any]) -> tuple[DualChunk, list[str]]:
-    """``(method, notes)``: ropekit's :class:`DualChunk` with the positions of a ``dual_chunk_attention_config``
+    """``(method, notes)``: ropekit's :class:`~ropekit.attention.dual_chunk.DualChunk` with the positions of a ``dual_chunk_attention_config``
     (the dict itself, or a whole ``config.json`` holding it), and what vLLM runs with it that ropekit does not.
 
     Raises:
