@@ -198,3 +198,16 @@ def test_engines_on_gpt_neox_prints_rows(tmp_path) -> None:
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     summary = json.loads(result.stdout)
     assert summary["reference"]["verdict"] == "reference" and summary["engines"][0]["engine"] == "llama.cpp"
+
+
+@pytest.mark.slow
+@needs_sglang
+def test_sglang_misreads_position_l0_even_with_equal_lists(tmp_path) -> None:
+    """short_factor = long_factor (what ``ropekit search`` writes so that every engine computes the same): SGLang's
+    own module still differs, only at position L0 of a batch ending there, which reads the long cache's position 0."""
+    lists = longrope(6)
+    folder = held_out_folder("phi4-mini", tmp_path / "phi", {**lists, "short_factor": lists["long_factor"]})
+    _, rows = compare_folder(folder, probe_for(folder), engines=("SGLang",))
+    row = rows[0]
+    assert row.verdict == "differs" and "exactly L0" in row.detail and f"from position {L0} " in row.detail
+    assert row.numbers[f"table_max_diff@{L0 + 1}"] > 0.5 and row.numbers[f"table_max_diff@{L0}"] < 1e-5

@@ -12,7 +12,8 @@ By design (``sglang/srt/layers/rotary_embedding``): ``dynamic`` is one static ta
 positions with the NTK base of that length (static NTK at the target length where ``max_position`` is L0); YaRN
 reads ``attn_factor`` or ``mscale``/``mscale_all_dim``, not ``attention_factor``, and always truncates the correction
 range; LongRoPE reads ``short_mscale``/``long_mscale``, not ``attention_factor``, and picks the long list for a whole
-batch once a position in it exceeds L0.
+batch once a position in it exceeds L0, so a batch whose last position is exactly L0 reads position L0 past the end
+of the short cache (the long cache's position 0): every LongRoPE model, whatever its lists, differs there.
 The rotary module is compared (tables), not a model.
 """
 
@@ -62,6 +63,12 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
         reasons.append(
             "SGLang ignores longrope's attention_factor (it reads short_mscale/long_mscale, else derives "
             "sqrt(1 + ln(M/L0)/ln L0) from max_position_embeddings M)"
+        )
+    if kind == "longrope":
+        reasons.append(
+            "SGLang's LongRoPE keeps a batch whose last position is exactly L0 on its short cache, which holds "
+            "positions 0 to L0 - 1, so position L0 reads the next row of the joined caches: the long cache's "
+            "position 0 (rope_variant.py, Phi3LongRoPEScaledRotaryEmbedding.forward: positions > L0)"
         )
     if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
         reasons.append(
