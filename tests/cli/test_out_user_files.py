@@ -96,6 +96,12 @@ CASES = {
     "eval effective-length": Case(
         ("eval", "effective-length"), "{samples}", "tasks.json tasks.png", spares="results.json passkey.csv"
     ),
+    "search": Case(
+        ("search",),
+        "--target-length 2x --evaluations 2 --samples 1 --heldout-samples 1",
+        "search.json",
+        spares="results.json tasks.json",
+    ),
     "experiment base-bound": Case(
         ("experiment", "base-bound"),
         "--init none --models nope --steps 1 --trials 8 --batch-size 1 --context 256",
