@@ -1,11 +1,11 @@
-"""Does llama.cpp run here? Load a GGUF file and decode one token in a child process before anything loads it in ours.
+"""Does llama.cpp run here? Load a GGUF file and decode in a child process before anything loads it in ours.
 
 A llama.cpp library built for another processor (``-march=native`` on a machine whose CPUID lists AMX that the
 kernel does not enable, or a wheel copied from another machine) dies with SIGILL at the first decode, and takes the
 whole process with it: a test run, a user's evaluation. So every in-process load of llama.cpp goes through
-:func:`require_llama_cpp`, which runs the load and one decode in a child, remembers the answer for the file, and
-raises a one-line :class:`LlamaCppUnavailable` naming the cause when the child fails. The child's crash stays in the
-child. The rebuild that fixes the SIGILL case is ``python tools/build_llama_cpp.py`` (an explicit instruction set).
+:func:`require_llama_cpp`, which runs the load, a short prefill and a decode in a child, remembers the answer for
+the file, and raises a one-line :class:`LlamaCppUnavailable` naming the cause when the child fails. The child's
+crash stays in the child. The rebuild that fixes the SIGILL case is ``python tools/build_llama_cpp.py`` (an explicit instruction set).
 """
 
 from __future__ import annotations
@@ -22,14 +22,17 @@ from pathlib import Path
 #: seconds the child may take to load the file and decode one token (a 135M model: about 2 s)
 TIMEOUT_S = 120.0
 
-#: what the child runs: load the file with a small context, decode one token, print the vocabulary size
+#: what the child runs: load the file with a small context, prefill a batch of 64 tokens (the batched matrix
+#: products, where ggml's AMX and repacked kernels run: one token alone passed on a build that then crashed on
+#: three), decode one more, print the vocabulary size
 _CHILD = """
 import sys
 import llama_cpp
-llm = llama_cpp.Llama(sys.argv[1], n_ctx=16, n_batch=16, n_threads=1, verbose=False)
-bos = llm.token_bos()
-llm.eval([bos if bos >= 0 else 0])
-print(llm.n_vocab())
+llm = llama_cpp.Llama(sys.argv[1], n_ctx=80, n_batch=64, n_threads=1, verbose=False)
+n = llm.n_vocab()
+llm.eval([(7 * i + 1) % n for i in range(64)])
+llm.eval([3 % n])
+print(n)
 """
 
 REBUILD = "rebuild it for this machine: python tools/build_llama_cpp.py (ropekit's repository), or pip install with CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON'"
@@ -50,8 +53,8 @@ def installed_version() -> str | None:
 
 
 def probe(path: str | Path, *, timeout: float = TIMEOUT_S) -> str | None:
-    """``None`` where llama.cpp loads ``path`` and decodes one token in a child process; else one line naming why
-    not. Remembered per file (path, size, modification time) for the life of this process."""
+    """``None`` where llama.cpp loads ``path``, prefills 64 tokens and decodes one in a child process; else one
+    line naming why not. Remembered per file (path, size, modification time) for the life of this process."""
     path = Path(path).resolve()
     stat = path.stat()
     return _probe(str(path), stat.st_size, stat.st_mtime_ns, float(timeout))
