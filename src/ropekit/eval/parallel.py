@@ -211,14 +211,20 @@ def _join(use_cpu: bool) -> Any:
     try:
         return PartialState(cpu=use_cpu, timeout=RENDEZVOUS_TIMEOUT)
     except (RuntimeError, ValueError) as error:  # torch's DistError (a RuntimeError): timed out, refused, unreachable
-        where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-        seconds = int(RENDEZVOUS_TIMEOUT.total_seconds())
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise LaunchError(
-            os.environ.get("WORLD_SIZE", ""),
-            f"the {launched_processes()} processes of WORLD_SIZE did not join at {where} within {seconds} s "
-            f"({detail}); start them together with accelerate launch (or torchrun)",
-        ) from None
+        raise join_error(error, RENDEZVOUS_TIMEOUT) from None
+
+
+def join_error(error: BaseException, within: timedelta | None = None) -> LaunchError:
+    """The one-line refusal of a launch whose processes did not join at ``MASTER_ADDR:MASTER_PORT`` (``error``:
+    torch's; ``within``: the rendezvous timeout where ropekit set one)."""
+    where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+    limit = f" within {int(within.total_seconds())} s" if within is not None else ""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return LaunchError(
+        os.environ.get("WORLD_SIZE", ""),
+        f"the {os.environ.get('WORLD_SIZE', '').strip()} processes of WORLD_SIZE did not join at {where}{limit} "
+        f"({detail}); start them together with accelerate launch (or torchrun)",
+    )
 
 
 _launched: Launched | None = None

@@ -45,18 +45,6 @@ def window_order(count: int, needed: int, seed: int) -> torch.Tensor:
     return torch.cat(order)[:needed]
 
 
-def _mixed_samples(rows: MixedRows, order: torch.Tensor, pose: PoseSettings | None) -> tuple[torch.Tensor, ...]:
-    """``(ids, positions, documents)`` of the samples ``order`` of mixed-window ``rows``; with PoSE, the rows of long
-    documents take PoSE's position ids (a function of the seed and the sample number)."""
-    positions = rows.positions[order].clone()  # (samples, window)
-    if pose is not None:
-        long = rows.long[order]  # (samples,)
-        samples = torch.arange(len(order))[long]
-        if len(samples):
-            positions[long] = pose.batch(samples)
-    return rows.ids[order], positions, rows.documents[order]
-
-
 @dataclass
 class TrainResult:
     """What a (possibly interrupted) training run did."""
@@ -90,7 +78,7 @@ def make_accelerator(settings: FinetuneSettings):
     is also how long a training collective may wait, and a rendezvous that times out is a ``ValueError``."""
     from accelerate import Accelerator
 
-    from ropekit.eval.parallel import launched_processes
+    from ropekit.eval.parallel import join_error, launched_processes
 
     launched_processes()  # a WORLD_SIZE left in the shell is refused before accelerate waits for its peers
     try:
@@ -100,12 +88,7 @@ def make_accelerator(settings: FinetuneSettings):
         )
     except RuntimeError as error:  # accelerate 1.15's FSDP plugin, sync_module_states on a machine with no GPU
         if isinstance(error, torch.distributed.DistError):  # the launch's processes did not join
-            where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-            detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            raise ValueError(
-                f"the {os.environ.get('WORLD_SIZE')} processes of the launch did not join at {where} ({detail}); "
-                "start them together with accelerate launch (or torchrun)"
-            ) from None
+            raise join_error(error) from None
         if "no available devices" not in str(error):
             raise
         raise ValueError(
@@ -262,7 +245,7 @@ class _Loop:
                 window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
             )
         if isinstance(windows, MixedRows):
-            data: Any = torch.utils.data.TensorDataset(*_mixed_samples(windows, order, pose))
+            data: Any = torch.utils.data.TensorDataset(*windows.samples(order, pose))
         elif pose is not None:
             data = torch.utils.data.TensorDataset(windows[order], pose.batch(torch.arange(len(order))))
         else:
