@@ -11,7 +11,6 @@ from helpers.hf_models import random_hf_model
 from helpers.mixed_text import write_mixed_text
 from ropekit.finetune.mixed import next_token_mask, pack_mixed
 from ropekit.finetune.pose import PoseSettings
-from ropekit.finetune.train import _mixed_samples
 from ropekit.scaling.longrope import LongRopeScaling
 
 transformers = pytest.importorskip("transformers")
@@ -64,7 +63,7 @@ def test_pose_long_rows_are_one_document_each_and_take_pose_positions():
     assert int(rows.long.sum()) == 40 // 10 + 50 // 10
     pose = PoseSettings(window=10, target_length=64, chunks=2, seed=0)
     order = torch.arange(len(rows))
-    _, positions, _ = _mixed_samples(rows, order, pose)
+    _, positions, _ = rows.samples(order, pose)
     for i in range(len(rows)):
         want = pose.position_ids(i) if rows.long[i] else rows.positions[i]
         assert torch.equal(positions[i], want)

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from ropekit.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ropekit.finetune.pose import PoseSettings
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,17 @@ class MixedRows:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def samples(self, order: torch.Tensor, pose: PoseSettings | None) -> tuple[torch.Tensor, ...]:
+        """``(ids, positions, documents)`` of the rows ``order``; with PoSE, the rows of long documents take PoSE's
+        position ids (a function of the seed and the sample number)."""
+        positions = self.positions[order].clone()  # (samples, window)
+        if pose is not None:
+            long = self.long[order]  # (samples,)
+            samples = torch.arange(len(order))[long]
+            if len(samples):
+                positions[long] = pose.batch(samples)
+        return self.ids[order], positions, self.documents[order]
 
     def summary(self, original: int) -> str:
         short, long = int((~self.long).sum()), int(self.long.sum())
