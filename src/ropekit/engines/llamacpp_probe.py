@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: seconds the child may take to load the file and decode one token (a 135M model: about 2 s)
+#: seconds the child may take to load the file, prefill and decode (a 135M model: under 1 s)
 TIMEOUT_S = 120.0
 
 #: what the child runs: load the file with a small context, prefill a batch of 64 tokens (the batched matrix
@@ -73,7 +73,7 @@ def _probe(path: str, _size: int, _mtime: int, timeout: float) -> str | None:
             env={**os.environ, "PYTHONFAULTHANDLER": ""},
         )
     except subprocess.TimeoutExpired:
-        return f"llama.cpp did not load {name} and decode one token within {timeout:.0f} s"
+        return f"llama.cpp did not load {name}, prefill and decode within {timeout:.0f} s"
     if done.returncode == 0:
         return None
     if done.returncode < 0:
@@ -86,7 +86,7 @@ def _probe(path: str, _size: int, _mtime: int, timeout: float) -> str | None:
         return f"llama.cpp crashed with {sig.name} loading {name}"
     lines = [line.strip() for line in (done.stderr or "").splitlines() if line.strip()]
     last = lines[-1] if lines else f"exit status {done.returncode}"
-    return f"llama.cpp could not load {name} and decode one token: {last}"
+    return f"llama.cpp could not load {name}, prefill and decode: {last}"
 
 
 def require_llama_cpp(path: str | Path):
