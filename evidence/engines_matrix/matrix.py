@@ -174,19 +174,29 @@ def run(model_types: list[str], engines: str | None = None) -> list[Row]:
         return [arch_row(model_type, Path(workdir), engines) for model_type in model_types]
 
 
-def markdown(rows: list[Row], command: str) -> str:
-    """The matrix page: architecture × method × engine → verdict and detail."""
-    tracebacks = sum(cell.verdict == "TRACEBACK" for row in rows for cell in row.cells)
+def markdown(rows: list[Row], commands: list[str], findings: str) -> str:
+    """The matrix page: what was built, the counts, ``findings`` (the hand-written reading), then architecture ×
+    method × engine → verdict and detail."""
+    cells = [cell for row in rows for cell in row.cells]
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell.verdict] = counts.get(cell.verdict, 0) + 1
+    built = sum(row.built == "ok" for row in rows)
     lines = [
         "# The engines conformance matrix",
         "",
-        "Every causal-LM architecture of transformers' `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` whose config has RoPE, as a",
-        "tiny random model of its config class's defaults (2 layers, hidden size 64, head size 16), extended with each",
-        f"method (factor {FACTOR}) by `ropekit extend`, then compared by `ropekit engines --logits 0`. A cell is the",
-        "engine's verdict with its detail, or the one-line refusal of `extend` or `engines`; TRACEBACK marks a raw",
-        f"traceback (there are {tracebacks}).",
+        f"{len(rows)} causal-LM architectures of transformers' `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` whose config has",
+        f"RoPE ({built} built), each a tiny random model of its config class's defaults (2 layers, hidden size 64,",
+        f"head size 16), extended with each method (factor {FACTOR}) by `ropekit extend`, then compared by",
+        "`ropekit engines --logits 0` against the rotation transformers' own modeling code applies. A cell is the",
+        "engine's verdict with its detail, the one-line refusal of `extend` or `engines`, or TRACEBACK for a raw",
+        "traceback.",
         "",
-        f"Made by: `{command}`",
+        "Made by: " + "; ".join(f"`{command}`" for command in commands),
+        "",
+        "Counts: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        "",
+        findings.strip(),
         "",
         "| architecture | method | engine | verdict | detail |",
         "|---|---|---|---|---|",

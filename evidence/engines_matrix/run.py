@@ -1,32 +1,51 @@
 """Write docs/engines_matrix.md: ``python evidence/engines_matrix/run.py [--only a,b] [--engines ...] [--out PATH]``
-(the whole matrix takes hours on the shared 2 cores: run it niced in the background)."""
+(the whole matrix takes about an hour on 2 shared cores: run it niced in the background).
+
+Each architecture's row is stored in ``rows.json`` beside this file as soon as it is measured, and the page is
+written from every stored row, so a run can be stopped and resumed (``--skip-done``), and ``--only ARCH`` remeasures
+one architecture without losing the others. ``findings.md`` beside this file is the page's hand-written reading of
+the rows; the command that made each row is kept with it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from matrix import markdown, rope_architectures, run
+from matrix import Cell, Row, markdown, rope_architectures, run
+
+ROWS = Path(__file__).with_name("rows.json")
+FINDINGS = Path(__file__).with_name("findings.md")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="comma-separated model types (default: every RoPE architecture)")
     parser.add_argument("--engines", help="comma-separated engines (default: all)")
+    parser.add_argument("--skip-done", action="store_true", help="leave architectures rows.json already holds")
     parser.add_argument("--out", default="docs/engines_matrix.md")
     args = parser.parse_args()
     import transformers
 
     transformers.logging.set_verbosity_error()
+    stored = json.loads(ROWS.read_text()) if ROWS.is_file() else {}
     types = args.only.split(",") if args.only else rope_architectures()
-    rows = []
+    command = "python " + " ".join(sys.argv)
     for model_type in types:
-        rows += run([model_type], args.engines)
-        Path(args.out).write_text(markdown(rows, "python " + " ".join(sys.argv)))  # after each: a partial page
-        print(model_type, rows[-1].built, len(rows[-1].cells), flush=True)
+        if args.skip_done and model_type in stored:
+            continue
+        row = run([model_type], args.engines)[0]
+        stored[model_type] = {**asdict(row), "command": command}
+        ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
+        rows = [Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()]
+        commands = sorted({e["command"] for e in stored.values()})
+        Path(args.out).write_text(markdown(sorted(rows, key=lambda r: r.arch), commands, FINDINGS.read_text()))
+        print(model_type, row.built, len(row.cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Run inside the vLLM environment, where SGLang is installed beside vLLM: SGLang's own rotary module, as the
 architecture's model class builds it, on the probe vectors.
 
-Reads the same JSON request as :mod:`ropekit.engines._vllm_probe` and prints one JSON line: SGLang's version, its
+Reads the same JSON requests as :mod:`ropekit.engines._vllm_probe` and answers each with one line: SGLang's version, its
 model file for the architecture (the one whose ``EntryClass`` names it) and what that file passes to ``get_rope``
 (:mod:`ropekit.engines._model_class`), the module's ``mscale`` and, per served length, the table of A·cos, A·sin it
 applies (the vLLM probe's ``rotated_tables``). SGLang's ``get_rope(head_size, rotary_dim, max_position, base,
@@ -11,30 +11,38 @@ Transformers fallback). Imports only SGLang, torch and the files beside this one
 """
 
 import importlib.util
-import json
 import logging
-import sys
 from pathlib import Path
 
 
-def main() -> None:
-    request = json.loads(sys.stdin.read())
-    logging.disable(logging.WARNING)
-    from importlib.metadata import version
-
+def vllm_probe():
+    """The vLLM probe script beside this file, by its path."""
     spec = importlib.util.spec_from_file_location("_vllm_probe", Path(__file__).with_name("_vllm_probe.py"))
     shared = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(shared)
+    return shared
+
+
+def main() -> None:
+    logging.disable(logging.WARNING)
+    vllm_probe().serve(answer)
+
+
+def answer(request: dict) -> dict:
+    """SGLang's reply to one request (module docstring)."""
+    from importlib.metadata import version
+
+    shared = vllm_probe()
     reader = shared.shared("_model_class")
     reply = {"version": version("sglang")}
     models = Path(importlib.util.find_spec("sglang").origin).parent / "srt" / "models"
     path = reader.sglang_model_file(str(models), request["architecture"])
     if path is None:
-        print(json.dumps({**reply, "backend": "transformers"}))
-        return
+        return {**reply, "backend": "transformers"}
     import torch
     from sglang.srt.layers.rotary_embedding import get_rope
 
+    shared.forget(get_rope)
     facts = reader.facts(path, get_rope, "rope_scaling")
     reply["model_file"] = "sglang/srt/models/" + Path(path).name
     reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
@@ -54,12 +62,11 @@ def main() -> None:
         reply["tables"] = shared.rotated_tables(rope, head, half, request["interleaved"], request["served"])
     except Exception as error:  # the class refuses this configuration, or cannot be built here
         refused = isinstance(error, (ValueError, NotImplementedError))
-        print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
-        return
+        return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
     reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
     reply["mscale"] = None if mscale is None else float(mscale)
-    print(json.dumps(reply))
+    return reply
 
 
 if __name__ == "__main__":

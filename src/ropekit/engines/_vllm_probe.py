@@ -1,9 +1,9 @@
 """Run inside the vLLM environment (not ropekit's): vLLM's own rotary module, as the architecture's model class
 builds it, on the probe vectors.
 
-Reads a JSON request on stdin (``architecture``, ``head_size``, ``rotary_dim``, ``max_position``,
+Reads JSON requests on stdin, one a line (``architecture``, ``head_size``, ``rotary_dim``, ``max_position``,
 ``rope_parameters``, ``is_neox_style``, ``class_rule``, ``dual_chunk_attention_config``, ``interleaved``: the
-reference's pairing, ``served``: served length → positions) and prints one JSON line: vLLM's version, the model file
+reference's pairing, ``served``: served length → positions) and answers each with one line (:func:`serve`): vLLM's version, the model file
 and what it passes to ``get_rope`` (:mod:`ropekit.engines._model_class`), its ``mscale`` and, per served length, the
 ``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin the module applies to a key. An architecture vLLM serves
 through its Transformers backend answers ``"backend": "transformers"`` and no tables. ``class_rule: "ropekit"``:
@@ -28,10 +28,38 @@ def shared(name: str):
     return module
 
 
+#: what starts a reply line (:data:`ropekit.engines.probe_worker.MARK`)
+MARK = "ropekit-reply "
+
+
+def serve(answer) -> None:
+    """Answer each JSON request line on stdin with one line, :data:`MARK` and the JSON reply of ``answer`` (or
+    ``{"error": ...}`` where it raised), until stdin ends: one process serves a whole run
+    (:mod:`ropekit.engines.probe_worker`)."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = answer(json.loads(line))
+        except Exception as error:  # one request's failure is its reply; the next request still runs
+            reply = {"error": f"{type(error).__name__}: {error}"}
+        print(MARK + json.dumps(reply), flush=True)
+
+
+def forget(get_rope) -> None:
+    """Empty ``get_rope``'s module cache: its key leaves out the served length, which LongRoPE's list choice
+    reads."""
+    getattr(sys.modules[get_rope.__module__], "_ROPE_DICT", {}).clear()
+
+
 def main() -> None:
-    request = json.loads(sys.stdin.read())
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     logging.disable(logging.WARNING)
+    serve(answer)
+
+
+def answer(request: dict) -> dict:
+    """vLLM's reply to one request (module docstring)."""
     import torch
     import vllm
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
@@ -40,8 +68,8 @@ def main() -> None:
     reply = {"version": vllm.__version__}
     path = model_file(request["architecture"])
     if path is None:
-        print(json.dumps({**reply, "backend": "transformers"}))
-        return
+        return {**reply, "backend": "transformers"}
+    forget(get_rope)
     facts = class_facts(path, get_rope)
     reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
     reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
@@ -63,12 +91,11 @@ def main() -> None:
             reply["tables"] = rotated_tables(rope, head, half, request["interleaved"], request["served"])
         except Exception as error:  # the class refuses this configuration, or cannot be built here
             refused = isinstance(error, (ValueError, NotImplementedError))
-            print(json.dumps({**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}))
-            return
+            return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
     reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)
     reply["mscale"] = None if mscale is None else float(mscale)
-    print(json.dumps(reply))
+    return reply
 
 
 def model_file(architecture: str):

@@ -1,4 +1,4 @@
-"""vLLM: its own rotary-embedding module (``get_rope``), built on CPU in its own environment and run in a subprocess.
+"""vLLM: its own rotary-embedding module (``get_rope``), built on CPU in its own environment and run in a subprocess that serves every request of a run.
 
 vLLM's pins fight ropekit's, so it lives in a separate virtual environment (``make vllm-env``:
 ``.venv-vllm``, vLLM installed with ``--no-deps`` beside the same torch, plus the small packages its rotary imports
@@ -19,9 +19,7 @@ alone. The rotary module is compared (tables), not a model.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -128,18 +126,15 @@ def row(case: Case) -> EngineRow:
 
 def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: str) -> EngineRow:
     """The verdict of an engine whose rotary module runs in the vLLM environment (vLLM's, SGLang's): its
-    ``PROBE`` script beside this file reads ``request`` (as :func:`request_for` makes it) on stdin; ``engine``
+    ``PROBE`` script beside this file answers ``request`` (as :func:`request_for` makes it) in a process that serves
+    every request of the run (:mod:`ropekit.engines.probe_worker`); ``engine``
     gives ``NAME``, ``version()`` and ``known_behaviours(params, probe)``."""
-    done = subprocess.run(
-        [str(python()), "-P", str(Path(__file__).with_name(engine.PROBE))],  # -P: not this folder on sys.path
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        return failed_row(engine, done.stderr, where, request)
-    return row_from_reply(engine, json.loads(done.stdout.strip().splitlines()[-1]), case, where)
+    from ropekit.engines.probe_worker import ask
+
+    reply = ask(python(), Path(__file__).with_name(engine.PROBE), request)
+    if reply.data is None:
+        return failed_row(engine, reply.error or "no output", where, request)
+    return row_from_reply(engine, reply.data, case, where)
 
 
 def request_for(case: Case) -> dict[str, Any]:
@@ -162,10 +157,9 @@ def request_for(case: Case) -> dict[str, Any]:
     }
 
 
-def failed_row(engine: ModuleType, stderr: str, where: str, request: dict[str, Any]) -> EngineRow:
-    """The row of an engine's probe run that failed, from its last line of stderr: its own classes refusing the
-    configuration (``ValueError``, ``NotImplementedError``) is "cannot express"."""
-    last = (stderr.strip().splitlines() or ["no output"])[-1]
+def failed_row(engine: ModuleType, last: str, where: str, request: dict[str, Any]) -> EngineRow:
+    """The row of an engine's probe that failed, from its error (or the last line it wrote before it died): its own
+    classes refusing the configuration (``ValueError``, ``NotImplementedError``) is "cannot express"."""
     verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
     arch = request.get("architecture") or "this architecture"
     return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME}'s {arch} class refuses it: {last}", where)
