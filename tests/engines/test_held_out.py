@@ -185,6 +185,23 @@ def test_the_reference_reads_llama4s_complex_rotation(tmp_path) -> None:
     assert np.abs(answer.tables[TARGET] - np.stack([np.cos(angles), np.sin(angles)], axis=-1)).max() < 1e-5
 
 
+@pytest.mark.slow
+@needs_sglang
+def test_llama4_text_pairs_as_each_engine_loads_its_weights(tmp_path) -> None:
+    """vLLM's llama4.py permutes transformers' interleaved q/k weights into NeoX order at load, so its NeoX module
+    computes transformers' rotation ("same", read in that order); SGLang's text-only llama4.py loads them as they are
+    into a NeoX module ("differs", with that reason)."""
+    from helpers.hf_models import random_hf_model
+
+    plain = {"rope_type": "default", "rope_theta": 10000.0}
+    options = {"num_local_experts": 2, "num_experts_per_tok": 1, "intermediate_size_mlp": 64, "no_rope_layers": [1, 1]}
+    random_hf_model("llama4", head_dim=16, positions=TARGET, rope_parameters=plain, **options).save_pretrained(tmp_path)
+    rows = _verdicts(tmp_path, "vLLM", "SGLang")
+    assert rows["vLLM"].verdict == "same" and "permuted to NeoX order" in rows["vLLM"].reason
+    assert rows["SGLang"].verdict == "differs" and "loads q/k weights as they are" in rows["SGLang"].reason
+    assert rows["SGLang"].largest_difference > 0.5
+
+
 @pytest.mark.slow  # extends the model and loads it twice (about 30 s on a busy machine)
 def test_engines_on_gpt_neox_prints_rows(tmp_path) -> None:
     """``ropekit engines`` on GPT-NeoX (its decoder is ``gpt_neox``, its attention ``attention``): rows, exit 0."""

@@ -17,24 +17,34 @@ pytestmark = [
 ]
 
 ENGINES = Path(vllm.__file__).parent
-#: engine → architecture → (model file, is_neox_style, passes the scaling, passes dual_chunk_attention_config)
+#: engine → architecture → (model file, is_neox_style, passes the scaling, passes dual_chunk_attention_config,
+#: permutes transformers' q/k weights at load)
 EXPECTED = {
     "vllm": {
-        "LlamaForCausalLM": ("llama.py", True, True, False),
-        "Phi3ForCausalLM": ("llama.py", True, True, False),  # phi3.py's class extends Llama's
-        "StableLmForCausalLM": ("stablelm.py", True, True, False),
-        "Glm4ForCausalLM": ("glm4.py", False, True, False),
-        "CohereForCausalLM": ("commandr.py", False, True, False),
-        "Qwen2ForCausalLM": ("qwen2.py", True, True, True),
+        "LlamaForCausalLM": ("llama.py", True, True, False, False),
+        "Phi3ForCausalLM": ("llama.py", True, True, False, False),  # phi3.py's class extends Llama's
+        "StableLmForCausalLM": ("stablelm.py", True, True, False, False),
+        "Glm4ForCausalLM": ("glm4.py", False, True, False, False),
+        "CohereForCausalLM": ("commandr.py", False, True, False, False),
+        "Qwen2ForCausalLM": ("qwen2.py", True, True, True, False),
         "GPTNeoXForCausalLM": None,  # the Transformers backend
+        "Llama4ForCausalLM": ("llama4.py", True, True, False, True),
+        "MistralForCausalLM": (
+            "llama.py",
+            True,
+            True,
+            False,
+            False,
+        ),  # its class extends Llama; mistral.py permutes only Mistral's own wq/wk
     },
     "sglang": {
-        "LlamaForCausalLM": ("llama.py", True, True, False),
-        "StableLmForCausalLM": ("stablelm.py", True, False, False),
-        "Glm4ForCausalLM": ("glm4.py", False, True, True),
-        "CohereForCausalLM": ("commandr.py", False, True, False),
-        "Qwen2ForCausalLM": ("qwen2.py", True, True, True),
+        "LlamaForCausalLM": ("llama.py", True, True, False, False),
+        "StableLmForCausalLM": ("stablelm.py", True, False, False, False),
+        "Glm4ForCausalLM": ("glm4.py", False, True, True, False),
+        "CohereForCausalLM": ("commandr.py", False, True, False, False),
+        "Qwen2ForCausalLM": ("qwen2.py", True, True, True, False),
         "GPTNeoXForCausalLM": None,
+        "Llama4ForCausalLM": ("llama4.py", True, True, False, False),  # only mllama4.py's class permutes
     },
 }
 
@@ -74,5 +84,5 @@ def test_what_each_model_file_passes_to_get_rope() -> None:
             if expected is None:
                 assert facts is None, (engine, arch, facts)
                 continue
-            got = (Path(facts["file"]).name, facts["neox"], facts["scaling"], facts["dual_chunk"])
+            got = (Path(facts["file"]).name, facts["neox"], facts["scaling"], facts["dual_chunk"], facts["permutes_qk"])
             assert got == expected, (engine, arch, got)

@@ -7,7 +7,10 @@ names of the engine's own ``get_rope`` signature, and from them
   absent: the signature's default);
 * ``scaling``: whether it passes the config's scaling at all (``rope_parameters`` in vLLM, ``rope_scaling`` in
   SGLang; absent or ``None``: the engine runs plain RoPE);
-* ``dual_chunk``: whether it passes ``dual_chunk_attention_config``.
+* ``dual_chunk``: whether it passes ``dual_chunk_attention_config``;
+* ``permutes_qk``: whether the file permutes transformers' ``q_proj``/``k_proj`` weights as it loads them (a
+  function named for permuting that names them: vLLM's Llama 4 reorders interleaved pairs (2i, 2i + 1) into NeoX's
+  (i, i + d/2), so its NeoX module computes transformers' interleaved rotation).
 
 The first call of the file is the one reported (``calls`` says how many there are).
 """
@@ -29,7 +32,7 @@ def facts(path: str, get_rope, scaling_name: str) -> dict:
         for node in ast.walk(function):
             if isinstance(node, ast.Call) and _name(node.func) == "get_rope":
                 calls.append((node, function))
-    found = {"file": path, "calls": len(calls)}
+    found = {"file": path, "calls": len(calls), "permutes_qk": _permutes_qk(tree)}
     if not calls:
         return found
     call, function = min(calls, key=lambda pair: pair[0].lineno)
@@ -42,6 +45,17 @@ def facts(path: str, get_rope, scaling_name: str) -> dict:
     found["dual_chunk"] = _passed(bound.get("dual_chunk_attention_config"))
     found["line"] = call.lineno
     return found
+
+
+def _permutes_qk(tree) -> bool:
+    """Whether a function named for permuting names transformers' q/k projection weights (``q_proj``, ``k_proj``;
+    a permutation of Mistral's own ``wq``/``wk`` names only does not touch a transformers checkpoint)."""
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and "permute" in function.name:
+            names = {n.value for n in ast.walk(function) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if names & {"q_proj", "k_proj"}:
+                return True
+    return False
 
 
 def _name(node) -> str:

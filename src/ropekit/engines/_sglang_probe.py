@@ -45,7 +45,7 @@ def answer(request: dict) -> dict:
     shared.forget(get_rope)
     facts = reader.facts(path, get_rope, "rope_scaling")
     reply["model_file"] = "sglang/srt/models/" + Path(path).name
-    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
+    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk")})
     head, half = request["head_size"], request["rotary_dim"] // 2
     params = dict(request["rope_parameters"])
     base = params.pop("rope_theta")
@@ -59,7 +59,8 @@ def answer(request: dict) -> dict:
     options = {"dual_chunk_attention_config": dual} if dual else {}
     try:
         rope = get_rope(head, 2 * half, request["max_position"], base, neox, scaling, torch.float32, **options)
-        reply["tables"] = shared.rotated_tables(rope, head, half, request["interleaved"], request["served"])
+        pairs = shared.read_interleaved(request, facts, neox)
+        reply["tables"] = shared.rotated_tables(rope, head, half, pairs, request["served"])
     except Exception as error:  # the class refuses this configuration, or cannot be built here
         refused = isinstance(error, (ValueError, NotImplementedError))
         return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}

@@ -72,7 +72,7 @@ def answer(request: dict) -> dict:
     forget(get_rope)
     facts = class_facts(path, get_rope)
     reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
-    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line")})
+    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk")})
     neox, params, dual = request.get("is_neox_style", True), request["rope_parameters"], None
     if request.get("class_rule") != "ropekit" and facts["calls"]:
         neox = facts["neox"]
@@ -88,7 +88,8 @@ def answer(request: dict) -> dict:
             rope = get_rope(
                 head, request["max_position"], neox, params, torch.float32, dual_chunk_attention_config=dual
             )
-            reply["tables"] = rotated_tables(rope, head, half, request["interleaved"], request["served"])
+            pairs = read_interleaved(request, facts, neox)
+            reply["tables"] = rotated_tables(rope, head, half, pairs, request["served"])
         except Exception as error:  # the class refuses this configuration, or cannot be built here
             refused = isinstance(error, (ValueError, NotImplementedError))
             return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
@@ -130,6 +131,13 @@ def class_facts(path: str, get_rope) -> dict:
                 if followed["calls"]:
                     return followed
     return found
+
+
+def read_interleaved(request: dict, facts: dict, neox: bool) -> bool:
+    """The pairing to read a module's table at: the reference's (``request["interleaved"]``), except where the
+    model file permutes transformers' interleaved q/k weights into NeoX order as it loads them and builds a NeoX
+    module: its pairs (i, i + d/2) then hold the reference's (2i, 2i + 1)."""
+    return bool(request["interleaved"]) and not (facts.get("permutes_qk") and neox)
 
 
 def rotated_tables(rope, head: int, half: int, interleaved: bool, served: dict) -> dict:

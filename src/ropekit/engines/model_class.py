@@ -37,6 +37,19 @@ def class_verdict(engine: str, reply: dict[str, Any], params: dict[str, Any], co
     return reasons
 
 
+def pairing_reason(engine: str, reply: dict[str, Any], interleaved: bool) -> list[str]:
+    """Why ``engine``'s model file rotates other pairs than transformers does (``interleaved``: transformers
+    rotates (2i, 2i + 1)), where it does and loads the q/k weights as they are; empty otherwise."""
+    neox = reply.get("neox")
+    if neox is None or reply.get("permutes_qk") or neox != interleaved:
+        return []
+    theirs, ours = ("(i, i + d/2)", "(2i, 2i + 1)") if neox else ("(2i, 2i + 1)", "(i, i + d/2)")
+    return [
+        f"{engine}'s {reply.get('model_file')} rotates pairs {theirs} (is_neox_style={neox}) and loads q/k weights "
+        f"as they are, where transformers rotates pairs {ours}"
+    ]
+
+
 def backend_row(engine: str, version: str | None, config: dict[str, Any], where: str) -> EngineRow:
     """The row of an architecture ``engine`` serves only through its Transformers backend."""
     arch = (config.get("architectures") or ["this architecture"])[0]

@@ -168,7 +168,7 @@ def failed_row(engine: ModuleType, last: str, where: str, request: dict[str, Any
 def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where: str) -> EngineRow:
     """An engine's verdict from its probe's reply (its tables against the reference's; what its model class drops
     from the configuration: :func:`ropekit.engines.model_class.class_verdict`)."""
-    from ropekit.engines.model_class import backend_row, class_verdict
+    from ropekit.engines.model_class import backend_row, class_verdict, pairing_reason
     from ropekit.engines.transformers_ref import rope_parameters
 
     if reply.get("backend") == "transformers":
@@ -187,10 +187,14 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
         )
         return EngineRow(engine.NAME, reply["version"], verdict, why, where, {"model_file": reply["model_file"]})
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    known = dropped + engine.known_behaviours(params, case.probe)
+    pairing = pairing_reason(engine.NAME, reply, case.reference.interleaved)
+    known = dropped + pairing + engine.known_behaviours(params, case.probe)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
-    numbers.update({key: reply.get(key) for key in ("mscale", "model_file", "neox", "scaling", "class")})
-    detail = f"{detail} (rotary module of {reply.get('model_file')})"
+    numbers.update({key: reply.get(key) for key in ("mscale", "model_file", "neox", "scaling", "class", "permutes_qk")})
+    permuted = (
+        "; q/k weights permuted to NeoX order at load, compared in that order" if reply.get("permutes_qk") else ""
+    )
+    detail = f"{detail} (rotary module of {reply.get('model_file')}{permuted})"
     if dropped:
         verdict, detail = "cannot express", f"{'; '.join(dropped)}; measured: {detail}"
     return EngineRow(engine.NAME, reply["version"], verdict, detail, where, numbers)
