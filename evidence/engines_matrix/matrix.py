@@ -8,6 +8,7 @@ Each cell is a verdict with its largest difference, or the one-line refusal (``e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import traceback
@@ -25,6 +26,13 @@ SHRINK = {
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
     "head_dim": 16,
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    "hidden_size_global": 64,
+    "encoder_hash_byte_group_vocab": 300,
     "vocab_size": 300,
     "max_position_embeddings": 256,
     "n_routed_experts": 4,
@@ -80,19 +88,43 @@ def tiny_folder(model_type: str, path: Path) -> Path:
     config = CONFIG_MAPPING[model_type]()
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     for target in {id(config): config, id(text): text}.values():
-        for key, value in SHRINK.items():
-            if getattr(target, key, None) is not None:
-                setattr(target, key, value)
-        types = getattr(target, "layer_types", None)
-        if isinstance(types, list):
-            target.layer_types = types[: SHRINK["num_hidden_layers"]]
-        for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
-            if isinstance(getattr(target, key, None), int):
-                setattr(target, key, 0)
+        shrink(target)
     torch.manual_seed(0)
     model = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])(config)
     model.save_pretrained(path)
     return path
+
+
+def shrink(config: Any, depth: int = 0) -> None:
+    """``config`` and its sub-configs (BLT's encoder, decoder, ...) with :data:`SHRINK`'s sizes where they have the
+    key, every per-layer list cut to the layers kept, MLA's key/value heads as many as its query heads (its keys
+    are per head), a hybrid's attention on its last kept layer, and token ids inside the vocabulary."""
+    from transformers import PretrainedConfig
+
+    layers = getattr(config, "num_hidden_layers", None)
+    for key, value in SHRINK.items():
+        if getattr(config, key, None) is not None:
+            _set(config, key, value)
+    if getattr(config, "kv_lora_rank", None) is not None and getattr(config, "num_key_value_heads", None):
+        _set(config, "num_key_value_heads", SHRINK["num_attention_heads"])
+    if getattr(config, "mamba_n_heads", None) and getattr(config, "mamba_d_head", None):  # heads x size = expand x d
+        expand = getattr(config, "mamba_expand", 2)
+        _set(config, "mamba_d_head", expand * SHRINK["hidden_size"] // config.mamba_n_heads)
+    if hasattr(config, "attn_layer_indices"):
+        _set(config, "attn_layer_indices", [SHRINK["num_hidden_layers"] - 1])
+    for key, value in list(vars(config).items()):
+        if isinstance(value, list) and layers and len(value) == layers and layers > SHRINK["num_hidden_layers"]:
+            _set(config, key, value[: SHRINK["num_hidden_layers"]])
+        elif isinstance(value, PretrainedConfig) and depth < 3:
+            shrink(value, depth + 1)
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        if isinstance(getattr(config, key, None), int):
+            _set(config, key, 0)
+
+
+def _set(config: Any, key: str, value: Any) -> None:
+    with contextlib.suppress(AttributeError):  # a property derived from other keys (Bamba's layers_block_type)
+        setattr(config, key, value)
 
 
 def _line(output: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from matrix import Cell, Row, markdown, rope_architectures, run
 
 ROWS = Path(__file__).with_name("rows.json")
+#: seconds one architecture may take (build, six extensions, their comparisons) before its row says so
+LIMIT = 600
 FINDINGS = Path(__file__).with_name("findings.md")
 
 
@@ -39,13 +42,33 @@ def main() -> None:
     for model_type in types:
         if args.skip_done and model_type in stored:
             continue
-        row = run([model_type], args.engines)[0]
+        row = measure(model_type, args.engines)
         stored[model_type] = {**asdict(row), "command": command}
         ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
         rows = [Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()]
         commands = sorted({e["command"] for e in stored.values()})
         Path(args.out).write_text(markdown(sorted(rows, key=lambda r: r.arch), commands, FINDINGS.read_text()))
         print(model_type, row.built, len(row.cells), flush=True)
+
+
+class OverTime(BaseException):
+    """An architecture past :data:`LIMIT` (a BaseException: no ``except Exception`` on the way turns it into a cell)."""
+
+
+def measure(model_type: str, engines: str | None) -> Row:
+    """``model_type``'s row, or one saying it took longer than :data:`LIMIT` here."""
+
+    def alarm(*_: object) -> None:
+        raise OverTime
+
+    signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(LIMIT)
+    try:
+        return run([model_type], engines)[0]
+    except OverTime:
+        return Row(model_type, built=f"not measured: over {LIMIT} s on this machine")
+    finally:
+        signal.alarm(0)
 
 
 if __name__ == "__main__":
