@@ -8,7 +8,8 @@ StreamingLLM attention sinks (:mod:`~ropekit.attention.sinks`): each a frozen co
 :meth:`ropekit.model.tiny.TinyLM.set_attention` into the bundled tiny model.
 """
 
-from ropekit.attention.core import attend, shift
+from typing import Any
+
 from ropekit.attention.dual_chunk import DualChunk
 from ropekit.attention.registry import ATTENTIONS, AttentionConfig, Region, get_attention, list_attentions
 from ropekit.attention.rerope import LeakyReRoPE, ReRoPE
@@ -17,6 +18,16 @@ from ropekit.attention.sinks import Sinks
 from ropekit.attention.string_rope import String
 
 ATTENTIONS.load()  # imports every method file, each registering itself
+
+
+def __getattr__(name: str) -> Any:
+    """``attend`` and ``shift`` from :mod:`ropekit.attention.core`, imported on first use: the configs, the
+    registry and planning need no torch, so ``ropekit plan`` and ``inspect`` start without it."""
+    if name in ("attend", "shift"):
+        from ropekit.attention import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module 'ropekit.attention' has no attribute {name!r}")
 
 __all__ = [
     "ATTENTIONS",
