@@ -24,7 +24,8 @@ The shared transformers quirks (checked against the transformers version in :dat
   values of the wrong kind (a null or string ``rope_theta``, a fractional length such as 4096.7, which
   transformers' ``int()`` would truncate).
 * Keys of the model's attention that some configs keep in the rope dict (:data:`ATTENTION_KEYS`: Ministral 3's
-  ``llama_4_scaling_beta``) are not RoPE: they are skipped here and kept as they are by ``extend``.
+  ``llama_4_scaling_beta``) are not RoPE: they are skipped here and kept as they are by ``extend``. So is a copy of
+  the model's ``max_position_embeddings`` in the rope dict (Ministral 3's), which transformers' validation skips.
 * Nested per-layer-type rope dicts (Gemma-style ``{"full_attention": {...}, "sliding_attention": {...}}``) are
   read one layer type at a time: pass ``layer_type``.
 * M-RoPE (:class:`~ropekit.config.MRope`): ``mrope_section`` in the rope dict gives the sections. The layout is
@@ -55,6 +56,9 @@ _SHARED_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mro
 #: keys some models keep in the rope dict that are not RoPE: the model's attention reads them, the rotation does not
 #: (Ministral 3's ``llama_4_scaling_beta``: a query scale 1 + β·ln(1 + ⌊p/L0⌋) by position)
 ATTENTION_KEYS = {"llama_4_scaling_beta"}
+#: keys some config classes write in the rope dict that no rope function reads, which transformers skips when it
+#: validates the dict (``ignore_keys_at_rope_validation``: Ministral 3 copies the model's ``max_position_embeddings``)
+_UNREAD_KEYS = {"max_position_embeddings"}
 #: model types whose transformers class runs M-RoPE interleaved (Qwen3-VL's recomposition) and blocked (Qwen2-VL's)
 INTERLEAVED_MROPE = frozenset(
     f"{name}{suffix}"
@@ -82,11 +86,11 @@ def _as_dict(config: Any) -> dict[str, Any]:
 
 
 def text_part(top: dict[str, Any]) -> dict[str, Any]:
-    """The part of a config that holds the RoPE: ``top``, or its ``text_config`` when only that has RoPE keys
-    (transformers 5.x nests a multimodal model's language model there)."""
+    """The part of a config that holds the RoPE: its ``text_config`` where that has RoPE keys (transformers builds a
+    multimodal model's language model from it, whatever the top level says: Fuyu keeps a base there its Persimmon
+    never reads), else ``top``."""
     text = top.get("text_config")
-    nested = isinstance(text, Mapping) and any(text.get(key) for key in _ROPE_KEYS)
-    if nested and not any(top.get(key) for key in _ROPE_KEYS):
+    if isinstance(text, Mapping) and any(text.get(key) for key in _ROPE_KEYS):
         return dict(text)
     return top
 
@@ -244,7 +248,8 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
             f"partial_rotary_factor={partial!r} with head_dim={head_dim} gives rotary dim {rotary_dim} "
             "(transformers truncates head_dim * partial_rotary_factor); ropekit needs an even rotary dim >= 2"
         )
-    scaling_params = {key: value for key, value in params.items() if key not in _SHARED_KEYS | ATTENTION_KEYS}
+    skipped = _SHARED_KEYS | ATTENTION_KEYS | _UNREAD_KEYS
+    scaling_params = {key: value for key, value in params.items() if key not in skipped}
     try:
         scaling = method.from_hf(scaling_params, top, name=name)
     except TypeError as error:  # a value of the wrong kind in the dict: bad data, so a ValueError naming it

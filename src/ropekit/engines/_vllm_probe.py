@@ -91,7 +91,7 @@ def answer(request: dict) -> dict:
             pairs = read_interleaved(request, facts, neox)
             reply["tables"] = rotated_tables(rope, head, half, pairs, request["served"])
         except Exception as error:  # the class refuses this configuration, or cannot be built here
-            refused = isinstance(error, (ValueError, NotImplementedError))
+            refused = isinstance(error, (ValueError, NotImplementedError, KeyError))  # KeyError: a key it needs
             return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
     reply["class"] = type(rope).__name__
     mscale = getattr(rope, "mscale", None)

@@ -134,7 +134,8 @@ def _row(name: str, case: Case) -> EngineRow:
 
 def _describe(reference: Answer) -> str:
     served = ", ".join(f"{n:,}" for n in reference.tables)
-    return f"served lengths {served}; softmax scale {reference.softmax_scale:.6g}"
+    scale = "not read" if reference.softmax_scale is None else f"{reference.softmax_scale:.6g}"
+    return f"served lengths {served}; softmax scale {scale}"
 
 
 def _hf_launch(folder: Path, config: dict) -> str:

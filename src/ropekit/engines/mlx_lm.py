@@ -80,6 +80,25 @@ def known_behaviours(config: dict[str, Any]) -> list[str]:
     return reasons
 
 
+class _Exited(Exception):
+    """MLX-LM's code called ``sys.exit`` (its ``olmo.py`` does where ``ai2-olmo`` is not installed)."""
+
+
+def _answer_or_exit(case: Case) -> Answer:
+    """:func:`answer` on the case, with what MLX-LM prints kept off stdout (``--json`` stays one document); its
+    ``sys.exit`` becomes :class:`_Exited`, with the last line it printed."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            return answer(case.folder, case.probe, rotary_half(case.reference), case.reference.interleaved)
+    except SystemExit as exit_:
+        lines = printed.getvalue().strip().splitlines()
+        raise _Exited(lines[-1] if lines else f"exit status {exit_.code}") from None
+
+
 def row(case: Case) -> EngineRow:
     """MLX-LM's verdict on ``case.folder`` (it reads the folder)."""
     folder, found = case.folder, version()
@@ -90,7 +109,10 @@ def row(case: Case) -> EngineRow:
     gaps = [] if case.config.get("model_type") == "ministral3" else older_reader_gaps(case.config)
     unread = reads_no_scaling(case)
     try:
-        theirs = answer(folder, case.probe, rotary_half(case.reference), case.reference.interleaved)
+        theirs = _answer_or_exit(case)
+    except _Exited as exited:
+        why = f"MLX-LM's model file for {case.config.get('model_type')} exits as it loads: {exited}"
+        return EngineRow(NAME, found, "cannot run here", why, launch(folder))
     except (ValueError, KeyError, NotImplementedError, AttributeError, TypeError) as error:
         if unread:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -37,20 +37,31 @@ def read_config(folder: Path):
 
 def compared_layer(folder: Path) -> tuple[int, str | None]:
     """``(layer index, layer type)`` whose RoPE is compared: the first ``full_attention`` layer of a per-layer-type
-    model (the one ropekit scales by default), else layer 0 with no type."""
+    model (the one ropekit scales by default), else its layer 0 with that layer's type, else layer 0 with no type
+    (one RoPE for every layer, or a rope dict keyed by other names than layer types: DeepSeek-V4's ``main`` and
+    ``compress``)."""
     config = read_config(folder)
     params = getattr(config, "rope_parameters", None) or {}
     types = list(getattr(config, "layer_types", None) or [])
-    if isinstance(params, dict) and "rope_type" not in params and "full_attention" in types:
+    if not isinstance(params, dict) or "rope_type" in params:
+        return 0, None
+    if "full_attention" in types:
         return types.index("full_attention"), "full_attention"
+    if types and types[0] in params:  # every layer kept is of another type (Gemma 3's first layers slide)
+        return 0, types[0]
     return 0, None
 
 
 def rope_parameters(folder: Path) -> dict:
     """The rope dict transformers runs on the compared layer (:func:`compared_layer`), JSON-clean: what an engine
     that loads the folder through transformers' config (vLLM, SGLang) is given."""
-    params = read_config(folder).rope_parameters
-    layer_type = compared_layer(folder)[1]
+    config = read_config(folder)
+    params, layer_type = config.rope_parameters, compared_layer(folder)[1]
+    if layer_type is None and "rope_type" not in params:
+        raise ValueError(
+            f"{type(config).__name__}'s rope dict is keyed by {sorted(params)}, which are not its layer types: "
+            "which one a layer runs is its model class's choice, so no engine is given one here"
+        )
     return json.loads(json.dumps(params[layer_type] if layer_type is not None else params))
 
 

@@ -113,6 +113,15 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
     return {"head_size": head_size, "rope_parameters": rope, "is_neox_style": True}
 
 
+def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
+    """The scalings vLLM's model class turns into another method (:func:`model_rope`): DeepSeek-V2/V3 run every
+    scaled ``rope_type`` but YaRN as DeepSeek's YaRN."""
+    kind = params.get("rope_type", "default")
+    if config.get("model_type") in ("deepseek_v2", "deepseek_v3") and kind not in ("default", "yarn"):
+        return [f"vLLM's deepseek_v2.py runs every scaled rope_type as DeepSeek's YaRN (deepseek_yarn): not {kind}"]
+    return []
+
+
 def row(case: Case) -> EngineRow:
     """vLLM's verdict: its rotary module, built as its model class builds it from transformers' reading of the
     folder (:func:`~ropekit.engines.transformers_ref.rope_parameters`), against transformers' tables."""
@@ -180,6 +189,8 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
         )
     params = rope_parameters(case.folder)
     dropped = class_verdict(engine.NAME, reply, params, case.config)
+    if engine.NAME == NAME:
+        dropped += class_rewrites(case.config, params)
     if "failed" in reply:
         verdict = "cannot express" if dropped else "cannot run here"
         why = "; ".join(

@@ -136,6 +136,12 @@ def rope_of(model_or_config: Any, layer_type: str | None = None) -> RopeConfig:
     config = _config_of(model_or_config)
     if not has_rope(config):
         name = name_of(model_or_config)
+        if has_rope(_get(config, "text_config") or {}):
+            message = (
+                f"{name} keeps its RoPE in text_config (its language model's config), which ropekit reads (inspect, "
+                "plan) but does not rewrite: extend the language model's own folder"
+            )
+            raise InvalidArgument("model_or_config", name, message=message, leads=False)
         message = (
             f"{name} is not a RoPE model: its config has no rope_parameters, rope_scaling or rope_theta; ropekit "
             "scales and extends RoPE models only (Llama, Mistral, Qwen2, Phi-3, GPT-NeoX, Gemma, Gemma 3, ...)"

@@ -40,7 +40,11 @@ def read_config(config: Mapping[str, Any]) -> Any:
     config_class = CONFIG_MAPPING[model_type]
     try:
         with quietly():
-            return config_class.from_dict(json.loads(json.dumps(dict(config))))
+            plain = json.loads(json.dumps(dict(config)))
+            # what transformers' own file reader does: {"__float__": "Infinity"} is how it saves inf (Bamba's
+            # time_step_limit); transformers before 5 has no such tags
+            decode = getattr(config_class, "_decode_special_floats", None)
+            return config_class.from_dict(decode(plain) if decode else plain)
     except Exception as error:
         raise ValueError(f"transformers' {config_class.__name__} cannot load it: {_one_line(error)}") from None
 
