@@ -93,6 +93,7 @@ MODULE_PACKAGES = (
     "ropekit.integrations",
     "ropekit.integrations.gguf",
     "ropekit.integrations.hf",
+    "ropekit.synthetic",
 )
 
 

@@ -207,8 +207,8 @@ def evaluate(
     from ropekit.eval.run import prepare_tasks, run_task_suite
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings
-    from ropekit.eval.tasks.suite import TASKS
     from ropekit.eval.text import read_text, shipped_text, tokenize
+    from ropekit.synthetic.suite import TASKS
 
     chosen = {
         "methods": tuple(default_methods() if methods is None else methods),

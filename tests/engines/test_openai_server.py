@@ -94,9 +94,9 @@ def test_a_server_taking_only_text_gets_the_samples_as_text_and_refuses_a_mismat
     """ropekit's samples go as text (it re-tokenises to their ids) and are answered as the engine answers them; a
     prompt made of pieces the tokenizer would merge ("again." + " " + "The") is refused in one line."""
     from ropekit.engines.openai_client import ServerError
-    from ropekit.eval.tasks.base import Sample
     from ropekit.eval.tasks.decode import greedy_answer
     from ropekit.eval.tasks.scoring import score
+    from ropekit.synthetic.base import Sample
 
     _, made = samples
     sample = made[LENGTH, "niah_single_1"][0]
