@@ -9,14 +9,16 @@ The shared fixtures: ``seed``, ``smollm2_path``, ``smollm2`` (that file dequanti
 ``quiet_transformers``, ``toy_method`` (a scaling method registered by one class and one function, as a new file
 would), and the byte-level Llama with its tokenizer, built in code by the one factory of small random transformers
 models (:mod:`helpers.hf_models`, nothing downloaded): ``llama_dir``, ``make_llama``, ``llama_config``; and a toy
-corpus: ``text_file``, ``make_text``."""
+corpus: ``text_file``, ``make_text``; ``deadline``, which turns a hang into a failure."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
 import json
-from collections.abc import Iterator
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,3 +215,25 @@ def llama_config():
 def make_text():
     """``make_text(path, documents=60, seed=0)``: :func:`write_text`."""
     return write_text
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s (a generator that never ends?)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def deadline() -> Callable[[float], AbstractContextManager[None]]:
+    """``with deadline(s): ...`` fails with ``TimeoutError`` after ``s`` seconds instead of hanging (SIGALRM)."""
+    if not hasattr(signal, "setitimer"):
+        pytest.skip("needs signal.setitimer (POSIX)")
+    return _deadline
