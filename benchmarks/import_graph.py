@@ -199,21 +199,17 @@ def main(argv: list[str]) -> int:
     """Print the cycles and upward imports of the package at ``argv[1]`` (default: this checkout's)."""
     package = Path(argv[1]) if len(argv) > 1 else PACKAGE
     found = edges(package)
-    groups = cycles(found)
-    for group in groups:
-        print("cycle:", " <-> ".join(group))
-        for line in where(found, group):
-            print("   ", line)
-    packages = package_edges(found)
-    package_groups = cycles(packages)
-    for group in package_groups:
-        print("package cycle:", " <-> ".join(group))
-        for line in where(packages, group):
-            print("   ", line)
+    looped = 0
+    for kind, graph_edges in (("cycle", found), ("package cycle", package_edges(found))):
+        for group in cycles(graph_edges):
+            looped += 1
+            print(f"{kind}:", " <-> ".join(group))
+            for line in where(graph_edges, group):
+                print("   ", line)
     wrong = upward(found) + upward_in_order(found)
     for e in wrong:
         print(f"upward import: {e.source} -> {e.target} ({e.path}:{e.line})")
-    if groups or package_groups or wrong:
+    if looped or wrong:
         return 1
     print(f"no cycles, no upward imports among {len(modules(package))} modules ({len(found)} imports)")
     return 0
