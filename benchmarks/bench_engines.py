@@ -6,14 +6,14 @@ with the forward tokens each ran over (prefill plus every question's tokens), th
 Each sample is answered as ``run_tasks`` answers it (one prefill, then each question greedily after it), and each
 engine row keeps every question's greedy tokens and text. Then one ``agreement`` row per llama.cpp setting: per
 question, whether its greedy tokens equal the torch path's over the canonical answer's length (what
-``tests/engines/test_llamacpp_eval.py`` holds the engine to; free generation after a right answer may part) and
+``tests/eval/backends/test_llamacpp.py`` holds the engine to; free generation after a right answer may part) and
 whole, and whether the scores are equal.
 
 ``--perplexity`` adds, per length, the perplexity of the evaluation text's first window of that length through each
 engine's own perplexity path (``perplexity_at``, non-overlapping, as ``ropekit eval perplexity --engine
 llamacpp|torch --max-tokens LENGTH`` runs it) and a ``perplexity_agreement`` row: the relative difference against the
 torch path and the 1% the llama.cpp parity tests calibrated for this Q4_1 file (0.65% at 1×;
-``tests/integrations/gguf/test_llamacpp.py``, ``tests/engines/test_llamacpp_eval.py``).
+``tests/integrations/gguf/test_llamacpp.py``, ``tests/eval/backends/test_llamacpp.py``).
 
 Both engines get ``--threads`` threads (torch's intra-op threads, llama.cpp's ``n_threads``). ``--llamacpp`` (repeatable)
 names a llama.cpp setting to time, as ``flash_attn=on|off,batch=N`` (``n_batch`` = ``n_ubatch``); each is its own
@@ -232,7 +232,7 @@ def main() -> None:
     args = parser.parse_args()
     settings_cpp = [llamacpp_setting(spec) for spec in args.llamacpp or ["flash_attn=off,batch=512"]]
     torch.set_num_threads(args.threads)
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
     from ropekit.eval.models import load_eval_model
 
     path = smollm2()

@@ -111,8 +111,8 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from ropekit.finetune.export import extend
     from ropekit.finetune.settings import FinetuneSettings
+    from ropekit.integrations.hf.extend import extend
     from ropekit.integrations.hf.load import load_config
     from ropekit.integrations.hf.model_config import original_length_of, rope_of
     from ropekit.scaling import YarnScaling

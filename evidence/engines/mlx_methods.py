@@ -15,7 +15,7 @@ from test_mlx_lm import CANNOT, L0, SAME
 
 from conftest import save_llama
 from ropekit.engines.compare import compare_folder, probe_for
-from ropekit.finetune.export import extend
+from ropekit.integrations.hf.extend import extend
 
 work = Path(tempfile.mkdtemp())
 llama = save_llama(work / "llama")

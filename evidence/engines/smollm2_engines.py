@@ -93,7 +93,7 @@ def methods() -> list[tuple[str, Any, str]]:
 def write_folders(source: Path, scaling: Any, where: Path) -> tuple[Path, Path]:
     """``(after, before)`` folders for ``scaling``: the config ``extend`` writes, and the same with only
     ``rope_parameters``; the other files are links to ``source``'s."""
-    from ropekit.finetune.export import write_config
+    from ropekit.integrations.hf.extend import write_config
     from ropekit.integrations.hf.legacy_keys import LEGACY_KEYS
     from ropekit.integrations.hf.model_config import extended_config
 
@@ -322,7 +322,7 @@ def run_all(args: argparse.Namespace, chosen: list[tuple[str, Any, str]], work: 
 
     from ropekit.engines.compare import probe_for
     from ropekit.engines.transformers_ref import reference_answer
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
 
     started, gguf = time.time(), smollm2_gguf()
     source = work / "source"

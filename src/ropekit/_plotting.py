@@ -1,7 +1,7 @@
 """matplotlib for every ropekit figure: ``pyplot()`` on the Agg backend and ``save_figure``.
 
 matplotlib is an optional extra (``pip install 'ropekit[plot]'``), imported only when a figure is drawn, so that
-``import ropekit`` and the CLI's start-up stay light. Used by :mod:`ropekit.plots` (theory figures),
+``import ropekit`` and the CLI's start-up stay light. Used by :mod:`ropekit.theory.figures` (theory figures),
 :mod:`ropekit.eval.figures` (report figures) and the experiments' pages.
 """
 

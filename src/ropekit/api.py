@@ -5,7 +5,7 @@ notebook does most, over the functions the commands run.
   (:func:`~ropekit.integrations.hf.patch_rope.apply_scaling` for a scaling,
   :func:`~ropekit.integrations.hf.patch_attention.apply_attention` for an attention method);
 * :func:`extend` — a model folder or ``.gguf`` file copied with a scaling written into its config
-  (:func:`ropekit.finetune.export.extend`, what ``ropekit extend`` runs);
+  (:func:`ropekit.integrations.hf.extend.extend`, what ``ropekit extend`` runs);
 * :func:`evaluate` — the RULER-style task suite per method and length
   (:func:`ropekit.eval.run.run_task_suite`, what ``ropekit eval tasks`` runs), returning the result it prints.
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ropekit.eval.models import EvalModel
     from ropekit.eval.tasks.run import TaskResult
-    from ropekit.finetune.export import ExtendResult
+    from ropekit.integrations.hf.extend import ExtendResult
     from ropekit.scaling import ScalingConfig
 
 __all__ = ["evaluate", "extend", "patch"]
@@ -150,7 +150,7 @@ def extend(
         >>> result.config["rope_parameters"]["rope_type"], result.config["max_position_embeddings"]
         ('yarn', 1024)
     """
-    from ropekit.finetune.export import extend as extend_folder
+    from ropekit.integrations.hf.extend import extend as extend_folder
     from ropekit.integrations.hf.load import load_config
     from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
 
@@ -207,8 +207,8 @@ def evaluate(
     from ropekit.eval.run import prepare_tasks, run_task_suite
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings
-    from ropekit.eval.tasks.suite import TASKS
     from ropekit.eval.text import read_text, shipped_text, tokenize
+    from ropekit.synthetic.suite import TASKS
 
     chosen = {
         "methods": tuple(default_methods() if methods is None else methods),

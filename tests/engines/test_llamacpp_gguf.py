@@ -18,8 +18,8 @@ L0 = 256
 
 def test_a_gguf_with_another_rope_differs(smollm2_path, tmp_path) -> None:
     pytest.importorskip("llama_cpp")
-    from ropekit.finetune.export import extend
     from ropekit.integrations.gguf.write_rope import extend_gguf
+    from ropekit.integrations.hf.extend import extend
 
     plain = extend(smollm2_path, None, tmp_path / "source", original_length=L0).out
     yarn = YarnScaling(factor=4.0, original_max_position_embeddings=L0)
@@ -34,7 +34,7 @@ def test_a_gguf_with_another_rope_differs(smollm2_path, tmp_path) -> None:
 
 def test_engines_dequantises_the_gguf_once(smollm2_path, monkeypatch) -> None:
     pytest.importorskip("llama_cpp")
-    from ropekit.finetune import export
+    from ropekit.integrations.hf import extend as export
 
     calls = []
     load = export.load_model

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from ropekit.engines.compare import compare_folder, probe_for
-from ropekit.finetune.export import extend
+from ropekit.integrations.hf.extend import extend
 from ropekit.scaling import (
     BaseChange,
     DynamicScaling,

@@ -84,7 +84,7 @@ def test_the_configs_keep_the_hub_keys(folders) -> None:
 def test_an_extended_phi3_loads_in_mlx_lm(folders, tmp_path) -> None:
     """MLX-LM's Phi-3 refuses a rope_scaling without the 4.x key ``type``, which extend writes beside rope_type."""
     pytest.importorskip("mlx_lm")
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
     from ropekit.scaling import LongRopeScaling
 
     factors = tuple(1.0 + 4.0 * i for i in range(8))  # one list: the same at every length, in every engine

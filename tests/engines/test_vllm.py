@@ -8,7 +8,7 @@ import pytest
 
 from ropekit.engines import vllm
 from ropekit.engines.compare import compare_folder, probe_for
-from ropekit.finetune.export import extend
+from ropekit.integrations.hf.extend import extend
 from ropekit.scaling import DynamicScaling, LinearScaling, YarnScaling
 
 pytest.importorskip("transformers")

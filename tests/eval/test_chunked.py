@@ -20,7 +20,7 @@ from ropekit.eval.models import TinyEvalModel, load_eval_model
 from ropekit.eval.passkey import episode_batch_correct
 from ropekit.eval.perplexity import perplexity_at
 from ropekit.integrations.hf.output_head import LOGIT_TRANSFORM_KEYS, chunk_positions
-from ropekit.model.tasks import Episode
+from ropekit.synthetic.passkey import Episode
 
 VOCAB = 300
 #: float32 losses of the same logits in a different chunking agree to rounding

@@ -27,8 +27,8 @@ def test_the_evaluations_probe_no_model():
 
 
 def test_every_backend_is_an_eval_model():
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
-    from ropekit.engines.openai_eval import OpenAIEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
+    from ropekit.eval.backends.openai import OpenAIEvalModel
 
     for backend in (TinyEvalModel, HFEvalModel, LlamaCppEvalModel, OpenAIEvalModel):
         assert EvalModel in backend.__mro__, backend

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ropekit.eval.passkey import PasskeyCell, passkey_grid
 from ropekit.model.corpus import heldout_bytes
-from ropekit.model.tasks import byte_ids, needle_text, passkey_episode, question_text
+from ropekit.model.tokenizer import byte_ids
+from ropekit.synthetic.passkey import needle_text, passkey_episode, question_text
 
 VOCAB = 260
 KEY = re.compile(rb"The pass key is (\d{5})\.")
@@ -94,7 +95,7 @@ def test_episodes_are_a_function_of_the_seed(filler: np.ndarray) -> None:
 
 @pytest.mark.parametrize("depth", [0.0, 0.3, 1.0])
 def test_the_answer_is_where_the_episode_says(filler: np.ndarray, depth: float) -> None:
-    episode = passkey_episode(np.random.default_rng(7), filler, 300, depth)
+    episode = passkey_episode(np.random.default_rng(7), filler, 300, depth, encode=byte_ids)
     text = bytes(episode.ids.tolist())
     needle = needle_text(episode.key)
     assert len(text) == 300

@@ -193,7 +193,7 @@ def test_checkpoint_config_keeps_what_save_pretrained_wrote(llama_dir, tmp_path)
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ropekit.finetune.export import save_extended
+    from ropekit.integrations.hf.extend import save_extended
 
     model = AutoModelForCausalLM.from_pretrained(llama_dir, dtype=torch.float32)
     config = {**config_of(llama_dir), "architectures": None, "dtype": None}

@@ -139,7 +139,7 @@ def test_out_with_a_missing_parent_or_a_bad_symlink_names_out(model, text_file, 
 
 def test_extend_failure_while_writing_keeps_the_old_out(model, tmp_path, monkeypatch):
     """Item 3: Ctrl-C (or any error) while writing leaves the old --out as it was, and no temporary folder."""
-    import ropekit.finetune.export as export
+    import ropekit.integrations.hf.extend as export
     from ropekit.scaling import LinearScaling
 
     out = tmp_path / "out"

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from ropekit.finetune.export import extend
+from ropekit.integrations.hf.extend import extend
 from ropekit.scaling import YarnScaling
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]  # about a minute on an idle machine (GGUF dequantised, saved, loaded)

@@ -26,8 +26,8 @@ def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
     import ropekit.eval.tasks.scoring as scoring
     import ropekit.experiments.base_bound as experiment
     import ropekit.model.train as train_module
-    import ropekit.plots as plots
     import ropekit.theory.bound as bound
+    import ropekit.theory.figures as figures
 
     plan_module = importlib.import_module("ropekit.theory.planning")
     from ropekit.config import RopeConfig
@@ -101,17 +101,17 @@ def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
         monkeypatch.setattr(bound, name, capped(getattr(bound, name)))
     for name in ("base_bound", "smallest_feasible_base"):  # plan imported them by name
         monkeypatch.setattr(plan_module, name, capped(getattr(plan_module, name)))
-    monkeypatch.setattr(plots, "decay_figure", fake_figure(lambda d, b, m: frequencies(RopeConfig(d, base=b))))
+    monkeypatch.setattr(figures, "decay_figure", fake_figure(lambda d, b, m: frequencies(RopeConfig(d, base=b))))
 
     def bound_figure_work(d, m, r):
         bound.smallest_feasible_base(m, d)
         if r >= 1024:
             bound.base_bound(min(r, m), d)
 
-    monkeypatch.setattr(plots, "bound_figure", fake_figure(bound_figure_work))
+    monkeypatch.setattr(figures, "bound_figure", fake_figure(bound_figure_work))
     for name in ("wavelengths_figure", "scaling_figure"):
         monkeypatch.setattr(
-            plots,
+            figures,
             name,
             fake_figure(lambda d, b, t, s: frequencies(RopeConfig(d, base=b, scaling=LinearScaling(factor=s)))),
         )

@@ -19,7 +19,7 @@ def merging_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from ropekit.eval.tasks.base import NOISE
+    from ropekit.synthetic.base import NOISE
 
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -41,7 +41,7 @@ def spanning_tokenizer():
     from tokenizers import Tokenizer, decoders, models, normalizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from ropekit.eval.tasks.base import NOISE
+    from ropekit.synthetic.base import NOISE
 
     backend = Tokenizer(models.BPE(unk_token="<unk>"))
     backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])

@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ropekit.eval.tasks.suite import TASKS, check_task_weights, pick_task
 from ropekit.model.tiny import TinyConfig
 from ropekit.model.tokenizer import byte_ids
 from ropekit.model.train import TrainConfig, make_batch, training_loss
+from ropekit.synthetic.suite import TASKS, check_task_weights, pick_task
 
 CORPUS = byte_ids(b"def f(x):\n    return x + 1\n" * 2000)
 

@@ -53,7 +53,7 @@ def server(smollm2_path, tmp_path_factory):
 @pytest.fixture(scope="module")
 def own(smollm2_path):
     """ropekit's own run: ``eval tasks --engine llamacpp`` on the same file and samples."""
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
     from ropekit.eval.tasks.run import TaskSettings, run_tasks
 
     engine = LlamaCppEvalModel(smollm2_path, threads=1)

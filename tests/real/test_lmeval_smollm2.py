@@ -10,7 +10,7 @@ import json
 import pytest
 
 from helpers.lmeval_run import assert_same_as_ropekit, cli, run_lm_eval
-from ropekit.eval.tasks.suite import TASKS as SUITE
+from ropekit.synthetic.suite import TASKS as SUITE
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.usefixtures("quiet_transformers")]
 pytest.importorskip("lm_eval")

@@ -1,5 +1,5 @@
 """llama.cpp's flash attention against the llama.cpp parity tolerances, on SmolLM2's Q4_1 file at 1x: the checks of
-``tests/engines/test_llamacpp_eval.py`` (logits, answers, perplexity against the torch path on the dequantised
+``tests/eval/backends/test_llamacpp.py`` (logits, answers, perplexity against the torch path on the dequantised
 float32 weights), run for llama.cpp with flash attention off and on, printing the numbers.
 
 - logits: positions 100-299 of the ids 1000..1299, mean and max |llama.cpp - torch| (tolerance: mean 0.25, max 4.0);
@@ -23,7 +23,7 @@ import torch
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
     from conftest import smollm2_gguf
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
     from ropekit.eval.models import load_eval_model
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.eval.sweep import evaluation_text

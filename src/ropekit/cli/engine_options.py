@@ -74,7 +74,7 @@ def check_engine(engine: str, url: str | None, concurrency: int, *, device_map: 
 def load_engine_model(choice: EngineChoice, model: str) -> Any:
     """The evaluation model of a non-torch engine (its errors name ``--model``, ``--url`` or ``--served-model``)."""
     if choice.name == "llamacpp":
-        from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+        from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
 
         if not model.endswith(".gguf"):
             raise fail(f"--engine llamacpp needs --model to be a .gguf file, got {model!r}")
@@ -82,7 +82,7 @@ def load_engine_model(choice: EngineChoice, model: str) -> Any:
             return LlamaCppEvalModel(model)
         except (OSError, ValueError) as error:
             raise fail(f"--model {model!r}: {error}") from error
-    from ropekit.engines.openai_eval import OpenAIEvalModel, ServerError
+    from ropekit.eval.backends.openai import OpenAIEvalModel, ServerError
 
     try:
         return OpenAIEvalModel(

@@ -87,7 +87,7 @@ def _extended(model, spec, scratch: Path, target, original, types, gguf):
     once, into the unextended folder (``source`` = that folder and the GGUF file, on which the llama.cpp row
     measures the quantisation floor), which is then extended (its weights copied as they are), and the extended
     GGUF is written beside it unless ``gguf`` is given; a folder model has no ``source``."""
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
 
     options = {"original_length": original, "layer_types": types}
     if model.suffix != ".gguf":

@@ -111,7 +111,7 @@ def build_task_settings(
     """TaskSettings from CLI strings; every error names its option (``options``: setting -> the option's name)."""
     names = {"samples": "--samples", "multiples": "--multiples", **(options or {})}
     from ropekit.eval.tasks.run import TaskSettings
-    from ropekit.eval.tasks.suite import parse_tasks
+    from ropekit.synthetic.suite import parse_tasks
 
     try:
         task_names = parse_tasks(tasks)

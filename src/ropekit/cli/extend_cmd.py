@@ -23,7 +23,7 @@ def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, 
     """The one-line error for an ``--out`` that overlaps an input, holds what it would write without ``--force``
     or has no parent."""
     from ropekit._output import check_output
-    from ropekit.finetune.export import written_names
+    from ropekit.integrations.hf.extend import written_names
 
     names = written_names(inputs[0][1]) if kind == "folder" else ()
     try:
@@ -87,7 +87,7 @@ def _extend_folder(
     from ropekit.cli.extend_gguf import flags_for, model_rope_of
     from ropekit.cli.launch_view import launch_json, print_launch
     from ropekit.engines.launch import launch_lines
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
     from ropekit.integrations.hf.native_rope import default_target
 
     try:

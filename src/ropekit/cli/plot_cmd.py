@@ -21,7 +21,7 @@ from ropekit.cli.common import (
 
 KINDS = ("decay", "bound", "wavelengths", "scaling", "searched")
 SUFFIXES = (".png", ".svg")
-#: the bound figure starts at this context length (plots.bound_figure's min_context)
+#: the bound figure starts at this context length (figures.bound_figure's min_context)
 BOUND_MIN_CONTEXT = 1024
 
 
@@ -72,20 +72,20 @@ def plot_command(
     else:
         lengths["original_length"] = parse_length(original_length, "--original-length")
     check_output_file(path, "--out", suffixes=SUFFIXES, force=force)
-    from ropekit import plots
+    from ropekit.theory import figures
 
     names = {"head_dim": "--rotary-dim", "rotary_dim": "--rotary-dim", "base": "--base", "factor": "--factor"}
     names |= {name: "--" + name.replace("_", "-") for name in lengths}
     names |= {"original_max_position_embeddings": "--original-length", "train_length": "--original-length"}
     with option_errors(**names), writing(path, force=force, file=True) as staged:
         if kind == "decay":
-            plots.decay_figure(staged, dim, base, lengths["max_distance"])
+            figures.decay_figure(staged, dim, base, lengths["max_distance"])
         elif kind == "bound":
-            plots.bound_figure(staged, dim, lengths["max_context"], lengths["robust_up_to"])
+            figures.bound_figure(staged, dim, lengths["max_context"], lengths["robust_up_to"])
         elif kind == "wavelengths":
-            plots.wavelengths_figure(staged, dim, base, lengths["original_length"], factor)
+            figures.wavelengths_figure(staged, dim, base, lengths["original_length"], factor)
         else:
-            plots.scaling_figure(staged, dim, base, lengths["original_length"], factor)
+            figures.scaling_figure(staged, dim, base, lengths["original_length"], factor)
     if json_output:
         print_json({"kind": kind, "path": str(path), "bytes": path.stat().st_size})
         return

@@ -173,7 +173,7 @@ def _write_model(prepared: Any, result: dict[str, Any], out: Path, *, force: boo
         return
     from ropekit.cli.launch_view import launch_json
     from ropekit.engines.launch import launch_lines
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
     from ropekit.search.objective import longrope_of
 
     spec = longrope_of(

@@ -39,7 +39,7 @@ AGREEMENT_SLACK = 0.05
 
 def version() -> str | None:
     """llama-cpp-python's version, read without loading its library (``None`` where it is not installed)."""
-    from ropekit.engines.llamacpp_probe import installed_version
+    from ropekit.eval.backends.llamacpp_probe import installed_version
 
     return installed_version()
 
@@ -97,7 +97,7 @@ def row(case: Case) -> EngineRow:
         return EngineRow(NAME, None, "cannot run here", "llama-cpp-python is not installed (ropekit[llamacpp])", launch)
     if gguf is None or reference.logits is None:
         return EngineRow(NAME, found, "cannot run here", "no GGUF file of this model given (--gguf)", launch)
-    from ropekit.engines.llamacpp_probe import probe as probe_file
+    from ropekit.eval.backends.llamacpp_probe import probe as probe_file
 
     why = probe_file(gguf)
     if why is not None:
@@ -117,8 +117,8 @@ def row(case: Case) -> EngineRow:
 
 def logits(path: Path, ids: list[int]) -> np.ndarray:
     """llama.cpp's logits (float64, ``(len(ids), vocab)``) on ``ids``, 512 at a time, n_ctx = ``len(ids)``, once a
-    child process has run the file (:func:`ropekit.engines.llamacpp_probe.require_llama_cpp`)."""
-    from ropekit.engines.llamacpp_probe import require_llama_cpp
+    child process has run the file (:func:`ropekit.eval.backends.llamacpp_probe.require_llama_cpp`)."""
+    from ropekit.eval.backends.llamacpp_probe import require_llama_cpp
 
     llama_cpp = require_llama_cpp(path)
 

@@ -1,6 +1,6 @@
 """matplotlib figures for evaluation reports (imported lazily; Agg backend, PNG output).
 
-The report's wavelength figure is a theory figure: :func:`ropekit.plots.wavelength_lines_figure`.
+The report's wavelength figure is a theory figure: :func:`ropekit.theory.figures.wavelength_lines_figure`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ import torch
 
 from ropekit._validate import require_float, require_int
 from ropekit.eval.models import EvalModel, LogitsFunction
-from ropekit.model.tasks import Episode, byte_ids, passkey_episode
+from ropekit.model.tokenizer import byte_ids
+from ropekit.synthetic.passkey import Episode, passkey_episode
 
 
 def wilson_interval(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -113,7 +114,7 @@ def passkey_grid(
     for length in lengths:
         for depth in depths:
             rng = np.random.default_rng([seed, length, round(depth * 1000)])
-            episodes = [passkey_episode(rng, filler, length, depth, encode) for _ in range(trials)]
+            episodes = [passkey_episode(rng, filler, length, depth, encode=encode) for _ in range(trials)]
             correct = 0
             for i in range(0, trials, batch_size):
                 correct += sum(episode_batch_correct(model, episodes[i : i + batch_size]))

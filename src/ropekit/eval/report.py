@@ -18,8 +18,8 @@ from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
 from ropekit.eval.summary import summary_table, verdict
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
-from ropekit.plots import wavelength_lines_figure
 from ropekit.scaling.registry import frequencies, ranked_scalings
+from ropekit.theory.figures import wavelength_lines_figure
 
 
 def theory_view(model: EvalModel, lengths: list[int]) -> dict[str, Any]:

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from ropekit.eval.models import EvalModel
     from ropekit.eval.parallel import Launched, OneProcess
     from ropekit.eval.sweep import SweepResult, SweepSettings
-    from ropekit.eval.tasks.base import Sample
     from ropekit.eval.tasks.run import TaskResult, TaskSettings
     from ropekit.eval.text import TokenizedText
+    from ropekit.synthetic.base import Sample
 
 #: ``progress(name, total, notes)``: a context manager for one stage (``"eval"``: the sweep, ``"tasks"``: the task
 #: suite) of ``total`` forward tokens, after ``notes`` (what it will cost) are shown; it yields

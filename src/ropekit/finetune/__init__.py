@@ -19,18 +19,17 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   :func:`ropekit._free_memory.available_memory`).
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
-* :mod:`~ropekit.finetune.export` — ``ropekit extend``: a copy of a model with a new RoPE in its ``config.json``.
-* :mod:`~ropekit.finetune.inputs` — what is read is checked before anything is written (what is written goes
-  through :mod:`ropekit._output`, the writer every command shares: what the user owns is never overwritten).
+
+The model a run ends with is written by :mod:`ropekit.integrations.hf.extend` (what ``ropekit extend`` runs), and what
+a run reads is checked by :mod:`ropekit.integrations.hf.input_checks` before anything is written (what is written goes
+through :mod:`ropekit._output`, the writer every command shares: what the user owns is never overwritten).
 """
 
 __all__ = [
     "choose",
     "data",
-    "export",
     "fit",
     "fit_measure",
-    "inputs",
     "lora",
     "loss",
     "loss_log",

@@ -203,7 +203,7 @@ def run_names(model: Path) -> list[str]:
     """The names checked in ``out`` before the run: :data:`RUN_NAMES` and the files ``extend`` would copy from the
     model (the saved model has the source's weights, tokenizer and generation files); what the save writes beyond
     them is checked once it is written, before anything is renamed into ``out``."""
-    from ropekit.finetune.export import written_names
+    from ropekit.integrations.hf.extend import written_names
 
     return sorted({*RUN_NAMES, *written_names(model), *(("model.safetensors",) if not model.is_dir() else ())})
 
@@ -240,7 +240,7 @@ def check_run_out(out: Path, model: Path, text: str | Path, *, resume: bool, for
 def _check_inputs(request: FinetuneRequest) -> tuple[int, dict[str, Any], list[str], Any]:
     """The model, the method and the text: ``(original length, config to write, notes, the text's documents)``."""
     from ropekit.eval.text import read_text
-    from ropekit.finetune.inputs import check_not_shorter, check_tokenizer
+    from ropekit.integrations.hf.input_checks import check_not_shorter, check_tokenizer
     from ropekit.integrations.hf.load import transformers_config
     from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
 

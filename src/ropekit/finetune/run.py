@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-from ropekit.finetune.export import save_extended
 from ropekit.finetune.loss_log import StepRecord
 from ropekit.finetune.request import WORK_DIR, FinetuneRequest, PreparedRun, prepare
 from ropekit.finetune.train import TrainResult, train
+from ropekit.integrations.hf.extend import save_extended
 from ropekit.scaling.registry import ScalingConfig
 
 

@@ -20,10 +20,10 @@ from ropekit._schedule import warmup_cosine
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.mixed_batches import mixed_batch, use_mixed_window
-from ropekit.model.tasks import minimum_length, passkey_episode
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
 from ropekit.model.tokenizer import byte_ids
 from ropekit.model.train_state import check_train_out, checkpoint, copy_weights, load_state
+from ropekit.synthetic.passkey import minimum_length, passkey_episode
 
 TASK_MIXES = ("passkey", "suite")
 #: with ``task_mix="suite"``, the share of task sequences that stay passkey episodes
@@ -42,7 +42,7 @@ class TrainConfig:
     weight_decay: float = 0.1
     task_fraction: float = 0.2
     #: what the task share holds: "passkey" episodes only, or "suite": a quarter passkey, the rest RULER-style tasks
-    #: (:func:`ropekit.eval.tasks.suite.mixture_sample`)
+    #: (:func:`ropekit.synthetic.suite.mixture_sample`)
     task_mix: str = "passkey"
     #: the loss weight of answer tokens (the tokens after a task's question) relative to every other token: 1 is the
     #: plain language-model loss; above 1 the retrieval signal, a few tokens per task sequence, weighs more
@@ -75,7 +75,7 @@ class TrainConfig:
         if self.task_weights is not None:
             if self.task_mix != "suite":
                 raise ValueError(f"task_weights needs task_mix='suite', got task_mix={self.task_mix!r}")
-            from ropekit.eval.tasks.suite import check_task_weights
+            from ropekit.synthetic.suite import check_task_weights
 
             check_task_weights(self.task_weights)  # a clear error now, not at the first task sequence
             object.__setattr__(self, "task_weights", {k: float(v) for k, v in self.task_weights.items()})
@@ -90,19 +90,19 @@ def make_batch(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``(batch, train_length + 1)`` ids for ``step``: corpus windows and task sequences, from (seed, step).
 
-    Task sequences need at least :func:`~ropekit.model.tasks.minimum_length` tokens; shorter contexts get corpus
+    Task sequences need at least :func:`~ropekit.synthetic.passkey.minimum_length` tokens; shorter contexts get corpus
     windows only. With ``with_answers``, also each row's answer length (its last tokens; 0 for corpus windows).
     """
     rng = np.random.default_rng([train.seed, step])
     length = config.train_length + 1
-    episodes_fit = length >= minimum_length()
+    episodes_fit = length >= minimum_length(byte_ids)
     rows, answers = [], []
     for _ in range(train.batch_size):
         if rng.random() < train.task_fraction and episodes_fit:
             if train.task_mix == "suite" and rng.random() >= SUITE_PASSKEY_SHARE:
                 row, answer = _suite_sequence(rng, corpus, length, train.task_weights)
             else:
-                episode = passkey_episode(rng, corpus, length)
+                episode = passkey_episode(rng, corpus, length, encode=byte_ids)
                 row, answer = episode.ids, episode.answer_len
         else:
             start = int(rng.integers(0, len(corpus) - length))
@@ -146,8 +146,8 @@ def _suite_sequence(
     rng: np.random.Generator, corpus: np.ndarray, length: int, weights: dict[str, float] | None
 ) -> tuple[np.ndarray, int]:
     """A RULER-style task sequence and its answer length (imported here: training is the suite's only user in model/)."""
-    from ropekit.eval.tasks.base import Pieces
-    from ropekit.eval.tasks.suite import mixture_sample
+    from ropekit.synthetic.base import Pieces
+    from ropekit.synthetic.suite import mixture_sample
 
     pieces = _PIECES.setdefault("bytes", Pieces(byte_ids))
     return mixture_sample(rng, length, corpus, pieces, weights)

@@ -1,7 +1,7 @@
 """Needle-driven perplexity (LongRoPE2, arXiv 2502.20082, section 3.2): the mean loss on the answer tokens only of
 needle samples at the target length.
 
-The samples are ropekit's passkey episodes (:func:`ropekit.model.tasks.passkey_episode`) of exactly the target
+The samples are ropekit's passkey episodes (:func:`ropekit.synthetic.passkey.passkey_episode`) of exactly the target
 length, on filler from ``--text``. The needle is placed in the first half of the filler, so every answer token
 depends on a token at least about T/2 back: at T >= 2·L0, beyond anything the model saw in training. The search set
 and the held-out set are drawn from two different seed streams and share no sample (checked).
@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from ropekit._validate import require_int
-from ropekit.model.tasks import passkey_episode
 from ropekit.scaling.longrope import LongRopeScaling
 from ropekit.scaling.registry import ScalingConfig
+from ropekit.synthetic.passkey import passkey_episode
 
 #: the needle's depth is drawn uniformly from [0, MAX_DEPTH] (a fraction of the filler)
 MAX_DEPTH = 0.5
@@ -53,7 +53,7 @@ def needle_samples(
     for index in range(count):
         rng = np.random.default_rng([seed, stream, index])
         depth = float(rng.uniform(0.0, MAX_DEPTH))
-        episodes.append(passkey_episode(rng, filler, length, depth, encode))
+        episodes.append(passkey_episode(rng, filler, length, depth, encode=encode))
     ids = torch.from_numpy(np.stack([e.ids for e in episodes]))  # (samples, length)
     return NeedleSamples(ids, tuple(e.answer_len for e in episodes))
 

@@ -12,6 +12,8 @@ numpy only: nothing here imports torch, so ``import ropekit.theory`` and the the
 * :mod:`~ropekit.theory.similar_tokens` — Monte Carlo check of E[qᵀR_m k*] − E[qᵀR_m k] = 2σ²B_m.
 * :mod:`~ropekit.theory.planning` — :func:`plan`: given a model and a target length, the bound, a safe base and
   the training-free methods.
+* :mod:`~ropekit.theory.figures` — their matplotlib figures (decay, the bound, wavelengths, scaling ratios), for
+  ``ropekit plot`` and the report; not imported here (matplotlib loads inside each function).
 
 Frequencies of scaled configs come from :mod:`ropekit.scaling` (also numpy only), the one source of truth.
 """

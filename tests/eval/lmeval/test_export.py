@@ -69,7 +69,7 @@ def test_the_documents_are_ropekits_samples_token_for_token(exported, byte_model
 
 def test_a_byte_level_bpe_tokenizer_exports_every_task(merging_model, tmp_path):
     """Pieces joined where byte-level BPE splits text on its own: every task's text re-tokenises to its ids."""
-    from ropekit.eval.tasks.suite import TASKS
+    from ropekit.synthetic.suite import TASKS
 
     folder = tmp_path / "tasks"
     args = ("--tasks", "all", "--lengths", "256,320", "--samples", "2")
@@ -82,7 +82,7 @@ def test_a_byte_level_bpe_tokenizer_exports_every_task(merging_model, tmp_path):
 def test_every_tokenizer_family_exports_every_task(family, family_model, tmp_path):
     """GPT-2's, Llama 3's and Qwen2's split rules, Llama 2's and Gemma's SentencePiece: every task's text at 1k and
     4k tokens re-tokenises to its ids, so the export takes them all."""
-    from ropekit.eval.tasks.suite import TASKS
+    from ropekit.synthetic.suite import TASKS
 
     folder, model = tmp_path / "tasks", family_model(family)
     args = ("--tasks", "all", "--lengths", "1k,4k", "--samples", "2")

@@ -75,9 +75,9 @@ def test_small_run_json(tmp_path):
 def test_all_tasks_leave_out_those_that_do_not_fit(tmp_path):
     """``--tasks all`` at 160 bytes runs the tasks that fit (each generator's own error decides) and names the rest;
     the same task named explicitly is an error."""
-    from ropekit.eval.tasks.base import Pieces
-    from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.model.tokenizer import byte_ids
+    from ropekit.synthetic.base import Pieces
+    from ropekit.synthetic.suite import TASKS, make_sample
 
     pieces, fits = Pieces(byte_ids), []
     for task in TASKS:

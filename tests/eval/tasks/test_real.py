@@ -13,8 +13,8 @@ pytestmark = [pytest.mark.real, pytest.mark.hf]
 def test_smollm2_samples_and_fast_path(smollm2):
     from ropekit.eval.tasks.decode import greedy_answer
     from ropekit.eval.tasks.run import model_pieces
-    from ropekit.eval.tasks.suite import make_sample
     from ropekit.eval.text import shipped_text, tokenize
+    from ropekit.synthetic.suite import make_sample
 
     text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
     pieces = model_pieces(smollm2)
@@ -46,8 +46,8 @@ def test_every_task_builds_at_128k_with_smollm2s_tokenizer(smollm2, deadline):
     from collections import Counter
 
     from ropekit.eval.tasks.run import model_pieces
-    from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.eval.text import shipped_text, tokenize
+    from ropekit.synthetic.suite import TASKS, make_sample
 
     text = tokenize(shipped_text(), smollm2.encode, smollm2.separator).ids.numpy()
     text = np.tile(text, 131072 // len(text) + 1)  # the shipped text is about 50k tokens: repeated for 128k haystacks

@@ -24,8 +24,8 @@ def samples(smollm2_tokenizer):
     """Two samples of every task at each length, as ``eval tasks`` makes them (its pieces, the shipped text)."""
     from ropekit.eval.models import tokenizer_ids
     from ropekit.eval.tasks.run import model_pieces
-    from ropekit.eval.tasks.suite import TASKS, make_sample
     from ropekit.eval.text import shipped_text, tokenize
+    from ropekit.synthetic.suite import TASKS, make_sample
 
     model = SimpleNamespace(
         encode=lambda b: tokenizer_ids(smollm2_tokenizer, b),

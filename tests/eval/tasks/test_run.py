@@ -12,8 +12,8 @@ import torch
 from ropekit.config import RopeConfig
 from ropekit.eval.models import EvalModel
 from ropekit.eval.tasks.run import TaskSettings, run_tasks
-from ropekit.eval.tasks.suite import TASKS
 from ropekit.model.tokenizer import byte_ids, byte_text
+from ropekit.synthetic.suite import TASKS
 
 PROMPT_END = re.compile(r"\?( The \w+ for \S+ is| They are)")
 

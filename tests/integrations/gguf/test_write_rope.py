@@ -161,7 +161,7 @@ def test_an_extended_file_extends_from_its_original_length(tmp_path: Path, name:
 @pytest.mark.parametrize("name", ["linear4", "ntk4", "none"])
 def test_the_folder_path_extends_an_extended_model_to_the_same_length(tmp_path: Path, make_llama, name: str) -> None:
     pytest.importorskip("transformers")
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
 
     yarn2 = {"rope_type": "yarn", "rope_theta": BASE, "factor": 2.0, "original_max_position_embeddings": L0}
     folder = make_llama(tmp_path / "y2", rope_parameters=yarn2, max_position_embeddings=2 * L0)

@@ -70,7 +70,7 @@ def test_extend_output_without_full_attention_is_what_eval_applies(all_sliding: 
     method to the same layers (so its training-free row is the extended model), and the extended model can be
     evaluated and scaled again."""
     from ropekit.eval.models import HFEvalModel
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
 
     scaling = LinearScaling(factor=2.0)
     out = extend(all_sliding, scaling, tmp_path / "out").out

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from ropekit.finetune.export import extend
 from ropekit.hf_format import from_hf_config, to_hf_dict
+from ropekit.integrations.hf.extend import extend
 from ropekit.integrations.hf.model_config import extended_config
 from ropekit.scaling import LinearScaling, LongRopeScaling, NTKScaling, YarnScaling
 

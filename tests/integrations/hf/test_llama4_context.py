@@ -146,7 +146,7 @@ def test_yarn_changes_the_rope_layers_and_keeps_the_temperature_on_the_nope_laye
 def test_extend_with_yarn_writes_a_folder_transformers_loads_as_the_patched_model(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
     from ropekit.integrations.hf.patch_rope import apply_scaling
 
     llama4().save_pretrained(tmp_path / "model")

@@ -81,7 +81,7 @@ def test_scaling_a_model_whose_layers_are_all_nope_changes_nothing(factory, scal
 def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(factory, scaling, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.finetune.export import extend
+    from ropekit.integrations.hf.extend import extend
     from ropekit.integrations.hf.patch_rope import apply_scaling
 
     factory([1, 0, 1, 0]).save_pretrained(tmp_path / "model")

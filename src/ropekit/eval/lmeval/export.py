@@ -5,7 +5,7 @@ one and concatenated, so that its length is exact). A sample is therefore writte
 tokenizer, and only if that text re-tokenises to exactly the same ids (no special tokens added, as ropekit encodes).
 The pieces are joined only where the common tokenizer families (byte-level BPE behind GPT-2's, Llama 3's or Qwen2's
 split rule; SentencePiece BPE as Llama 2, Mistral and Gemma configure it) split text on their own
-(:mod:`ropekit.eval.tasks.base`), so their samples, and the byte tokenizer's, all re-tokenise. A vocabulary that
+(:mod:`ropekit.synthetic.base`), so their samples, and the byte tokenizer's, all re-tokenise. A vocabulary that
 merges across a space (pieces holding a space after their start) may not: then lm-eval would evaluate other samples
 than ropekit's, and :func:`lm_eval_docs` refuses them all
 (:class:`PromptMismatch`) rather than write a folder that measures something else.
@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ropekit.eval.tasks.base import Sample
+from ropekit.synthetic.base import Sample
 
 #: lm-eval's name of a ropekit task: the prefix keeps it apart from lm-eval's own ``ruler`` tasks of the same name
 TASK_PREFIX = "ropekit_"

@@ -24,7 +24,7 @@ from typing import Any
 from ropekit.eval.tasks.limits import RULER_THRESHOLD
 from ropekit.eval.tasks.run import OWN_METHOD, TaskResult
 from ropekit.eval.tasks.scoring import cell
-from ropekit.eval.tasks.suite import TASKS
+from ropekit.synthetic.suite import TASKS
 
 #: lm-eval's ``ruler`` tasks and ropekit's names for them (its QA tasks have no ropekit counterpart)
 RULER_TASKS = {

@@ -16,10 +16,10 @@ import torch
 
 from ropekit.eval.methods import configured_groups
 from ropekit.eval.models import AnswersAll, EvalModel
-from ropekit.eval.tasks.base import Sample
 from ropekit.eval.tasks.decode import greedy_answer
 from ropekit.eval.tasks.scoring import cell, score
-from ropekit.eval.tasks.suite import TASKS
+from ropekit.synthetic.base import Sample
+from ropekit.synthetic.suite import TASKS
 
 #: (method, length, task, sample index)
 Unit = tuple[str, int, str, int]

@@ -26,12 +26,12 @@ from ropekit.eval.methods import check_params
 from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.tasks import limits
-from ropekit.eval.tasks.base import ANSWER_SLACK, Pieces, Sample
 from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
 from ropekit.eval.tasks.scoring import effective_lengths, pooled
-from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.eval.text import TokenizedText, shipped_text, tokenize
+from ropekit.synthetic.base import ANSWER_SLACK, Pieces, Sample
+from ropekit.synthetic.suite import TASKS, make_sample
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +40,7 @@ class TaskSettings:
 
     Attributes:
         methods: scaling and attention methods (as ``--methods``: ``yarn``, ``self_extend``, ``yarn+self_extend``).
-        tasks: task names (:data:`ropekit.eval.tasks.suite.TASKS`).
+        tasks: task names (:data:`ropekit.synthetic.suite.TASKS`).
         multiples: lengths as multiples of the training length (ignored when ``lengths`` is given).
         lengths: lengths in tokens.
         samples: samples per (length, task).

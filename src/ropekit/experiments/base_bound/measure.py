@@ -19,9 +19,9 @@ import torch
 from ropekit.eval.passkey import PasskeyCell, episode_batch_correct
 from ropekit.eval.perplexity import losses_function
 from ropekit.model.corpus import heldout_bytes
-from ropekit.model.tasks import passkey_episode
 from ropekit.model.tokenizer import byte_ids
 from ropekit.scaling.registry import inv_freq
+from ropekit.synthetic.passkey import passkey_episode
 from ropekit.theory.decay import first_negative_m, similarity_margin
 
 #: episodes per forward pass when measuring retrieval
@@ -53,7 +53,7 @@ def retrieval_by_distance(model: Any, settings: Any, seed: int = 12345) -> list[
     totals = np.zeros(settings.distance_bins, dtype=int)
     for start in range(0, settings.trials, RETRIEVAL_BATCH):
         size = min(RETRIEVAL_BATCH, settings.trials - start)
-        episodes = [passkey_episode(rng, filler, settings.context) for _ in range(size)]
+        episodes = [passkey_episode(rng, filler, settings.context, encode=byte_ids) for _ in range(size)]
         for episode, ok in zip(episodes, episode_batch_correct(model, episodes), strict=True):
             b = min(int(np.searchsorted(edges, episode.distance, side="right")) - 1, settings.distance_bins - 1)
             hits[b] += ok

@@ -9,8 +9,9 @@ from typing import Any
 
 from ropekit._costs import ROBUST_AUTO_LIMIT
 from ropekit._validate import require_float, require_int
-from ropekit.model.tasks import minimum_length
 from ropekit.model.tiny import TinyConfig
+from ropekit.model.tokenizer import byte_ids
+from ropekit.synthetic.passkey import minimum_length
 
 #: the keys of :func:`planned_models`' rows, in order
 MODEL_KEYS = ("10", "100", "quarter", "half", "init", "smallest", "robust", "robust10", "nope")
@@ -52,7 +53,7 @@ class ExperimentSettings:
         checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=2)  # a spread
         checked["lr"] = require_float("lr", self.lr, above=0.0)
         # a passkey episode must fit the context; the planned bases need the exact bound with its islands
-        checked["context"] = require_int("context", self.context, minimum=2 * minimum_length())
+        checked["context"] = require_int("context", self.context, minimum=2 * minimum_length(byte_ids))
         if checked["context"] > ROBUST_AUTO_LIMIT:
             raise ValueError(
                 f"context must be <= {ROBUST_AUTO_LIMIT} (the bound and its islands are planned exactly), "

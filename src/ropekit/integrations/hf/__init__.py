@@ -10,6 +10,10 @@ Heavy imports (torch, transformers) happen inside the modules, never here; optio
   header alone (no vocabulary, no transformers) for the architectures it is checked on.
 * :mod:`~ropekit.integrations.hf.native_rope` — the native transformers form of any RoPE (what ``extend``, ``finetune``
   and a patched model's config write).
+* :mod:`~ropekit.integrations.hf.extend` — ``ropekit extend``: a copy of a model folder or ``.gguf`` file with a new
+  RoPE in its ``config.json``, loaded back by transformers before it is published; what it and ``finetune`` read is
+  checked first by :mod:`~ropekit.integrations.hf.input_checks` (weights, tokenizer, a target not shorter than the
+  model's context).
 * :mod:`~ropekit.integrations.hf.legacy_keys` — the older ``rope_theta`` / ``rope_scaling`` keys written beside
   ``rope_parameters``.
 * :mod:`~ropekit.integrations.hf.patch_rope` — ropekit's scaling methods inside transformers models
@@ -42,7 +46,9 @@ from typing import Any
 __all__ = [
     "attention_layouts",
     "dual_chunk_config",
+    "extend",
     "gguf_config",
+    "input_checks",
     "legacy_keys",
     "llama4_context",
     "load",

@@ -1,6 +1,6 @@
-"""Distinct pseudo-words without end, for the word-list tasks (:mod:`ropekit.eval.tasks.aggregation`).
+"""Distinct pseudo-words without end, for the word-list tasks (:mod:`ropekit.synthetic.aggregation`).
 
-The pool draws consonant-vowel syllables as :func:`~ropekit.eval.tasks.base.random_word` does, in tiers of growing
+The pool draws consonant-vowel syllables as :func:`~ropekit.synthetic.base.random_word` does, in tiers of growing
 length: every two-syllable word first (15·5 = 75 syllables, so 75² = 5,625 words), then three-syllable words
 (421,875), and so on up to :data:`MAX_SYLLABLES` (about 1.8·10¹¹ words in all, more than the 2³⁰ tokens any length
 the CLI accepts could hold). Within a tier words are drawn uniformly at random and a word already drawn is skipped,
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropekit.eval.tasks.base import CONSONANTS, VOWELS
+from ropekit.synthetic.base import CONSONANTS, VOWELS
 
-#: the syllables, indexed by ``consonant · 5 + vowel`` (the order :func:`~ropekit.eval.tasks.base.random_word` draws)
+#: the syllables, indexed by ``consonant · 5 + vowel`` (the order :func:`~ropekit.synthetic.base.random_word` draws)
 SYLLABLES = tuple(c + v for c in CONSONANTS for v in VOWELS)
 #: the shortest words the pool gives
 MIN_SYLLABLES = 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ropekit._validate import require_choice
-from ropekit.eval.tasks.base import (
+from ropekit.synthetic.base import (
     Haystack,
     Pieces,
     Question,
@@ -46,7 +46,7 @@ def draw_value(rng: np.random.Generator, kind: str) -> str:
 
 
 def needle_text(kind: str, key: str, value: str) -> str:
-    """One needle, its space in front (a piece joins the text before it at a space: :mod:`~ropekit.eval.tasks.base`)."""
+    """One needle, its space in front (a piece joins the text before it at a space: :mod:`~ropekit.synthetic.base`)."""
     return f" The magic {kind} for {key} is {value}."
 
 

@@ -1,8 +1,8 @@
 """Evaluation through an OpenAI-compatible completions server: the model as it is served.
 
 :class:`OpenAIEvalModel` tokenizes with the model's own tokenizer, read locally (its GGUF file or its transformers
-folder, no weights loaded: :mod:`ropekit.engines.openai_vocab`), so the samples are the same token ids as on the other
-engines, and sends them to the server:
+folder, no weights loaded: :mod:`ropekit.eval.backends.openai_vocab`), so the samples are the same token ids as on the
+other engines, and sends them to the server:
 
 - as token ids where the server accepts them (vLLM, SGLang, llama.cpp's own server), else as text that re-tokenises
   to exactly those ids (checked here with special tokens parsed, as servers tokenize prompts; a mismatch is
@@ -10,8 +10,8 @@ engines, and sends them to the server:
 - to one served model (``served_model``, required where the server lists several), and every reply must name it;
 - greedily: ``temperature 0``, ``max_tokens`` = the question's budget, no repetition penalty; up to ``concurrency``
   requests in flight (:meth:`OpenAIEvalModel.answer_all`);
-- every answer is appended to a journal (:mod:`ropekit.engines.openai_journal`), so a run cut short (the server died)
-  resumes without asking again what was answered, and only from the same server, model, tokenizer and settings;
+- every answer is appended to a journal (:mod:`ropekit.eval.backends.openai_journal`), so a run cut short (the server
+  died) resumes without asking again what was answered, and only from the same server, model, tokenizer and settings;
 - perplexity from prompt log-probabilities (``echo`` with ``logprobs``) where the server returns them, checked to be
   aligned with the prompt's ids, else refused.
 
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ropekit.engines.openai_client import OpenAIClient, ServerError
-from ropekit.engines.openai_journal import AnswerJournal, JournalMismatch, answer_key
-from ropekit.engines.openai_served import REQUEST, choose_model, max_context, server_identity, server_props
-from ropekit.engines.openai_vocab import served_vocab
+from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
+from ropekit.eval.backends.openai_journal import AnswerJournal, JournalMismatch, answer_key
+from ropekit.eval.backends.openai_served import REQUEST, choose_model, max_context, server_identity, server_props
+from ropekit.eval.backends.openai_vocab import served_vocab
 from ropekit.eval.models import AnswersAll, EvalModel
 
 __all__ = ["JournalMismatch", "OpenAIEvalModel", "ServerError"]
@@ -231,8 +231,8 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
 
         The log-probabilities must be aligned with ``ids``: the first token's is ``null`` (nothing predicts it), where
         the server names the tokens, they are the prompt's own rather than the prompt's shifted by one, and (checked
-        once, :func:`~ropekit.engines.openai_logprobs.echo_offset_error`) each comes from the position that predicts
-        its token, as the server's own generation reads it.
+        once, :func:`~ropekit.eval.backends.openai_logprobs.echo_offset_error`) each comes from the position that
+        predicts its token, as the server's own generation reads it.
 
         Raises:
             ValueError: the server returns no prompt log-probabilities, or ones not aligned with ``ids``
@@ -261,7 +261,7 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
         if _shifted(logprobs.get("tokens"), ids.tolist(), self.vocab.detokenize):
             raise ValueError(f"{asked} sent them for the prompt's tokens shifted by one position")
         if self.echo_error is _UNCHECKED:
-            from ropekit.engines.openai_logprobs import echo_offset_error
+            from ropekit.eval.backends.openai_logprobs import echo_offset_error
 
             self.echo_error = echo_offset_error(self, ids.tolist())
         if self.echo_error is not None:

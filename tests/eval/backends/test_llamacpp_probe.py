@@ -1,4 +1,4 @@
-"""llama.cpp runs in a child process first (:mod:`ropekit.engines.llamacpp_probe`): a library that crashes on this
+"""llama.cpp runs in a child process first (:mod:`ropekit.eval.backends.llamacpp_probe`): a library that crashes on this
 machine gives a one-line refusal and a clean skip, never a dead process.
 
 The crashing library is a stand-in ``llama_cpp`` package, first on ``PYTHONPATH``, that kills its own process with
@@ -16,7 +16,7 @@ import pytest
 
 from helpers.cli import assert_error, run
 from helpers.gguf_files import write_source
-from ropekit.engines import llamacpp_probe
+from ropekit.eval.backends import llamacpp_probe
 
 pytest.importorskip("gguf")
 
@@ -54,7 +54,7 @@ def test_the_test_run_skips_llamacpp_tests_with_the_reason(crashing_llama, tmp_p
     (tmp_path / "test_uses_llama.py").write_text(
         "import pytest\n\n@pytest.mark.llamacpp\ndef test_decode():\n    import llama_cpp\n"
     )
-    tests = Path(__file__).resolve().parents[1]
+    tests = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir", str(tests.parent),
          "-c", str(tests.parent / "pyproject.toml"), "-p", "conftest", str(tmp_path / "test_uses_llama.py")],

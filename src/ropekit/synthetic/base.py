@@ -175,7 +175,7 @@ class Pieces:
         """Where ``ids`` (a text tokenized whole) may be cut and joined with a piece: ``(len(ids) + 1,)`` bools,
         entry ``i`` for the cut before token ``i``. A cut is clean where token ``i`` starts with a space and token
         ``i - 1`` ends in a whole non-space character (the text's start and end count as such): every tokenizer
-        family splits text there on its own (:mod:`~ropekit.eval.tasks.base`), so either side tokenizes alone as it
+        family splits text there on its own (:mod:`~ropekit.synthetic.base`), so either side tokenizes alone as it
         did in the whole, and joins a piece that ends in a non-space character or starts with a space the same way.
         ``None`` without :attr:`decode`.
         """

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ropekit.eval.tasks.base import (
+from ropekit.synthetic.base import (
     Haystack,
     Pieces,
     Question,
@@ -29,7 +29,7 @@ from ropekit.eval.tasks.base import (
     largest_fitting,
     too_short,
 )
-from ropekit.eval.tasks.words import MIN_SYLLABLES, WordPool
+from ropekit.synthetic.words import MIN_SYLLABLES, WordPool
 
 HEADER = " \nList:"
 

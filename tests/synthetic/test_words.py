@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ropekit.eval.tasks.base import random_word
-from ropekit.eval.tasks.words import SYLLABLES, WordPool, capacity
+from ropekit.synthetic.base import random_word
+from ropekit.synthetic.words import SYLLABLES, WordPool, capacity
 
 
 def drawn_one_by_one(rng: np.random.Generator, count: int) -> list[str]:

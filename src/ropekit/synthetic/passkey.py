@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ropekit.model.tokenizer import byte_ids
-
 KEY_DIGITS = 5
 
 
@@ -47,8 +45,8 @@ class Episode:
         return len(self.ids) - self.needle_start
 
 
-def minimum_length(encode: Callable[[bytes], np.ndarray] = byte_ids) -> int:
-    """The shortest episode that fits needle, question and answer."""
+def minimum_length(encode: Callable[[bytes], np.ndarray]) -> int:
+    """The shortest episode that fits needle, question and answer, in the tokens of ``encode`` (text → token ids)."""
     key = "0" * KEY_DIGITS
     return len(encode(needle_text(key))) + len(encode(question_text())) + len(encode(key.encode())) + 1
 
@@ -58,7 +56,8 @@ def passkey_episode(
     filler: np.ndarray,
     length: int,
     depth: float | None = None,
-    encode: Callable[[bytes], np.ndarray] = byte_ids,
+    *,
+    encode: Callable[[bytes], np.ndarray],
 ) -> Episode:
     """Build an episode of exactly ``length`` tokens.
 
@@ -68,7 +67,7 @@ def passkey_episode(
         length: total tokens, >= :func:`minimum_length`.
         depth: needle position as a fraction of the filler (0 = start, 1 = just before the question);
             ``None`` draws it uniformly.
-        encode: text → token ids for the needle, question and key (bytes by default).
+        encode: text → token ids for the needle, question and key (the model's own tokenizer).
     """
     if length < minimum_length(encode):
         raise ValueError(f"length must be >= {minimum_length(encode)} for a passkey episode, got {length}")

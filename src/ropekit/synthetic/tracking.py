@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropekit.eval.tasks.base import (
+from ropekit.synthetic.base import (
     Haystack,
     Pieces,
     Question,
@@ -52,7 +52,7 @@ def tracking_sample(
     include_answer: bool = False,
 ) -> Sample:
     """One variable-tracking sample of exactly ``length`` tokens (``include_answer`` does not change the sample: its
-    one answer always fits the length, :func:`~ropekit.eval.tasks.base.answer_room`).
+    one answer always fits the length, :func:`~ropekit.synthetic.base.answer_room`).
 
     Raises:
         ValueError: ``chains`` or ``hops`` < 1, or ``length`` too short for the chains and the question.

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from helpers.fake_openai import FakeServer, tokenizer_folder
-from ropekit.engines.openai_client import OpenAIClient, ServerError
-from ropekit.engines.openai_eval import JournalMismatch, OpenAIEvalModel
+from ropekit.eval.backends.openai import JournalMismatch, OpenAIEvalModel
+from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
 
 PROMPTS = [[72, 105, 33], [84, 119, 111, 32], [84, 104, 114, 101, 101]]
 

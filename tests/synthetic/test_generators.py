@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from ropekit.eval.tasks.base import NOISE, largest_fitting
-from ropekit.eval.tasks.suite import TASKS, make_sample, mixture_sample, parse_tasks
 from ropekit.model.tokenizer import byte_ids
+from ropekit.synthetic.base import NOISE, largest_fitting
+from ropekit.synthetic.suite import TASKS, make_sample, mixture_sample, parse_tasks
 
 
 def text_of(ids) -> str:
@@ -138,7 +138,7 @@ def test_largest_fitting():
 
 
 def test_mixture_sample_length(text_ids):
-    from ropekit.eval.tasks.base import Pieces
+    from ropekit.synthetic.base import Pieces
 
     pieces = Pieces(byte_ids)
     for seed in range(30):
@@ -156,8 +156,8 @@ def check_word_list(text: str, answers: tuple[str, ...]) -> None:
 def test_every_task_builds_at_64k_bytes(deadline):
     """The bundled model's byte tokenizer at 64k: common-word extraction needs more than the 5,625 two-syllable
     words there (it never returned); every task builds, exact in length, in seconds."""
-    from ropekit.eval.tasks.base import Pieces
     from ropekit.model.corpus import heldout_bytes
+    from ropekit.synthetic.base import Pieces
 
     text, pieces = byte_ids(heldout_bytes()), Pieces(byte_ids)
     with deadline(120):

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ropekit.engines.openai_client import OpenAIClient, ServerError
+from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ class GGUFVocab:
     """A GGUF file's tokenizer, RoPE and training length (llama.cpp's reading, no weights loaded)."""
 
     def __init__(self, path: Path) -> None:
-        from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+        from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
 
         self.model = LlamaCppEvalModel(path)
         self.path = path

@@ -23,7 +23,7 @@ def write(path, tokens, base=10000.0):
 
 
 def test_the_hash_follows_the_tokenizer_and_nothing_else(tmp_path) -> None:
-    from ropekit.engines.openai_vocab import gguf_tokenizer_sha256
+    from ropekit.eval.backends.openai_vocab import gguf_tokenizer_sha256
 
     first = gguf_tokenizer_sha256(write(tmp_path / "a.gguf", ["a", "b", "c"]))
     assert gguf_tokenizer_sha256(write(tmp_path / "b.gguf", ["a", "b", "c"], base=500000.0)) == first

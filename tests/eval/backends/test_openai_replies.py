@@ -14,8 +14,8 @@ import torch
 pytest.importorskip("transformers")
 
 from helpers.fake_openai import FakeServer, tokenizer_folder
-from ropekit.engines.openai_client import OpenAIClient, ServerError
-from ropekit.engines.openai_eval import OpenAIEvalModel
+from ropekit.eval.backends.openai import OpenAIEvalModel
+from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
 
 #: the prompt's text, one token per character (the byte tokenizer has no merges)
 TEXT = "Hi! T"
@@ -45,7 +45,7 @@ def completions(reply):
 
 
 def test_a_server_listing_several_models_needs_served_model(folder, prompt) -> None:
-    from ropekit.engines.openai_served import ServedModelError
+    from ropekit.eval.backends.openai_served import ServedModelError
 
     with FakeServer(models=("small", "large")) as server:
         with pytest.raises(ServedModelError, match=r"serves 2 models \('small', 'large'\); name the one to evaluate"):

@@ -9,7 +9,7 @@ import torch
 
 from helpers.hf_models import ORIGINAL, random_hf_folder  # ORIGINAL: the small models' length
 from ropekit.config import RopeConfig
-from ropekit.finetune.export import extend
+from ropekit.integrations.hf.extend import extend
 from ropekit.integrations.hf.model_config import extended_config
 from ropekit.integrations.hf.native_rope import native_rope
 from ropekit.scaling import (

@@ -1,11 +1,7 @@
-"""Shared pieces for the task-suite tests: the byte tokenizer, a small BPE tokenizer trained here, a haystack text,
-and a deadline that turns a hang into a failure."""
+"""Shared pieces for the generator tests: the byte tokenizer, a small BPE tokenizer trained here and a haystack text
+(the ``deadline`` that turns a hang into a failure is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
-
-import signal
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 
 import numpy as np
 import pytest
@@ -52,25 +48,3 @@ def train_bpe():
 @pytest.fixture(scope="session")
 def text_ids() -> np.ndarray:
     return byte_ids(TEXT.encode())
-
-
-@contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    def expired(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s (a generator that never ends?)")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture
-def deadline() -> Callable[[float], AbstractContextManager[None]]:
-    """``with deadline(s): ...`` fails with ``TimeoutError`` after ``s`` seconds instead of hanging (SIGALRM)."""
-    if not hasattr(signal, "setitimer"):
-        pytest.skip("needs signal.setitimer (POSIX)")
-    return _deadline

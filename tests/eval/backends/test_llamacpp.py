@@ -24,7 +24,7 @@ PPL_RTOL = 0.01
 
 @pytest.fixture(scope="module")
 def engine(smollm2_path):
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
 
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     model = LlamaCppEvalModel(smollm2_path)

@@ -109,7 +109,7 @@ def extend(
             model's config class would not load (checked on the staged folder before anything is published).
     """
     from ropekit._output import check_output, staged_output
-    from ropekit.finetune.inputs import check_not_shorter, check_weights
+    from ropekit.integrations.hf.input_checks import check_not_shorter, check_weights
 
     source = Path(model)
     check_output(out, [("model", source)], names=written_names(source), force=force)

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.families import FAMILIES
-from ropekit.eval.tasks.base import Pieces
-from ropekit.eval.tasks.suite import TASKS, make_sample
 from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tokenizer import byte_ids, byte_text
+from ropekit.synthetic.base import Pieces
+from ropekit.synthetic.suite import TASKS, make_sample
 
 #: English-like prose with punctuation, numbers and code: the haystack text and the tokenizer's training text
 WORDS = [

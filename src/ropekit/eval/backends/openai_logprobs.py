@@ -13,7 +13,10 @@ prefix, then echo ``prefix + [g]``; aligned log-probabilities give ``g`` the sam
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ropekit.eval.backends.openai import OpenAIEvalModel
 
 #: prompt tokens the check sends (the generation's prefix)
 PREFIX = 16
@@ -21,10 +24,10 @@ PREFIX = 16
 TOLERANCE = 1e-3
 
 
-def echo_offset_error(model: Any, ids: list[int]) -> str | None:
+def echo_offset_error(model: OpenAIEvalModel, ids: list[int]) -> str | None:
     """``None`` where ``model``'s server gives a prompt token the log-probability its own generation gives it, or
     where the check cannot be made (a reply without the numbers, a generated text that is not one token); else the
-    reason, one line. ``model`` is an :class:`~ropekit.engines.openai_eval.OpenAIEvalModel`."""
+    reason, one line."""
     prefix = ids[: max(1, min(PREFIX, len(ids) - 1))]
     generated = model.complete(prefix, 1, logprobs=1)
     first = _numbers(generated)

@@ -13,7 +13,7 @@ Sample ``index`` of a task at a length is drawn from ``(seed, length, crc32(task
 (:func:`sample_rng`): a task's samples depend on its name only, not on which other tasks exist.
 
 How to add a task: one :func:`register_task` call. A new variant of a generator is one line in the table below; a
-task with its own generator is one new file in this package (``src/ropekit/eval/tasks/echo.py``) that registers
+task with its own generator is one new file in this package (``src/ropekit/synthetic/echo.py``) that registers
 itself, as every module of the package that calls ``register_task(`` is imported when the task names are first
 needed. Either way the task is at once in :func:`make_sample`, :func:`parse_tasks` (``eval tasks --tasks``) and
 the evaluation::
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ropekit._registry import Registry
-from ropekit.eval.tasks.aggregation import common_words_sample, frequent_words_sample
-from ropekit.eval.tasks.base import HAYSTACKS, Decode, Encode, Haystack, Pieces, Sample
-from ropekit.eval.tasks.niah import niah_sample
-from ropekit.eval.tasks.tracking import tracking_sample
+from ropekit.synthetic.aggregation import common_words_sample, frequent_words_sample
+from ropekit.synthetic.base import HAYSTACKS, Decode, Encode, Haystack, Pieces, Sample
+from ropekit.synthetic.niah import niah_sample
+from ropekit.synthetic.tracking import tracking_sample
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _niah(name: str, haystack: str, **params: Any) -> TaskSpec:
 
 
 #: every task by name, in registration order (RULER's order for the built-in ones)
-TASKS: Registry[TaskSpec] = Registry("task", home="ropekit.eval.tasks", marker="register_task(")
+TASKS: Registry[TaskSpec] = Registry("task", home="ropekit.synthetic", marker="register_task(")
 
 
 def register_task(spec: TaskSpec) -> TaskSpec:
@@ -167,7 +167,7 @@ def make_sample(
         depth: needle depth (``None``: drawn, as RULER does).
         pieces: a shared encoding cache (made from ``encode`` and ``decode`` when ``None``).
         decode: token ids → text, where a text haystack may be cut so that the sample re-tokenises
-            (:meth:`~ropekit.eval.tasks.base.Pieces.cuts`; without it a text haystack is cut at any token).
+            (:meth:`~ropekit.synthetic.base.Pieces.cuts`; without it a text haystack is cut at any token).
         overrides: generator parameters (``haystack``, ``keys``, ``asks``, ``hops``, …).
     """
     spec = TASKS.get(task)

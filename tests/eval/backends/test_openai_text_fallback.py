@@ -21,7 +21,7 @@ CONCURRENCY = 4
 
 
 class IdsRefusingServer:
-    """``get``/``post`` as :class:`~ropekit.engines.openai_client.OpenAIClient`: prompts as ids are refused (after
+    """``get``/``post`` as :class:`~ropekit.eval.backends.openai_client.OpenAIClient`: prompts as ids are refused (after
     every request has arrived), prompts as text are answered with ``"ok"`` and their token count."""
 
     def __init__(self) -> None:
@@ -33,7 +33,7 @@ class IdsRefusingServer:
         return {"data": [{"id": "stand-in", "meta": {"n_ctx": 2048}}]}
 
     def post(self, path: str, body: dict) -> dict:
-        from ropekit.engines.openai_client import ServerError
+        from ropekit.eval.backends.openai_client import ServerError
 
         prompt = body["prompt"]
         if not isinstance(prompt, str):
@@ -46,7 +46,7 @@ class IdsRefusingServer:
 
 
 def test_every_request_in_flight_goes_again_as_text(smollm2_path) -> None:
-    from ropekit.engines.openai_eval import OpenAIEvalModel
+    from ropekit.eval.backends.openai import OpenAIEvalModel
 
     server = IdsRefusingServer()
     model = OpenAIEvalModel(smollm2_path, "http://stand-in/v1", concurrency=CONCURRENCY, client=server)

@@ -83,7 +83,7 @@ class LlamaCppEvalModel(EvalModel):
     def __init__(
         self, path: str | Path, *, threads: int | None = None, flash_attn: bool = False, batch: int = N_BATCH
     ) -> None:
-        from ropekit.engines.llamacpp_probe import require_llama_cpp
+        from ropekit.eval.backends.llamacpp_probe import require_llama_cpp
         from ropekit.integrations.gguf.read_rope import open_gguf, read_file_rope
 
         path = Path(path)

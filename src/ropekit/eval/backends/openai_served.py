@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ropekit.engines.openai_client import ServerError
+from ropekit.eval.backends.openai_client import ServerError
 
 #: the request settings every completion is sent with (greedy, no penalty)
 REQUEST = {"temperature": 0.0, "top_k": 1, "repeat_penalty": 1.0}

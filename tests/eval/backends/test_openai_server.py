@@ -38,7 +38,7 @@ def server(smollm2_path, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(smollm2_path):
-    from ropekit.engines.llamacpp_eval import LlamaCppEvalModel
+    from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
 
     model = LlamaCppEvalModel(smollm2_path, threads=1)
     yield model
@@ -46,8 +46,8 @@ def engine(smollm2_path):
 
 
 def served(path, server, **options):
-    from ropekit.engines.openai_client import OpenAIClient
-    from ropekit.engines.openai_eval import OpenAIEvalModel
+    from ropekit.eval.backends.openai import OpenAIEvalModel
+    from ropekit.eval.backends.openai_client import OpenAIClient
 
     client = OpenAIClient(server.url, retries=1, backoff=0.1, timeout=600)
     return OpenAIEvalModel(path, server.url, client=client, **options)
@@ -93,10 +93,10 @@ def test_a_server_taking_only_text_gets_the_samples_as_text_and_refuses_a_mismat
 ) -> None:
     """ropekit's samples go as text (it re-tokenises to their ids) and are answered as the engine answers them; a
     prompt made of pieces the tokenizer would merge ("again." + " " + "The") is refused in one line."""
-    from ropekit.engines.openai_client import ServerError
-    from ropekit.eval.tasks.base import Sample
+    from ropekit.eval.backends.openai_client import ServerError
     from ropekit.eval.tasks.decode import greedy_answer
     from ropekit.eval.tasks.scoring import score
+    from ropekit.synthetic.base import Sample
 
     _, made = samples
     sample = made[LENGTH, "niah_single_1"][0]
@@ -125,7 +125,7 @@ def test_a_server_taking_only_text_gets_the_samples_as_text_and_refuses_a_mismat
 
 
 def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path, server, samples, tmp_path) -> None:
-    from ropekit.engines.openai_client import ServerError
+    from ropekit.eval.backends.openai_client import ServerError
 
     _, made = samples
     group = [s for key in sorted(made) for s in made[key]]
@@ -150,7 +150,7 @@ def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path
 
 
 def test_a_context_shorter_than_the_samples_is_one_line(smollm2_path, server) -> None:
-    from ropekit.engines.openai_client import ServerError
+    from ropekit.eval.backends.openai_client import ServerError
 
     model = served(smollm2_path, server)
     with pytest.raises(ServerError, match="shorter than the samples") as caught:

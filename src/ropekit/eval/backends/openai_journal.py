@@ -1,11 +1,11 @@
 """The journal of a server evaluation's answers: JSON lines in the run's ``--out``, read to resume a run cut short.
 
-The first line records what decides an answer (:func:`~ropekit.engines.openai_served.server_identity`: the URL, the served model's id and what the
-server reports about it, the tokenizer's content hash, the request's settings); every later line is one answer,
-keyed by the prompt's ids, its budget and that record's digest. A resumed run whose record differs is refused, naming
-what changed (a server restarted with another context or RoPE keeps its model id, so the id alone proves nothing),
-unless it starts the journal again (``fresh``). The journal is never written through a symbolic link, so answers
-land in ``--out`` and nowhere else. A line cut short by a run that died is skipped.
+The first line records what decides an answer (:func:`~ropekit.eval.backends.openai_served.server_identity`: the URL,
+the served model's id and what the server reports about it, the tokenizer's content hash, the request's settings); every
+later line is one answer, keyed by the prompt's ids, its budget and that record's digest. A resumed run whose record
+differs is refused, naming what changed (a server restarted with another context or RoPE keeps its model id, so the id
+alone proves nothing), unless it starts the journal again (``fresh``). The journal is never written through a symbolic
+link, so answers land in ``--out`` and nowhere else. A line cut short by a run that died is skipped.
 """
 
 from __future__ import annotations
