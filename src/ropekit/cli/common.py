@@ -21,11 +21,10 @@ import typer
 
 from ropekit._costs import MAX_BOUND_WORK as MAX_BOUND_WORK  # the cost policy, shared with the library
 from ropekit._costs import MAX_FACTOR as MAX_FACTOR  # the one bound, shared with the library
+from ropekit._costs import MAX_LENGTH as MAX_LENGTH  # the longest length, shared with the library
 
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2}
-#: the largest length any command accepts (2^30 tokens = 1024M); beyond it nothing here is meaningful or finishes.
-MAX_LENGTH = 1 << 30
 #: the largest rotary dim / head size accepted on the command line.
 MAX_HEAD_DIM = 4096
 

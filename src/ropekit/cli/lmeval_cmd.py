@@ -110,10 +110,11 @@ def _export(model: str, settings, tasks: str, source, folder: Path, *, force: bo
 
     loaded = _tokenizer_model(model, dtype)
     tokens = tokenize(source, loaded.encode, loaded.separator)
-    settings, prepared, dropped = task_samples(loaded, settings, tasks, tokens, lengths_option)
+    prepared = task_samples(loaded, settings, tasks, tokens, lengths_option)
+    settings, dropped = prepared.settings, prepared.dropped
     refuse_overwrite(folder, tuple(written_names(settings.tasks)), "--write-lm-eval", force=force)
     try:
-        docs = lm_eval_docs(prepared, loaded.tokenizer, train_length=loaded.train_length)
+        docs = lm_eval_docs(prepared.samples, loaded.tokenizer, train_length=loaded.train_length)
     except PromptMismatch as error:
         raise fail(f"--write-lm-eval: {error}; nothing was written") from None
     bos = adds_special_tokens(loaded.tokenizer)
