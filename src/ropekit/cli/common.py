@@ -173,10 +173,16 @@ def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool
         with stage(out, force=force) as staged:
             yield staged
     except OSError as error:
-        message = error_message(error, {"out": option, "force": "--force"})
-        if not message.startswith(option):
-            message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
-        raise fail(message) from None
+        raise output_error(error, out, option) from None
+
+
+def output_error(error: OSError, out: Path, option: str = "--out") -> typer.Exit:
+    """The one-line error of a failed write of the output ``out`` (its ``option``): files already there without
+    ``--force``, or why it cannot be written."""
+    message = error_message(error, {"out": option, "force": "--force"})
+    if not message.startswith(option):
+        message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
+    return fail(message)
 
 
 def print_json(data: Any) -> None:

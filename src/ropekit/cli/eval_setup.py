@@ -9,39 +9,61 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ropekit.cli.common import fail, model_error
+from ropekit.cli.engine_options import EngineChoice
 
 
-def open_eval_model(model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None):
-    """The evaluation model, with clear errors for missing paths and unsupported architectures.
+def open_eval_model(
+    model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None, tokenizer_only=False
+):
+    """:func:`ropekit.eval.models.load_eval_model`, its errors naming the options.
 
     ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.
     ``engine``: the :class:`~ropekit.cli.engine_options.EngineChoice` of ``--engine`` (``None``: torch).
     """
     from ropekit.eval.models import DTYPES, load_eval_model
 
-    if engine is not None and engine.name != "torch":
-        from ropekit.cli.engine_options import load_engine_model
-
-        engine.check(device_map=device_map, dtype=dtype)
-        loaded = load_engine_model(engine, model)
+    choice = engine or EngineChoice()
+    choice.check(device_map=device_map, dtype=dtype)
+    if choice.name != "torch":
+        loaded = _engine_model(model, choice)
         if before_weights is not None:
             try:
                 before_weights(loaded)
             except ValueError as error:
                 raise fail(f"--text: {error}") from error
         return loaded
-
     if dtype not in DTYPES:
         raise fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if device_map is not None and model == "tiny":
         raise fail("--device-map applies to transformers models; the bundled 'tiny' model runs on the CPU")
     try:
-        loaded = load_eval_model(model, device_map=device_map, dtype=dtype, before_weights=before_weights)
+        loaded = load_eval_model(
+            model, device_map=device_map, dtype=dtype, before_weights=before_weights, tokenizer_only=tokenizer_only
+        )
     except (OSError, ValueError, TypeError) as error:  # OSError: transformers' "no weights in this directory"
         raise fail(model_error(error, model)) from error
     if device_map is not None and loaded.describe().get("kind") == "ropekit-tiny":
         raise fail(f"--device-map applies to transformers models; --model {model!r} is a ropekit tiny checkpoint")
     return loaded
+
+
+def _engine_model(model: str, choice: EngineChoice):
+    """The evaluation model of a non-torch engine (its errors name ``--model``, ``--url`` or ``--served-model``)."""
+    from ropekit.engines.openai_eval import ServerError
+    from ropekit.errors import InvalidArgument
+    from ropekit.eval.models import load_eval_model
+
+    try:
+        return load_eval_model(model, engine=choice.name, server=choice.server)
+    except ServerError as error:
+        flag = "--served-model" if error.argument == "served_model" else f"--url {choice.url}"
+        raise fail(f"{flag}: {error}") from error
+    except InvalidArgument as error:
+        if error.argument != "spec":
+            raise
+        raise fail(f"--engine {choice.name} needs --model to be a .gguf file, got {model!r}") from error
+    except (OSError, ValueError) as error:
+        raise fail(f"--model {model!r}: {error}") from error
 
 
 def read_sweep_text(text: Path | None, settings, *, perplexity: bool, passkey: bool):
@@ -82,10 +104,14 @@ def task_samples(model, settings, tasks: str, tokens, lengths_option: str):
         prepared = prepare_tasks(model, settings, tokens, leave_out=tasks.strip() == "all")
         if prepared is None:  # none fits: every task again, for the first task's refusal
             prepared = prepare_tasks(model, settings, tokens)
-    if prepared.dropped:
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        for task, reason in prepared.dropped.items():
-            console.print(f"left out {task}: {reason}", highlight=False)
+    print_left_out(prepared.dropped)
     return prepared
+
+
+def print_left_out(dropped: Mapping[str, str]) -> None:
+    """The tasks left out because they do not fit the shortest length, with why, on stderr."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    for task, reason in dropped.items():
+        console.print(f"left out {task}: {reason}", highlight=False)
