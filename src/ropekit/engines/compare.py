@@ -221,7 +221,7 @@ def compare(
     the files ``ropekit extend`` writes. Without one, ``model`` is compared as it is (an extended folder).
 
     Args:
-        original_length: the original (pre-extension) length (default: the config's).
+        original_length: the original (pre-extension) length (default: the model's, read from its config).
         gguf: the GGUF file llama.cpp and Ollama run.
         logits: random token ids whose logits are compared (0: none).
         progress: called with each engine's name before it runs.
@@ -242,6 +242,8 @@ def compare(
     model = Path(model)
     if extension is None and model.suffix == ".gguf":
         raise InvalidArgument("model", str(model), message="model: a .gguf file needs an extension to compare")
+    if extension is not None and original_length is None:
+        original_length = _original_length(model, extension.layer_types)
     with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
         source = None
         if extension is not None:
@@ -258,6 +260,15 @@ def compare(
         )
     versions = unchecked({row.engine: row.version for row in (reference, *rows)})
     return Comparison(reference, rows, launch, versions)
+
+
+def _original_length(model: Path, layer_types: tuple[str, ...] | None) -> int:
+    """The original (pre-training) length of ``model``'s RoPE, from its config."""
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
+
+    config = load_config(model)
+    return original_length_of(config, rope_of(config, first_scaled_type(config, layer_types)))
 
 
 def _extended(model: Path, extension: Extension, scratch: Path, original: int | None, gguf: Path | None):
