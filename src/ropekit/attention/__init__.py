@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
         return getattr(core, name)
     raise AttributeError(f"module 'ropekit.attention' has no attribute {name!r}")
 
+
 __all__ = [
     "ATTENTIONS",
     "AttentionConfig",

@@ -4,9 +4,12 @@ transformers tokenizer's ids and stop tokens, and a transformers model's descrip
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import HFEvalModel
 
 #: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -61,7 +64,7 @@ def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
     return frozenset() if eos is None else frozenset({int(eos)})
 
 
-def hf_description(model: Any) -> dict[str, Any]:
+def hf_description(model: HFEvalModel) -> dict[str, Any]:
     """What an :class:`~ropekit.eval.models.HFEvalModel` is (its ``describe()``): kind, architecture, size, dtype,
     attention, RoPE, tokenizer, and its layer types, RoPE layout and GGUF metadata where it has them."""
     description = {

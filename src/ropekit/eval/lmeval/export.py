@@ -236,10 +236,10 @@ def export_lm_eval(
     from ropekit.eval.checks import prepare_tasks
     from ropekit.eval.text import shipped_text, tokenize
 
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is None:
+    if model.byte_level:
         message = f"model {model.name!r} is byte-level; lm-eval tokenizes the prompt text with a transformers tokenizer"
         raise InvalidArgument("model", model.name, message=message)
+    tokenizer = model.tokenizer  # a transformers tokenizer: the model is not byte-level
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     prepared = prepare_tasks(model, settings, tokens, leave_out=leave_out)
     if prepared is None:  # none fits: every task again, for the first task's refusal
