@@ -9,6 +9,13 @@ from __future__ import annotations
 #: the largest context length the theory commands accept: (A) alone takes about 4 s at 1M (d = 128).
 MAX_CONTEXT = 1 << 20
 
+#: the largest length in tokens any command or evaluation accepts (2^30 = 1024M); beyond it nothing here finishes.
+MAX_LENGTH = 1 << 30
+
+#: the most token ids whose logits an engine comparison compares: each engine's logits are a float64 (ids, vocab)
+#: table held beside the reference's, 1.2 GB each at 1,024 ids and a 152k vocabulary
+MAX_LOGITS = 1024
+
 #: the largest rotary dim the theory commands accept (the cost of the exact bound grows with d).
 MAX_ROTARY_DIM = 1024
 

@@ -193,7 +193,9 @@ def evaluate(
         interval), ``summary()`` (means and effective lengths), ``to_dict()`` (the ``--json`` output).
 
     Raises:
-        ValueError: an unknown task or method, a bad length or count, or no task that fits the lengths.
+        ValueError: an unknown task or method, a bad length or count; before any forward pass, an
+            :class:`~ropekit.errors.InvalidArgument` about ``lengths``/``multiples`` (none of the tasks fits the
+            lengths, or the model or memory cannot take them), ``methods`` (none can run) or ``text``.
         FileNotFoundError: no model at ``model``, or no ``text``.
 
     Example:
@@ -202,9 +204,10 @@ def evaluate(
         >>> [(row["method"], row["length"], row["task"], row["samples"]) for row in result.rows]
         [('none', 256, 'niah_single_1', 2)]
     """
+    from ropekit.eval.checks import prepare_tasks
     from ropekit.eval.methods import default_methods
     from ropekit.eval.models import load_eval_model
-    from ropekit.eval.run import prepare_tasks, run_task_suite
+    from ropekit.eval.run import run_task_suite
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings
     from ropekit.eval.text import read_text, shipped_text, tokenize
@@ -222,10 +225,6 @@ def evaluate(
     settings = TaskSettings(**chosen)  # checked before the model loads
     loaded = load_eval_model(model) if isinstance(model, str | Path) else model
     tokens = tokenize(read_text(Path(text)) if text is not None else shipped_text(), loaded.encode, loaded.separator)
-    fitted, made, dropped = prepare_tasks(loaded, settings, tokens)
-    if fitted is None or made is None:
-        reasons = "; ".join(f"{task}: {why}" for task, why in dropped.items())
-        raise ValueError(f"no task fits the lengths asked for ({reasons})")
-    result = run_task_suite(loaded, fitted, tokens, made)
-    result.context["dropped"] = dropped
-    return result
+    # none fits: prepared again with every task, for the first task's refusal
+    prepared = prepare_tasks(loaded, settings, tokens, leave_out=True) or prepare_tasks(loaded, settings, tokens)
+    return run_task_suite(loaded, prepared, tokens)

@@ -21,11 +21,10 @@ import typer
 
 from ropekit._costs import MAX_BOUND_WORK as MAX_BOUND_WORK  # the cost policy, shared with the library
 from ropekit._costs import MAX_FACTOR as MAX_FACTOR  # the one bound, shared with the library
+from ropekit._costs import MAX_LENGTH as MAX_LENGTH  # the longest length, shared with the library
 
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2}
-#: the largest length any command accepts (2^30 tokens = 1024M); beyond it nothing here is meaningful or finishes.
-MAX_LENGTH = 1 << 30
 #: the largest rotary dim / head size accepted on the command line.
 MAX_HEAD_DIM = 4096
 
@@ -174,10 +173,16 @@ def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool
         with stage(out, force=force) as staged:
             yield staged
     except OSError as error:
-        message = error_message(error, {"out": option, "force": "--force"})
-        if not message.startswith(option):
-            message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
-        raise fail(message) from None
+        raise output_error(error, out, option) from None
+
+
+def output_error(error: OSError, out: Path, option: str = "--out") -> typer.Exit:
+    """The one-line error of a failed write of the output ``out`` (its ``option``): files already there without
+    ``--force``, or why it cannot be written."""
+    message = error_message(error, {"out": option, "force": "--force"})
+    if not message.startswith(option):
+        message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
+    return fail(message)
 
 
 def print_json(data: Any) -> None:

@@ -1,18 +1,15 @@
 """``--engine``, ``--url``, ``--concurrency``, ``--served-model``, ``--timeout``: which engine answers an evaluation
-(torch here, llama.cpp on a GGUF file, or an OpenAI-compatible completions server), checked before anything loads."""
+(torch here, llama.cpp on a GGUF file, or an OpenAI-compatible completions server), as the ``engine`` and ``server``
+arguments of :func:`ropekit.eval.models.load_eval_model`, checked before anything loads."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import Any
 
 import typer
 
 from ropekit.cli.common import fail
-
-#: what ``--engine`` accepts
-EVAL_ENGINES = ("torch", "llamacpp", "openai")
+from ropekit.eval.engine_choice import DEFAULT_TIMEOUT, EVAL_ENGINES, MAX_CONCURRENCY, MAX_TIMEOUT, Server
 
 ENGINE = typer.Option(
     "torch",
@@ -25,8 +22,6 @@ CONCURRENCY = typer.Option(4, help="--engine openai: requests in flight at once.
 SERVED_MODEL = typer.Option(
     None, help="--engine openai: the id of the model to evaluate (needed where the server lists several)."
 )
-#: seconds a whole request to the server may take by default
-DEFAULT_TIMEOUT = 600.0
 TIMEOUT = typer.Option(
     DEFAULT_TIMEOUT, help="--engine openai: seconds a whole request may take, from connecting to the reply's end."
 )
@@ -34,7 +29,8 @@ TIMEOUT = typer.Option(
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineChoice:
-    """What ``--engine`` and its server options chose (``name``: one of :data:`EVAL_ENGINES`)."""
+    """What ``--engine`` and its server options chose (``name``: one of
+    :data:`~ropekit.eval.engine_choice.EVAL_ENGINES`)."""
 
     name: str = "torch"
     url: str | None = None
@@ -42,54 +38,38 @@ class EngineChoice:
     served_model: str | None = None
     timeout: float = DEFAULT_TIMEOUT
 
+    @property
+    def server(self) -> Server:
+        """The ``server`` argument of :func:`~ropekit.eval.models.load_eval_model`."""
+        return Server(url=self.url, concurrency=self.concurrency, served_model=self.served_model, timeout=self.timeout)
+
     def check(self, *, device_map: str | None, dtype: str) -> None:
-        """The one-line error of a bad choice, before anything loads."""
-        check_engine(self.name, self.url, self.concurrency, device_map=device_map, dtype=dtype)
-        if self.name != "openai" and self.served_model is not None:
-            raise fail(f"--served-model applies to --engine openai, not --engine {self.name}")
-        if self.name != "openai" and self.timeout != DEFAULT_TIMEOUT:
-            raise fail(f"--timeout applies to --engine openai, not --engine {self.name}")
-        if not (math.isfinite(self.timeout) and 0 < self.timeout <= 86400):
-            raise fail(f"--timeout must be a number of seconds in (0, 86400], got {self.timeout:g}")
-        if self.served_model is not None and not self.served_model.strip():
-            raise fail("--served-model must name a model the server lists, got an empty name")
+        """The one-line error of a bad choice (:func:`ropekit.eval.engine_choice.check_engine`), before anything
+        loads."""
+        from ropekit.errors import InvalidArgument
+        from ropekit.eval.engine_choice import check_engine
 
-
-def check_engine(engine: str, url: str | None, concurrency: int, *, device_map: str | None, dtype: str) -> None:
-    """The one-line error of a bad engine choice, before anything loads."""
-    if engine not in EVAL_ENGINES:
-        raise fail(f"--engine must be one of {', '.join(EVAL_ENGINES)}, got {engine!r}")
-    if engine == "openai" and not url:
-        raise fail("--engine openai needs --url (the server's base URL, e.g. http://127.0.0.1:8000/v1)")
-    if engine != "openai" and url:
-        raise fail(f"--url applies to --engine openai, not --engine {engine}")
-    if not 1 <= concurrency <= 256:
-        raise fail(f"--concurrency must be in [1, 256], got {concurrency}")
-    if engine != "torch" and device_map is not None:
-        raise fail(f"--device-map applies to --engine torch, not --engine {engine}")
-    if engine != "torch" and dtype != "auto":
-        raise fail(f"--dtype applies to --engine torch; --engine {engine} runs the file's own weights")
-
-
-def load_engine_model(choice: EngineChoice, model: str) -> Any:
-    """The evaluation model of a non-torch engine (its errors name ``--model``, ``--url`` or ``--served-model``)."""
-    if choice.name == "llamacpp":
-        from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
-
-        if not model.endswith(".gguf"):
-            raise fail(f"--engine llamacpp needs --model to be a .gguf file, got {model!r}")
         try:
-            return LlamaCppEvalModel(model)
-        except (OSError, ValueError) as error:
-            raise fail(f"--model {model!r}: {error}") from error
-    from ropekit.eval.backends.openai import OpenAIEvalModel, ServerError
+            check_engine(self.name, self.server, device_map=device_map, dtype=dtype)
+        except InvalidArgument as error:
+            raise fail(self._message(error.argument)) from None
 
-    try:
-        return OpenAIEvalModel(
-            model, choice.url, concurrency=choice.concurrency, served_model=choice.served_model, timeout=choice.timeout
-        )
-    except ServerError as error:
-        flag = "--served-model" if error.argument == "served_model" else f"--url {choice.url}"
-        raise fail(f"{flag}: {error}") from error
-    except (OSError, ValueError) as error:
-        raise fail(f"--model {model!r}: {error}") from error
+    def _message(self, argument: str) -> str:
+        """The message of a refusal about ``argument``, in the options' words."""
+        name, served = self.name, self.name == "openai"
+        messages = {
+            "engine": f"--engine must be one of {', '.join(EVAL_ENGINES)}, got {name!r}",
+            "url": "--engine openai needs --url (the server's base URL, e.g. http://127.0.0.1:8000/v1)"
+            if served
+            else f"--url applies to --engine openai, not --engine {name}",
+            "concurrency": f"--concurrency must be in [1, {MAX_CONCURRENCY}], got {self.concurrency}",
+            "device_map": f"--device-map applies to --engine torch, not --engine {name}",
+            "dtype": f"--dtype applies to --engine torch; --engine {name} runs the file's own weights",
+            "served_model": "--served-model must name a model the server lists, got an empty name"
+            if served
+            else f"--served-model applies to --engine openai, not --engine {name}",
+            "timeout": f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {self.timeout:g}"
+            if served
+            else f"--timeout applies to --engine openai, not --engine {name}",
+        }
+        return messages[argument]

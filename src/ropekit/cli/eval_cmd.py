@@ -28,7 +28,7 @@ from ropekit.cli.eval_options import (
     build_settings,
 )
 from ropekit.cli.eval_processes import launch_aware, processes_for
-from ropekit.cli.eval_setup import check_runnable, open_eval_model, read_sweep_text
+from ropekit.cli.eval_setup import named, open_eval_model, read_sweep_text
 from ropekit.cli.lmeval_cmd import effective_length_command
 from ropekit.cli.method_options import METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
@@ -65,21 +65,22 @@ def _evaluate(
     sweep_text = read_sweep_text(text, settings, perplexity=perplexity, passkey=passkey)
     eval_model = open_eval_model(model, device_map, dtype=dtype, before_weights=sweep_text.check, engine=engine)
     tokens = sweep_text.tokenized(eval_model)
-    check_runnable(eval_model, settings, perplexity=perplexity, passkey=passkey, names=names, text=tokens)
-    if out is not None and processes.is_main:
-        prepare_output_dir(out, "--out")
+    progress = rich_progress if processes.is_main else None
     try:
-        result = run_methods(
-            eval_model,
-            settings,
-            perplexity=perplexity,
-            passkey=passkey,
-            text=tokens,
-            progress=rich_progress if processes.is_main else None,
-            processes=processes,
-        )
+        with named({**names, "methods": "--methods"}):  # checked before the first forward pass
+            result = run_methods(
+                eval_model,
+                settings,
+                perplexity=perplexity,
+                passkey=passkey,
+                text=tokens,
+                progress=progress,
+                processes=processes,
+            )
     except EvaluationFailed as failure:
         raise sweep_failed(failure, out if processes.is_main else None, force) from failure.error
+    if out is not None and processes.is_main:
+        prepare_output_dir(out, "--out")
     if processes.is_main:
         write_and_print(result, out, json_output, print_tables, force=force)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import typer
 
-from ropekit.cli.common import fail, json_option, prepare_output_dir, refuse_overwrite, writing
+from ropekit.cli.common import fail, json_option, output_error, prepare_output_dir, refuse_overwrite, writing
+from ropekit.cli.eval_setup import named, print_left_out
 from ropekit.eval.tasks.limits import RULER_THRESHOLD
 
 WRITE_LM_EVAL = typer.Option(
@@ -21,33 +22,6 @@ WRITE_LM_EVAL = typer.Option(
 )
 #: files ``effective-length --out`` writes
 RESULT_FILES = ("tasks.json", "tasks.png")
-
-
-class _TokenizerReady(Exception):
-    """Raised by the loading hook once the tokenizer is ready, to stop before the weights load."""
-
-    def __init__(self, model) -> None:
-        super().__init__("tokenizer ready")
-        self.model = model
-
-
-def _tokenizer_model(model: str, dtype: str):
-    """The evaluation model up to its tokenizer, config and training length, without its weights."""
-    from ropekit.cli.eval_setup import open_eval_model
-
-    def stop(loaded) -> None:
-        raise _TokenizerReady(loaded)
-
-    try:
-        loaded = open_eval_model(model, None, dtype=dtype, before_weights=stop)
-    except _TokenizerReady as ready:
-        loaded = ready.model
-    if getattr(loaded, "tokenizer", None) is None:
-        raise fail(
-            f"--write-lm-eval needs a model with a transformers tokenizer (lm-eval tokenizes the prompt text with it); "
-            f"--model {model!r} is byte-level"
-        )
-    return loaded
 
 
 def export_lm_eval(
@@ -68,7 +42,8 @@ def export_lm_eval(
     """``eval tasks --write-lm-eval``: make every sample, check that its text re-tokenises to its ids, write the
     folder (staged; existing files replaced only with ``--force``) and print what was written."""
     from ropekit.cli.common import print_json
-    from ropekit.eval.text import read_text, shipped_text
+    from ropekit.cli.eval_setup import open_eval_model
+    from ropekit.eval.text import read_text, shipped_text, tokenize
 
     if out is not None:
         raise fail(
@@ -88,51 +63,39 @@ def export_lm_eval(
         source = read_text(text) if text is not None else shipped_text()
     except (OSError, ValueError) as error:
         raise fail(f"--text: {error}") from error
-    manifest = _export(model, settings, tasks, source, folder, force=force, dtype=dtype, lengths_option=lengths)
+    loaded = open_eval_model(model, None, dtype=dtype, tokenizer_only=True)
+    manifest = _export(
+        loaded, settings, tasks, tokenize(source, loaded.encode, loaded.separator), folder, force, lengths
+    )
     if json_output:
         print_json(manifest)
     else:
         print_export(manifest, folder)
 
 
-def _export(model: str, settings, tasks: str, source, folder: Path, *, force: bool, dtype: str, lengths_option: str):
-    from ropekit import __version__
-    from ropekit.cli.eval_setup import task_samples
-    from ropekit.eval.lmeval.export import (
-        PromptMismatch,
-        adds_special_tokens,
-        lm_eval_docs,
-        run_command,
-        write_folder,
-        written_names,
-    )
-    from ropekit.eval.text import tokenize
+def _export(loaded, settings, tasks: str, tokens, folder: Path, force: bool, lengths_option: str) -> dict:
+    """:func:`ropekit.eval.lmeval.export.export_lm_eval`, its refusals naming the options; the tasks left out are
+    printed on stderr."""
+    from ropekit.errors import InvalidArgument
+    from ropekit.eval.lmeval.export import PromptMismatch, export_lm_eval
 
-    loaded = _tokenizer_model(model, dtype)
-    tokens = tokenize(source, loaded.encode, loaded.separator)
-    settings, prepared, dropped = task_samples(loaded, settings, tasks, tokens, lengths_option)
-    refuse_overwrite(folder, tuple(written_names(settings.tasks)), "--write-lm-eval", force=force)
+    names = {"lengths": lengths_option, "multiples": lengths_option, "methods": "--methods", "text": "--text"}
     try:
-        docs = lm_eval_docs(prepared, loaded.tokenizer, train_length=loaded.train_length)
+        with named(names):
+            manifest = export_lm_eval(
+                loaded, settings, folder, text=tokens, leave_out=tasks.strip() == "all", force=force
+            )
     except PromptMismatch as error:
         raise fail(f"--write-lm-eval: {error}; nothing was written") from None
-    bos = adds_special_tokens(loaded.tokenizer)
-    longest = max(d["length"] + d["max_gen_toks"] for d in docs)
-    manifest = {
-        "ropekit_version": __version__,
-        "model": str(model),
-        "tokenizer": type(loaded.tokenizer).__name__,
-        "train_length": loaded.train_length,
-        "settings": {k: settings.to_dict()[k] for k in ("samples", "seed", "depth", "threshold")},
-        "eval_text": tokens.source,
-        "eval_text_sha256": tokens.sha256,
-        "dropped": dropped,
-        "tokenizer_adds_special_tokens": bos,
-        "run": run_command(folder, str(model), longest, bos),
-    }
-    prepare_output_dir(folder, "--write-lm-eval")
-    with writing(folder, "--write-lm-eval", force=force) as staged:
-        return write_folder(staged, docs, loaded.tokenizer, manifest)
+    except InvalidArgument as error:  # about the model: byte-level
+        raise fail(
+            f"--write-lm-eval needs a model with a transformers tokenizer (lm-eval tokenizes the prompt text with it); "
+            f"--model {loaded.name!r} is byte-level"
+        ) from error
+    except OSError as error:
+        raise output_error(error, folder, "--write-lm-eval") from None
+    print_left_out(manifest["dropped"])
+    return manifest
 
 
 def print_export(manifest: dict, folder: Path) -> None:

@@ -23,7 +23,7 @@ from ropekit.cli.eval_options import (
     build_settings,
     build_task_settings,
 )
-from ropekit.cli.eval_setup import check_runnable, fit_tasks, open_eval_model, prepare_samples, read_sweep_text
+from ropekit.cli.eval_setup import named, open_eval_model, read_sweep_text
 from ropekit.cli.method_options import METHODS, PARAM
 
 DEFAULT_OUT = Path("report")
@@ -134,15 +134,22 @@ def report_command(
     sweep_text = read_sweep_text(text, settings, perplexity=True, passkey=True)
     eval_model = open_eval_model(model, device_map, dtype=dtype, before_weights=sweep_text.check)
     tokens = sweep_text.tokenized(eval_model)
-    names["passkey_multiples"] = "--passkey-multiples"
-    check_runnable(eval_model, settings, perplexity=True, passkey=True, names=names, text=tokens)
-    samples = _prepare_tasks(eval_model, task_settings, tokens)
-    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
-    _write(eval_model, settings, task_settings, tokens, samples, out, force, json_output, started)
+    _write(eval_model, settings, task_settings, tokens, out, force, json_output, started)
 
 
-def _write(eval_model, settings, task_settings, tokens, samples, out: Path, force: bool, json_output: bool, started):
-    """Run the evaluation under the progress bar, write the report into ``out`` and print its summary."""
+#: the options of the settings the evaluation checks (:mod:`ropekit.eval.checks`)
+OPTIONS = {
+    "multiples": "--perplexity-multiples",
+    "passkey_multiples": "--passkey-multiples",
+    "methods": "--methods",
+    "text": "--text",
+    "tasks.multiples": "--task-multiples",
+}
+
+
+def _write(eval_model, settings, task_settings, tokens, out: Path, force: bool, json_output: bool, started):
+    """Run the evaluation (checked before its first forward pass) under the progress bar, write the report into
+    ``out`` and print its summary."""
     import json
     import time
 
@@ -151,19 +158,15 @@ def _write(eval_model, settings, task_settings, tokens, samples, out: Path, forc
     from ropekit.eval.run import EvaluationFailed, evaluate, write_report_files
 
     try:
-        evaluation = evaluate(
-            eval_model,
-            settings,
-            tasks=task_settings,
-            text=tokens,
-            progress=rich_progress,
-            samples=samples,
-            started=started,
-        )
+        with named(OPTIONS):
+            evaluation = evaluate(
+                eval_model, settings, tasks=task_settings, text=tokens, progress=rich_progress, started=started
+            )
     except EvaluationFailed as failure:
         raise sweep_failed(failure, out, force) from failure.error
     except (ValueError, MemoryError, RuntimeError) as error:  # the task section
         raise tasks_failed(error) from error
+    prepare_output_dir(out, "--out", default=DEFAULT_OUT)
     with writing(out, force=force) as staged:
         write_report_files(evaluation, staged)
     index = out / "index.html"
@@ -173,15 +176,3 @@ def _write(eval_model, settings, task_settings, tokens, samples, out: Path, forc
         return
     print_tables(evaluation.sweep)
     print_report_summary(summary, index, time.perf_counter() - started)
-
-
-def _prepare_tasks(eval_model, task_settings, tokens):
-    """:func:`ropekit.eval.run.prepare_tasks`' answer for the task section, made before the sweep so that a problem
-    shows before minutes of it, each error naming ``--task-multiples``; ``None`` without tasks."""
-    if task_settings is None:
-        return None
-    task_settings, dropped = fit_tasks(eval_model, task_settings, tokens, lengths_option="--task-multiples")
-    if task_settings is None:
-        return None, None, dropped
-    samples = prepare_samples(eval_model, task_settings, tokens, lengths_option="--task-multiples")
-    return task_settings, samples, dropped

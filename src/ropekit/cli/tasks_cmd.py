@@ -103,17 +103,16 @@ def tasks_command(
     processes = processes_for(engine)
     eval_model = open_eval_model(model, device_map, dtype=dtype, engine=choice)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
-    settings, prepared, dropped = task_samples(eval_model, settings, tasks, tokens, lengths_option)
+    prepared = task_samples(eval_model, settings, tasks, tokens, lengths_option)
     if out is not None and processes.is_main:
         prepare_output_dir(out, "--out")
         if isinstance(eval_model, AnswersAll):  # a server's answers so far: a rerun after it died resumes
             resume_answers(eval_model, out / "answers.jsonl", force=force)
     try:
         progress = rich_progress if processes.is_main else None
-        result = run_task_suite(eval_model, settings, tokens, prepared, progress=progress, processes=processes)
+        result = run_task_suite(eval_model, prepared, tokens, progress=progress, processes=processes)
     except (ValueError, MemoryError, RuntimeError) as error:
         raise tasks_failed(error) from error
-    result.context["dropped"] = dropped
     if processes.is_main:
         write_and_print(result, out, json_output, print_task_summary, force=force)
 

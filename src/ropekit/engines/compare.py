@@ -1,4 +1,5 @@
-"""Compare each engine with transformers on one model folder (see :mod:`ropekit.engines`)."""
+"""Compare each engine with transformers on one model: :func:`compare` (extending it first when asked), or
+:func:`compare_folder` on a folder already extended (see :mod:`ropekit.engines`)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,20 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ropekit._costs import MAX_LOGITS
 from ropekit.engines import llama_cpp, mlx_lm, ollama, sglang, vllm
-from ropekit.engines.launch import Launch, key_conflict
+from ropekit.engines.launch import Launch, key_conflict, launch_lines
 from ropekit.engines.probe import Answer, Case, EngineRow, Probe, make_probe
 from ropekit.engines.transformers_ref import reference_answer
 from ropekit.engines.transformers_ref import version as transformers_version
+from ropekit.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ropekit.scaling.registry import ScalingConfig
 
 #: the engines compared, in the order of the table
 COMPARED_ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
@@ -139,6 +146,150 @@ def _describe(reference: Answer) -> str:
 
 
 def _hf_launch(folder: Path, config: dict) -> str:
-    from ropekit.engines.launch import launch_lines
-
     return launch_lines(config, int(config.get("max_position_embeddings") or 0), folder=folder)["transformers"].text()
+
+
+@dataclass(frozen=True)
+class Extension:
+    """How :func:`compare` extends the model before comparing (into a temporary folder).
+
+    Attributes:
+        scaling: the scaling method's config.
+        target_length: the length to serve (``None``: the method's own).
+        layer_types: the layer types the scaling applies to (``None``: the model's default rule).
+        flags: ``ropekit extend``'s method flags for it, for the launch lines that write the files first.
+    """
+
+    scaling: ScalingConfig
+    target_length: int | None = None
+    layer_types: tuple[str, ...] | None = None
+    flags: str = "..."
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """:func:`compare`'s answer: the reference row, one row per engine, every launch line, and the engines run
+    here whose version is not the one ropekit is checked against (``None``: all checked)."""
+
+    reference: EngineRow
+    rows: list[EngineRow]
+    launch: dict[str, Launch]
+    unchecked_versions: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rows as JSON-ready dicts (what ``ropekit engines --json`` prints)."""
+        return {
+            "reference": self.reference.as_dict(),
+            "engines": [row.as_dict() for row in self.rows],
+            "launch": {name: line.as_dict() for name, line in self.launch.items()},
+            "unchecked_versions": self.unchecked_versions,
+        }
+
+
+def check_compare(model: str | Path, *, engines: Sequence[str] = COMPARED_ENGINES, logits: int = 0) -> None:
+    """What :func:`compare` checks before anything loads: ``logits`` within 0 to :data:`MAX_LOGITS`, ``model`` a
+    transformers folder or a GGUF file, and every engine one of :data:`COMPARED_ENGINES`.
+
+    Raises:
+        InvalidArgument: about ``logits``, ``model`` or ``engines`` (its ``value``: the unknown names).
+    """
+    if not 0 <= logits <= MAX_LOGITS:
+        raise InvalidArgument("logits", logits, f"must be between 0 and {MAX_LOGITS}")
+    path = Path(model)
+    if not (path.is_file() and path.suffix == ".gguf") and not (path / "config.json").is_file():
+        message = f"model {str(model)!r}: give a transformers model folder (with config.json) or a .gguf file"
+        raise InvalidArgument("model", str(model), message=message)
+    unknown = sorted(set(engines) - set(COMPARED_ENGINES))
+    if unknown:
+        message = f"engines: unknown {unknown}; available: {', '.join(COMPARED_ENGINES)}"
+        raise InvalidArgument("engines", unknown, message=message, allowed=COMPARED_ENGINES, leads=True)
+
+
+def compare(
+    model: str | Path,
+    extension: Extension | None = None,
+    *,
+    original_length: int | None = None,
+    engines: Sequence[str] = COMPARED_ENGINES,
+    gguf: Path | None = None,
+    logits: int = 0,
+    progress: Callable[[str], None] = lambda message: None,
+) -> Comparison:
+    """Each engine against transformers on ``model``'s RoPE, after extending it with ``extension`` (when given).
+
+    With an ``extension`` the model (a transformers folder, or a GGUF file dequantised first) is extended into a
+    temporary folder, and its GGUF file written beside it unless ``gguf`` is given; the launch lines are those for
+    the files ``ropekit extend`` writes. Without one, ``model`` is compared as it is (an extended folder).
+
+    Args:
+        original_length: the original (pre-extension) length (default: the model's, read from its config).
+        gguf: the GGUF file llama.cpp and Ollama run.
+        logits: random token ids whose logits are compared (0: none).
+        progress: called with each engine's name before it runs.
+
+    Raises:
+        InvalidArgument: :func:`check_compare`'s refusals, or a GGUF ``model`` without an ``extension``.
+        ValueError: transformers' own RoPE could not be read for the model.
+
+    Example:
+        >>> from ropekit.scaling import LinearScaling  # doctest: +SKIP
+        >>> compare("model-folder", Extension(LinearScaling(factor=2.0)), engines=("Ollama",)).as_dict()  # doctest: +SKIP
+    """
+    import tempfile
+
+    from ropekit._versions import unchecked
+
+    check_compare(model, engines=engines, logits=logits)
+    model = Path(model)
+    if extension is None and model.suffix == ".gguf":
+        raise InvalidArgument("model", str(model), message="model: a .gguf file needs an extension to compare")
+    if extension is not None and original_length is None:
+        original_length = _original_length(model, extension.layer_types)
+    with tempfile.TemporaryDirectory(prefix="ropekit-engines-") as scratch:
+        source = None
+        if extension is not None:
+            folder, gguf, source = _extended(model, extension, Path(scratch), original_length, gguf)
+            where: dict[str, Any] = {"model": model, "method": extension.flags}
+        else:
+            folder, where = model, {"folder": model, "gguf": gguf}
+        probe = probe_for(folder, original_length=original_length, logit_tokens=logits)
+        config = json.loads((folder / "config.json").read_text())
+        launch = launch_lines(config, probe.target_length, **where)
+        source = source if logits else None
+        reference, rows = compare_folder(
+            folder, probe, engines=engines, gguf=gguf, source=source, progress=progress, launch=launch
+        )
+    versions = unchecked({row.engine: row.version for row in (reference, *rows)})
+    return Comparison(reference, rows, launch, versions)
+
+
+def _original_length(model: Path, layer_types: tuple[str, ...] | None) -> int:
+    """The original (pre-training) length of ``model``'s RoPE, from its config."""
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
+
+    config = load_config(model)
+    return original_length_of(config, rope_of(config, first_scaled_type(config, layer_types)))
+
+
+def _extended(model: Path, extension: Extension, scratch: Path, original: int | None, gguf: Path | None):
+    """``(folder, gguf, source)``: ``model`` extended into ``scratch``. A GGUF model is dequantised once, into the
+    unextended folder (``source`` = that folder and the GGUF file, on which the llama.cpp row measures the
+    quantisation floor), which is then extended (its weights copied as they are), and the extended GGUF is written
+    beside it unless ``gguf`` is given; a folder model has no ``source``."""
+    from ropekit.integrations.hf.extend import extend
+
+    spec, target, types = extension.scaling, extension.target_length, extension.layer_types
+    options = {"original_length": original, "layer_types": types}
+    if model.suffix != ".gguf":
+        return extend(model, spec, scratch / "model", target_length=target, **options).out, gguf, None
+    plain = extend(model, None, scratch / "source", **options).out
+    folder = extend(plain, spec, scratch / "model", target_length=target, **options).out
+    if gguf is None:
+        from ropekit.integrations.gguf.write_rope import extend_gguf
+
+        try:
+            gguf = extend_gguf(model, spec, scratch / "model.gguf", target_length=target, layer_types=types).out
+        except ValueError:
+            gguf = None  # the llama.cpp row says why
+    return folder, gguf, (plain, model)

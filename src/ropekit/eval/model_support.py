@@ -1,12 +1,15 @@
-"""Helpers every evaluation model shares: the ``--dtype`` names, out-of-memory detection that names the length, and
-a transformers tokenizer's ids and stop tokens."""
+"""Helpers every evaluation model shares: the ``--dtype`` names, out-of-memory detection that names the length, a
+transformers tokenizer's ids and stop tokens, and a transformers model's description."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from ropekit.eval.models import HFEvalModel
 
 #: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -59,3 +62,27 @@ def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
     """The end-of-sequence id of a transformers tokenizer as the stop tokens (none when it has none)."""
     eos = tokenizer.eos_token_id
     return frozenset() if eos is None else frozenset({int(eos)})
+
+
+def hf_description(model: HFEvalModel) -> dict[str, Any]:
+    """What an :class:`~ropekit.eval.models.HFEvalModel` is (its ``describe()``): kind, architecture, size, dtype,
+    attention, RoPE, tokenizer, and its layer types, RoPE layout and GGUF metadata where it has them."""
+    description = {
+        "kind": "gguf" if model.gguf is not None else "transformers",
+        "name": model.name,
+        "architecture": type(model.model).__name__,
+        "parameters": sum(p.numel() for p in model.model.parameters()),
+        "dtype": model.dtype,
+        "attention": model.attention,
+        "rope": {"head_dim": model.rope.head_dim, "rotary_dim": model.rope.dim, "base": model.rope.base},
+        "native_scaling": None if model.native_scaling is None else model.native_scaling.rope_type,
+        "tokenizer": "model" if model.tokenizer is not None else "bytes",
+    }
+    if model.layer_types is not None:
+        description["layer_types"] = model.layer_types
+        description["scaled_layer_types"] = model.scaled_layers
+    if model.rope_layout is not None and model.rope_layout.nope_layers:
+        description["rope_layout"] = model.rope_layout.to_dict()
+    if model.gguf is not None:
+        description["gguf"] = model.gguf
+    return description

@@ -1,7 +1,8 @@
 """The evaluation view of a model: final hidden states, an output head, and a way to swap its RoPE scaling.
 
-Two implementations: the bundled tiny model (:class:`TinyEvalModel`) and any local transformers causal LM,
-from a directory or a GGUF file (:class:`HFEvalModel`). :func:`load_eval_model` picks by what the path holds.
+Two implementations: the bundled tiny model (:class:`TinyEvalModel`) and any local transformers causal LM, from a
+directory or a GGUF file (:class:`HFEvalModel`). :func:`load_eval_model` picks by what the path holds, or loads
+another engine's (:mod:`ropekit.eval.engine_choice`).
 
 Memory: an evaluation never holds ``(seq × vocab)`` logits. The model body runs once per window to its final
 hidden states ``(batch, seq, d_model)``; the output head (with the model's own final-logit transforms, e.g.
@@ -26,6 +27,7 @@ from ropekit.errors import MissingFile
 from ropekit.eval.model_support import (  # noqa: F401  (DTYPES, guarded_logits, torch_dtype: imported from here too)
     DTYPES,
     guarded_logits,
+    hf_description,
     is_out_of_memory,
     tokenizer_ids,
     tokenizer_stops,
@@ -44,6 +46,7 @@ from ropekit.scaling.registry import ScalingConfig
 
 if TYPE_CHECKING:
     from ropekit.attention.registry import AttentionConfig
+    from ropekit.eval.engine_choice import Server
     from ropekit.eval.tasks.decode import Decoder
 
 
@@ -202,11 +205,11 @@ class HFEvalModel(HeadScoring, EvalModel):
         dtype: one of :data:`DTYPES`.
         before_weights: called with the half-built model (config, tokenizer, ``train_length``, ``encode`` ready)
             before the weights load, e.g. to check that an evaluation text is long enough.
+        weights: load the weights; ``False`` stops once ``before_weights`` has run (a tokenizer-only model).
 
     Raises:
-        FileNotFoundError: no ``config.json`` (directory) or no such file.
-        ValueError: not a RoPE model, no rotary module ropekit can replace, an unknown logit transform, or a bad
-            ``dtype``.
+        FileNotFoundError: no ``config.json`` (directory) or no such file. ValueError: not a RoPE model, no rotary
+            module ropekit can replace, an unknown logit transform, or a bad ``dtype``.
     """
 
     def __init__(
@@ -216,6 +219,7 @@ class HFEvalModel(HeadScoring, EvalModel):
         device_map: str | None = None,
         dtype: str = "auto",
         before_weights: Callable[[HFEvalModel], None] | None = None,
+        weights: bool = True,
     ) -> None:
         try:
             from transformers import AutoConfig, AutoModelForCausalLM
@@ -265,6 +269,8 @@ class HFEvalModel(HeadScoring, EvalModel):
         self.byte_level = self.tokenizer is None
         if before_weights is not None:
             before_weights(self)
+        if not weights:
+            return
         load: dict[str, Any] = {**options, "dtype": chosen or "auto"}  # attention: transformers' default
         if self.gguf is None and chosen is None and getattr(config, "dtype", None) is None:
             load["dtype"] = torch.float32  # no dtype in config.json: transformers' own default
@@ -338,25 +344,7 @@ class HFEvalModel(HeadScoring, EvalModel):
         return byte_text(tokens)
 
     def describe(self) -> dict[str, Any]:
-        description = {
-            "kind": "gguf" if self.gguf is not None else "transformers",
-            "name": self.name,
-            "architecture": type(self.model).__name__,
-            "parameters": sum(p.numel() for p in self.model.parameters()),
-            "dtype": self.dtype,
-            "attention": self.attention,
-            "rope": {"head_dim": self.rope.head_dim, "rotary_dim": self.rope.dim, "base": self.rope.base},
-            "native_scaling": None if self.native_scaling is None else self.native_scaling.rope_type,
-            "tokenizer": "model" if self.tokenizer is not None else "bytes",
-        }
-        if self.layer_types is not None:
-            description["layer_types"] = self.layer_types
-            description["scaled_layer_types"] = self.scaled_layers
-        if self.rope_layout is not None and self.rope_layout.nope_layers:
-            description["rope_layout"] = self.rope_layout.to_dict()
-        if self.gguf is not None:
-            description["gguf"] = self.gguf
-        return description
+        return hf_description(self)
 
 
 def load_eval_model(
@@ -365,20 +353,26 @@ def load_eval_model(
     dtype: str = "auto",
     device_map: str | None = None,
     before_weights: Callable[[EvalModel], None] | None = None,
+    engine: str = "torch",
+    server: Server | None = None,
+    tokenizer_only: bool = False,
 ) -> EvalModel:
-    """``"tiny"`` or a tiny checkpoint directory → :class:`TinyEvalModel`; a transformers directory or a ``.gguf``
-    file → :class:`HFEvalModel`.
-
-    Args:
-        dtype: one of :data:`DTYPES` (checked before anything loads).
-        device_map: transformers ``device_map`` (transformers models only).
-        before_weights: called with the model before a transformers model's weights load (after, for the tiny one).
+    """The evaluation model of ``spec`` on ``engine`` (``torch``: ``"tiny"`` or a tiny checkpoint directory →
+    :class:`TinyEvalModel`, a transformers directory or ``.gguf`` file → :class:`HFEvalModel`; ``llamacpp`` and
+    ``openai`` with ``server``: :mod:`ropekit.eval.engine_choice`). ``dtype`` (:data:`DTYPES`) and ``device_map``
+    apply to ``torch``; ``before_weights`` runs before a transformers model's weights load (after, for the tiny one);
+    ``tokenizer_only`` stops there (tokenizer, config and lengths only).
 
     Raises:
-        FileNotFoundError: the path does not exist or holds no model (a :class:`~ropekit.errors.MissingFile` about
-            ``spec``, or ``path`` from :class:`HFEvalModel`).
-        ValueError: a bad ``dtype``, or a model ropekit cannot evaluate.
+        InvalidArgument: a bad ``engine``, ``server``, ``dtype`` or ``device_map``, before anything loads; a
+            :class:`~ropekit.errors.MissingFile` (about ``spec`` or ``path``) where no model is.
+        ValueError: a model ropekit cannot evaluate.
     """
+    from ropekit.eval.engine_choice import Server, check_engine, engine_model
+
+    check_engine(engine, server or Server(), device_map=device_map, dtype=dtype)
+    if engine != "torch":
+        return engine_model(spec, engine, server or Server())
     torch_dtype(dtype)
     path = Path(spec)
     tiny = str(spec) == "tiny"
@@ -394,4 +388,6 @@ def load_eval_model(
         if before_weights is not None:
             before_weights(model)
         return model
-    return HFEvalModel(path, device_map=device_map, dtype=dtype, before_weights=before_weights)
+    return HFEvalModel(
+        path, device_map=device_map, dtype=dtype, before_weights=before_weights, weights=not tokenizer_only
+    )

@@ -13,8 +13,10 @@
 Progress is a callback (:data:`Progress`): the CLI passes its rich progress bar, a script passes nothing (quiet).
 Under ``accelerate launch``, ``processes=launched()`` (:mod:`ropekit.eval.parallel`) splits :func:`run_methods`' and
 :func:`run_task_suite`'s units over the processes; every process gets the whole result, the one one process makes.
-Errors are the library's own (``ValueError``, ``MemoryError``, ``RuntimeError``); a sweep that fails part-way raises
-:class:`EvaluationFailed`, which carries the methods measured before the failure.
+Settings the model cannot run are refused before the first forward pass, as :class:`~ropekit.errors.InvalidArgument`
+naming the settings field (:mod:`ropekit.eval.checks`); later errors are the library's own (``ValueError``,
+``MemoryError``, ``RuntimeError``), and a sweep that fails part-way raises :class:`EvaluationFailed`, which carries
+the methods measured before the failure.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ropekit.eval.checks import PreparedTasks
     from ropekit.eval.models import EvalModel
     from ropekit.eval.parallel import Launched, OneProcess
     from ropekit.eval.sweep import SweepResult, SweepSettings
     from ropekit.eval.tasks.run import TaskResult, TaskSettings
     from ropekit.eval.text import TokenizedText
-    from ropekit.synthetic.base import Sample
 
 #: ``progress(name, total, notes)``: a context manager for one stage (``"eval"``: the sweep, ``"tasks"``: the task
 #: suite) of ``total`` forward tokens, after ``notes`` (what it will cost) are shown; it yields
@@ -89,12 +91,17 @@ def run_methods(
     ETA weighs a 32k window 4x an 8k one, and more for attention). A failure raises :class:`EvaluationFailed`.
 
     ``processes``: where the units are measured (:mod:`ropekit.eval.parallel`; default: all here); each method's
-    units are split over them and gathered, and the progress counts this process's share."""
+    units are split over them and gathered, and the progress counts this process's share.
+
+    The lengths and methods are checked first (:func:`ropekit.eval.checks.check_sweep`: an ``InvalidArgument``
+    before any forward pass)."""
+    from ropekit.eval.checks import check_sweep
     from ropekit.eval.methods import params_of
     from ropekit.eval.parallel import ONE_PROCESS
     from ropekit.eval.sweep import cost_lines, evaluation_text, run_sweep
     from ropekit.eval.sweep_grid import sweep_units
 
+    check_sweep(model, settings, perplexity=perplexity, passkey=passkey, text=text)
     processes = processes or ONE_PROCESS
     text_tokens = len(evaluation_text(model, text)[0])
     notes = cost_lines(model, settings, text_tokens, perplexity=perplexity, passkey=passkey)
@@ -142,33 +149,17 @@ def share_note(processes: OneProcess | Launched, what: str) -> str:
     )
 
 
-def prepare_tasks(
-    model: EvalModel, settings: TaskSettings, text: TokenizedText
-) -> tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict[str, str]]:
-    """``(settings, samples, dropped)``: the tasks that fit the model's lengths (``dropped``: the others, with why)
-    and every sample, made before any forward pass; ``(None, None, dropped)`` when no task fits. Bad lengths raise
-    ``ValueError``."""
-    from ropekit.eval.tasks.run import check_plan, fitting_tasks, make_samples
-
-    check_plan(model, settings)
-    dropped = fitting_tasks(model, settings, text)
-    kept = tuple(t for t in settings.tasks if t not in dropped)
-    if not kept:
-        return None, None, dropped
-    settings = dataclasses.replace(settings, tasks=kept)
-    return settings, make_samples(model, settings, text), dropped
-
-
 def run_task_suite(
     model: EvalModel,
-    settings: TaskSettings,
+    prepared: PreparedTasks,
     text: TokenizedText,
-    samples: dict[tuple[int, str], list[Sample]],
     *,
     progress: Progress | None = None,
     processes: OneProcess | Launched | None = None,
 ) -> TaskResult:
-    """:func:`ropekit.eval.tasks.run.run_tasks` with progress in forward tokens; the cost is the progress's note.
+    """:func:`ropekit.eval.tasks.run.run_tasks` on the samples of :func:`ropekit.eval.checks.prepare_tasks`, with
+    progress in forward tokens; the cost is the progress's note, and the tasks left out are the result's
+    ``context["dropped"]``.
 
     ``processes``: where the samples are answered (:mod:`ropekit.eval.parallel`; default: all here); the progress
     counts this process's share."""
@@ -177,6 +168,7 @@ def run_task_suite(
     from ropekit.eval.tasks.run import run_tasks, task_forward_tokens
 
     processes = processes or ONE_PROCESS
+    settings, samples = prepared.settings, prepared.samples
     total = task_forward_tokens(samples, len(settings.methods))
     count = sum(len(group) for group in samples.values())
     budget = sum(q.budget for group in samples.values() for s in group for q in s.questions)
@@ -190,9 +182,11 @@ def run_task_suite(
         total = sum(costs[i] for i in processes.share(costs))
         notes.append(share_note(processes, "samples"))
     with (progress or quiet)("tasks", max(1, total), notes) as (on_step, on_tokens):
-        return run_tasks(
+        result = run_tasks(
             model, settings, text=text, samples=samples, on_tokens=on_tokens, on_step=on_step, processes=processes
         )
+    result.context["dropped"] = prepared.dropped
+    return result
 
 
 def evaluate(
@@ -202,33 +196,54 @@ def evaluate(
     tasks: TaskSettings | None = None,
     text: TokenizedText | None = None,
     progress: Progress | None = None,
-    samples: tuple[TaskSettings | None, dict[tuple[int, str], list[Sample]] | None, dict[str, str]] | None = None,
     started: float | None = None,
 ) -> Evaluation:
     """Perplexity and passkey for every method of ``settings``, then the ``tasks`` section (when given), on
     ``model``.
 
+    Everything is checked, and every task sample made, before the first forward pass
+    (:func:`ropekit.eval.checks.check_sweep`, :func:`ropekit.eval.checks.prepare_tasks`); a task that does not fit
+    the shortest task length is left out (the task result's ``context["dropped"]``), and no task section is run
+    when none fits.
+
     Args:
         text: the evaluation text, tokenized (default: the shipped held-out text).
         progress: shows each stage (default: nothing shown).
-        samples: :func:`prepare_tasks`' answer, when the caller made it already (the CLI does, before the sweep,
-            to name its own options in errors); made here otherwise.
         started: a ``time.perf_counter()`` reading to count the run time from (default: now).
+
+    Raises:
+        InvalidArgument: before any forward pass, about ``multiples``, ``passkey_multiples``, ``methods`` or
+            ``text``, or about the task section's ``tasks.lengths`` or ``tasks.multiples``.
+        EvaluationFailed: the sweep failed part-way (it carries the methods measured before).
+        ValueError, MemoryError, RuntimeError: the task section failed.
     """
+    from ropekit.eval.checks import check_sweep
     from ropekit.eval.text import shipped_text, tokenize
 
     started = time.perf_counter() if started is None else started
     if text is None:
         text = tokenize(shipped_text(), model.encode, model.separator)
-    if tasks is not None and samples is None:
-        samples = prepare_tasks(model, tasks, text)
+    check_sweep(model, settings, text=text)
+    prepared = None if tasks is None else _prepare_section(model, tasks, text)
     sweep = run_methods(model, settings, text=text, progress=progress)
-    task_result = None
-    if samples is not None and samples[0] is not None:
-        task_settings, made, dropped = samples
-        task_result = run_task_suite(model, task_settings, text, made, progress=progress)
-        task_result.context["dropped"] = dropped
+    task_result = None if prepared is None else run_task_suite(model, prepared, text, progress=progress)
     return Evaluation(model, settings, sweep, task_result, time.perf_counter() - started)
+
+
+def _prepare_section(model: EvalModel, tasks: TaskSettings, text: TokenizedText) -> PreparedTasks | None:
+    """The task section's samples (``None``: no task fits); a refusal about the task settings' lengths is about
+    ``tasks.lengths`` or ``tasks.multiples``, apart from the sweep's own ``multiples``."""
+    from ropekit.errors import InvalidArgument
+    from ropekit.eval.checks import prepare_tasks
+
+    try:
+        return prepare_tasks(model, tasks, text, leave_out=True)
+    except InvalidArgument as error:
+        if error.argument not in ("lengths", "multiples"):
+            raise
+        argument = f"tasks.{error.argument}"
+        message = argument + error.detail if error.leads else str(error)
+        raise InvalidArgument(argument, error.value, message=message, leads=error.leads) from error
 
 
 def write_report_files(evaluation: Evaluation, folder: Path) -> Path:

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
-from ropekit.eval.models import EvalModel
+from ropekit.eval.protocol import EvalModel
 from ropekit.scaling.registry import ScalingConfig
 
 #: tokens fed per llama_decode call by default (n_batch = n_ubatch), and rows of logits held at once in perplexity
@@ -106,7 +106,7 @@ class LlamaCppEvalModel(EvalModel):
         self.vocab_size = self.vocab.n_vocab()
         self.tokenizer = transformers_tokenizer(path)
         if self.tokenizer is not None:
-            from ropekit.eval.models import tokenizer_stops
+            from ropekit.eval.model_support import tokenizer_stops
 
             self.stop_tokens = tokenizer_stops(self.tokenizer)
         else:
@@ -201,7 +201,7 @@ class LlamaCppEvalModel(EvalModel):
 
     def encode(self, text: bytes) -> torch.Tensor:
         if self.tokenizer is not None:
-            from ropekit.eval.models import tokenizer_ids
+            from ropekit.eval.model_support import tokenizer_ids
 
             return tokenizer_ids(self.tokenizer, text)
         return torch.tensor(self.vocab.tokenize(text, add_bos=False, special=False), dtype=torch.int64)

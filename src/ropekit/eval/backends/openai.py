@@ -35,7 +35,7 @@ from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
 from ropekit.eval.backends.openai_journal import AnswerJournal, JournalMismatch, answer_key
 from ropekit.eval.backends.openai_served import REQUEST, choose_model, max_context, server_identity, server_props
 from ropekit.eval.backends.openai_vocab import served_vocab
-from ropekit.eval.models import AnswersAll, EvalModel
+from ropekit.eval.protocol import AnswersAll, EvalModel
 
 __all__ = ["JournalMismatch", "OpenAIEvalModel", "ServerError"]
 

@@ -1,4 +1,5 @@
-"""ropekit's task samples as an lm-evaluation-harness task folder (``ropekit eval tasks --write-lm-eval DIR``).
+"""ropekit's task samples as an lm-evaluation-harness task folder (:func:`export_lm_eval`; ``ropekit eval tasks
+--write-lm-eval DIR``).
 
 lm-eval takes prompts as text and tokenizes them itself, while a ropekit sample is token ids (pieces encoded one by
 one and concatenated, so that its length is exact). A sample is therefore written as its ids decoded by the model's
@@ -28,9 +29,14 @@ import shutil
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ropekit.synthetic.base import Sample
+
+if TYPE_CHECKING:
+    from ropekit.eval.protocol import EvalModel
+    from ropekit.eval.tasks.run import TaskSettings
+    from ropekit.eval.text import TokenizedText
 
 #: lm-eval's name of a ropekit task: the prefix keeps it apart from lm-eval's own ``ruler`` tasks of the same name
 TASK_PREFIX = "ropekit_"
@@ -192,3 +198,66 @@ def write_folder(
     }
     (folder / MANIFEST).write_text(json.dumps(written, indent=1) + "\n")
     return written
+
+
+def export_lm_eval(
+    model: EvalModel,
+    settings: TaskSettings,
+    folder: str | Path,
+    *,
+    text: TokenizedText | None = None,
+    leave_out: bool = False,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Make every sample of ``settings`` for ``model``'s tokenizer and write them as an lm-eval task folder.
+
+    ``model`` needs no weights: ``load_eval_model(path, tokenizer_only=True)``
+    (:func:`ropekit.eval.models.load_eval_model`). The folder is staged and published whole; files already there
+    are replaced only with ``force``.
+
+    Args:
+        text: the haystack text, tokenized for ``model`` (default: the shipped held-out text).
+        leave_out: leave out the tasks that do not fit the shortest length (the manifest's ``dropped``), as
+            :func:`ropekit.eval.checks.prepare_tasks`.
+
+    Returns:
+        The manifest written (``manifest.json``): the model, settings, text, tasks, lengths, counts and the
+        ``lm_eval`` command that runs the folder (``run``).
+
+    Raises:
+        InvalidArgument: about ``model`` (byte-level: lm-eval needs a transformers tokenizer), or the settings
+            (:func:`ropekit.eval.checks.prepare_tasks`).
+        PromptMismatch: some prompt's text re-tokenises to other ids; nothing is written.
+        OSError: the folder cannot be written (an :class:`~ropekit._output.OutputExists` without ``force``).
+    """
+    from ropekit import __version__
+    from ropekit._output import staged_output
+    from ropekit.errors import InvalidArgument
+    from ropekit.eval.checks import prepare_tasks
+    from ropekit.eval.text import shipped_text, tokenize
+
+    if model.byte_level:
+        message = f"model {model.name!r} is byte-level; lm-eval tokenizes the prompt text with a transformers tokenizer"
+        raise InvalidArgument("model", model.name, message=message)
+    tokenizer = model.tokenizer  # a transformers tokenizer: the model is not byte-level
+    tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
+    prepared = prepare_tasks(model, settings, tokens, leave_out=leave_out)
+    if prepared is None:  # none fits: every task again, for the first task's refusal
+        prepared = prepare_tasks(model, settings, tokens)
+    docs = lm_eval_docs(prepared.samples, tokenizer, train_length=model.train_length)
+    bos = adds_special_tokens(tokenizer)
+    longest = max(d["length"] + d["max_gen_toks"] for d in docs)
+    manifest = {
+        "ropekit_version": __version__,
+        "model": model.name,
+        "tokenizer": type(tokenizer).__name__,
+        "train_length": model.train_length,
+        "settings": {k: prepared.settings.to_dict()[k] for k in ("samples", "seed", "depth", "threshold")},
+        "eval_text": tokens.source,
+        "eval_text_sha256": tokens.sha256,
+        "dropped": prepared.dropped,
+        "tokenizer_adds_special_tokens": bos,
+        "run": run_command(Path(folder), model.name, longest, bos),
+    }
+    with staged_output(folder, force=force) as staged:
+        return write_folder(staged, docs, tokenizer, manifest)
