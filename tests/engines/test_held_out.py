@@ -185,6 +185,20 @@ def test_the_reference_reads_llama4s_complex_rotation(tmp_path) -> None:
     assert np.abs(answer.tables[TARGET] - np.stack([np.cos(angles), np.sin(angles)], axis=-1)).max() < 1e-5
 
 
+def test_mlx_lms_glm_rotates_the_whole_head(tmp_path) -> None:
+    """GLM rotates half of each head (partial_rotary_factor 0.5, pairs (2i, 2i + 1)); MLX-LM's glm.py builds its
+    RoPE over the whole head: plain RoPE already differs, and the row says why."""
+    pytest.importorskip("mlx_lm")
+    from helpers.hf_models import random_hf_model
+
+    plain = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+    glm = random_hf_model("glm", head_dim=16, positions=TARGET, rope_parameters=plain, pad_token_id=0)
+    glm.save_pretrained(tmp_path)
+    row = _verdicts(tmp_path, "MLX-LM")["MLX-LM"]
+    assert row.verdict == "differs" and "glm.py rotates the whole head (16 dims" in row.reason
+    assert row.largest_difference > 0.5
+
+
 @pytest.mark.slow
 @needs_sglang
 def test_llama4_text_pairs_as_each_engine_loads_its_weights(tmp_path) -> None:

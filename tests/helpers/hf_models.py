@@ -21,6 +21,7 @@ ARCHITECTURES = {
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
     "cohere": ("CohereConfig", "CohereForCausalLM"),
+    "glm": ("GlmConfig", "GlmForCausalLM"),
     "granite": ("GraniteConfig", "GraniteForCausalLM"),
     "mistral": ("MistralConfig", "MistralForCausalLM"),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),

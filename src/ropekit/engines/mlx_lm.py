@@ -124,7 +124,7 @@ def row(case: Case) -> EngineRow:
         if gaps:
             return EngineRow(NAME, found, "cannot express", f"{'; '.join(gaps)} (not run: {why})", launch(folder))
         return EngineRow(NAME, found, "cannot run here", why, launch(folder))
-    known = gaps + known_behaviours(case.config)
+    known = gaps + known_behaviours(case.config) + whole_head(case)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
     if unread:
         return EngineRow(NAME, found, "cannot express", f"{unread}; measured: {detail}", launch(folder), numbers)
@@ -132,6 +132,23 @@ def row(case: Case) -> EngineRow:
         detail = detail if verdict == "differs" else f"{'; '.join(gaps)}; measured: {detail}"
         return EngineRow(NAME, found, "cannot express", detail, launch(folder), numbers)
     return EngineRow(NAME, found, verdict, detail, launch(folder), numbers)
+
+
+def whole_head(case: Case) -> list[str]:
+    """Why MLX-LM rotates other dimensions than transformers where its model file reads no partial rotary width
+    and transformers rotates part of the head (GLM's half)."""
+    from ropekit.engines.model_class import mlx_reads_partial
+
+    kind = str(case.config.get("model_type"))
+    head = int(case.config.get("head_dim") or case.config["hidden_size"] // case.config["num_attention_heads"])
+    rotary = 2 * rotary_half(case.reference)
+    path, reads = mlx_reads_partial(kind)
+    if reads or rotary >= head:
+        return []
+    return [
+        f"MLX-LM's {path} rotates the whole head ({head} dims, it reads no partial rotary width); transformers "
+        f"rotates {rotary}"
+    ]
 
 
 def reads_no_scaling(case: Case) -> str | None:

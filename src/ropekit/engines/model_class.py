@@ -73,6 +73,22 @@ def mlx_model_file(model_type: str) -> str | None:
     return None if spec is None else spec.origin
 
 
+#: the words an MLX-LM model file that rotates part of the head names (its config keys or derived widths)
+MLX_PARTIAL_WORDS = ("partial_rotary_factor", "rotary_dim", "rope_dim", "rotary_pct", "rotary_emb_dim", "rope_head_dim")
+
+
+def mlx_reads_partial(model_type: str) -> tuple[str | None, bool]:
+    """``(MLX-LM's model file for model_type, whether it reads a partial rotary width)``: a file that names none of
+    :data:`MLX_PARTIAL_WORDS` rotates the whole head. ``(None, True)`` without a file."""
+    from pathlib import Path
+
+    path = mlx_model_file(model_type)
+    if path is None:
+        return None, True
+    source = Path(path).read_text(encoding="utf-8")
+    return f"mlx_lm/models/{Path(path).name}", any(word in source for word in MLX_PARTIAL_WORDS)
+
+
 def mlx_reads_scaling(model_type: str) -> tuple[str | None, bool]:
     """``(MLX-LM's model file for model_type, whether it reads any scaling)``: a file that names none of
     :data:`MLX_SCALING_WORDS` builds its RoPE from the base alone. ``(None, True)`` without a file."""
