@@ -90,7 +90,9 @@ def tiny_folder(model_type: str, path: Path) -> Path:
     for target in {id(config): config, id(text): text}.values():
         shrink(target)
     torch.manual_seed(0)
-    model = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])(config)
+    model_class = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
+    # a composite config's causal LM is its text model (Llama 4, Qwen3.5): built from the config class it takes
+    model = model_class(config if isinstance(config, model_class.config_class) else text)
     model.save_pretrained(path)
     return path
 
