@@ -29,6 +29,7 @@ EXPECTED = {
         "Qwen2ForCausalLM": ("qwen2.py", True, True, True, False),
         "GPTNeoXForCausalLM": None,  # the Transformers backend
         "Llama4ForCausalLM": ("llama4.py", True, True, False, True),
+        "Ernie4_5ForCausalLM": ("llama.py", False, True, False, False),  # ernie45.py sets is_neox_style = False
         "MistralForCausalLM": (
             "llama.py",
             True,
@@ -45,6 +46,7 @@ EXPECTED = {
         "Qwen2ForCausalLM": ("qwen2.py", True, True, True, False),
         "GPTNeoXForCausalLM": None,
         "Llama4ForCausalLM": ("llama4.py", True, True, False, False),  # only mllama4.py's class permutes
+        "Ernie4_5_MoeForCausalLM": ("llama.py", True, True, False, False),  # ernie4.py builds Llama's attention
     },
 }
 
@@ -64,13 +66,21 @@ for arch in json.loads(sys.argv[2]):
     path = probe.model_file(arch)
     found["vllm"][arch] = path and probe.class_facts(path, vllm_rope)
     path = reader.sglang_model_file(str(models), arch)
-    found["sglang"][arch] = path and reader.facts(path, sglang_rope, "rope_scaling")
+    found["sglang"][arch] = path and reader.follow(path, sglang_rope, "rope_scaling", "sglang.srt.models.")
 print(json.dumps(found))
 """
 
 
+#: the pairing a class reads from the config, passed down or held in a local name: [key, default, negated]
+NEOX_CONFIG = {
+    ("sglang", "Ernie4_5_MoeForCausalLM"): ["rope_is_neox_style", False, False],
+    ("sglang", "LlamaForCausalLM"): ["rope_is_neox_style", True, False],
+    ("sglang", "DeepseekV3ForCausalLM"): ["rope_interleave", True, True],
+}
+
+
 def test_what_each_model_file_passes_to_get_rope() -> None:
-    archs = sorted({arch for table in EXPECTED.values() for arch in table})
+    archs = sorted({arch for table in EXPECTED.values() for arch in table} | {a for _, a in NEOX_CONFIG})
     done = subprocess.run(
         [str(vllm.python()), "-P", "-c", SCRIPT, str(ENGINES), json.dumps(archs)],
         capture_output=True,
@@ -86,3 +96,5 @@ def test_what_each_model_file_passes_to_get_rope() -> None:
                 continue
             got = (Path(facts["file"]).name, facts["neox"], facts["scaling"], facts["dual_chunk"], facts["permutes_qk"])
             assert got == expected, (engine, arch, got)
+    for (engine, arch), expected in NEOX_CONFIG.items():
+        assert found[engine][arch]["neox_config"] == expected, (engine, arch, found[engine][arch])

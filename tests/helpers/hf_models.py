@@ -22,6 +22,8 @@ ARCHITECTURES = {
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
     "cohere": ("CohereConfig", "CohereForCausalLM"),
     "glm": ("GlmConfig", "GlmForCausalLM"),
+    "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM"),
+    "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM"),
     "granite": ("GraniteConfig", "GraniteForCausalLM"),
     "mistral": ("MistralConfig", "MistralForCausalLM"),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),

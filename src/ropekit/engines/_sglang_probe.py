@@ -43,9 +43,14 @@ def answer(request: dict) -> dict:
     from sglang.srt.layers.rotary_embedding import get_rope
 
     shared.forget(get_rope)
-    facts = reader.facts(path, get_rope, "rope_scaling")
+    facts = reader.follow(path, get_rope, "rope_scaling", "sglang.srt.models.")
     reply["model_file"] = "sglang/srt/models/" + Path(path).name
-    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk")})
+    reply.update(
+        {
+            key: facts.get(key)
+            for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
+        }
+    )
     head, half = request["head_size"], request["rotary_dim"] // 2
     params = dict(request["rope_parameters"])
     base = params.pop("rope_theta")
@@ -53,7 +58,8 @@ def answer(request: dict) -> dict:
     scaling = None if params.get("rope_type", "default") == "default" else params
     neox, dual = request.get("is_neox_style", True), None
     if request.get("class_rule") != "ropekit" and facts["calls"]:
-        neox = facts["neox"]
+        neox = shared.class_pairing(facts, request.get("config") or {})
+        reply["neox"] = neox
         scaling = scaling if facts["scaling"] else None
         dual = request.get("dual_chunk_attention_config") if facts["dual_chunk"] else None
     options = {"dual_chunk_attention_config": dual} if dual else {}

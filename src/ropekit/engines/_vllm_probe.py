@@ -72,10 +72,16 @@ def answer(request: dict) -> dict:
     forget(get_rope)
     facts = class_facts(path, get_rope)
     reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
-    reply.update({key: facts.get(key) for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk")})
+    reply.update(
+        {
+            key: facts.get(key)
+            for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
+        }
+    )
     neox, params, dual = request.get("is_neox_style", True), request["rope_parameters"], None
     if request.get("class_rule") != "ropekit" and facts["calls"]:
-        neox = facts["neox"]
+        neox = class_pairing(facts, request.get("config") or {})
+        reply["neox"] = neox
         params = params if facts["scaling"] else None
         dual = request.get("dual_chunk_attention_config") if facts["dual_chunk"] else None
     head, half = request["head_size"], request["rotary_dim"] // 2
@@ -112,25 +118,16 @@ def model_file(architecture: str):
 
 
 def class_facts(path: str, get_rope) -> dict:
-    """What the model file passes to ``get_rope`` (a file with no call of its own: the first module of its
-    package it imports from that has one, as Phi-3's and Mistral's classes extend Llama's)."""
-    import ast
+    """What the model file passes to ``get_rope`` (:func:`ropekit.engines._model_class.follow`)."""
+    return shared("_model_class").follow(path, get_rope, "rope_parameters", "vllm.model_executor.models.")
 
-    reader = shared("_model_class")
-    found = reader.facts(path, get_rope, "rope_parameters")
-    if found["calls"]:
-        return found
-    for node in ast.parse(Path(path).read_text()).body:
-        package = "vllm.model_executor.models."
-        if not isinstance(node, ast.ImportFrom) or not node.module:
-            continue
-        if node.level == 1 or node.module.startswith(package):
-            other = Path(path).with_name(f"{node.module.removeprefix(package)}.py")
-            if other.is_file():
-                followed = reader.facts(str(other), get_rope, "rope_parameters")
-                if followed["calls"]:
-                    return followed
-    return found
+
+def class_pairing(facts: dict, config: dict) -> bool:
+    """The ``is_neox_style`` the model class passes: the file's constant, or the config key it reads."""
+    if facts.get("neox_config"):
+        key, default, negated = facts["neox_config"]
+        return bool(config.get(key, default)) != negated
+    return bool(facts["neox"])
 
 
 def read_interleaved(request: dict, facts: dict, neox: bool) -> bool:

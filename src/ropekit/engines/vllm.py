@@ -94,17 +94,20 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
     """``{"head_size", "rope_parameters", "is_neox_style"}``: what vLLM 0.33's model class passes to ``get_rope``
     for ``rope`` (transformers' rope dict of the compared layer), where the class rewrites it:
 
-    * DeepSeek-V2/V3 (``deepseek_v2.py``): the rope part of the head (``qk_rope_head_dim``), pairs (2i, 2i + 1), and a
-      scaled ``rope_type`` becomes ``deepseek_llama_scaling`` when ``attention_factor`` is 1.0, else
-      ``deepseek_yarn`` (whose attention factor is the mscale ratio: it reads no ``attention_factor``);
+    * multi-head latent attention (a config with ``kv_lora_rank``: DeepSeek-V2/V3's ``deepseek_v2.py``,
+      DeepSeek-V3.2's and GLM-5's ``deepseek_v32``, GLM-4-MoE-Lite's, which imports it): the rope part of the head
+      (``qk_rope_head_dim``), pairs (2i, 2i + 1) whatever ``rope_interleave`` says, and a scaled ``rope_type``
+      becomes ``deepseek_llama_scaling`` when ``attention_factor`` is 1.0, else ``deepseek_yarn`` (whose attention
+      factor is the mscale ratio: it reads no ``attention_factor``);
     * gpt-oss (``gpt_oss.py``): only ``rope_theta``, ``factor``, ``original_max_position_embeddings``, the betas and
       ``truncate`` (``rope_type`` yarn).
     """
     kind = config.get("model_type")
-    if kind in ("deepseek_v2", "deepseek_v3") and rope.get("rope_type", "default") != "default":
-        renamed = "deepseek_llama_scaling" if rope.get("attention_factor") == 1.0 else "deepseek_yarn"
+    if config.get("kv_lora_rank") is not None:  # multi-head latent attention: DeepSeek's files and their kin
+        passed = dict(rope)
+        if rope.get("rope_type", "default") != "default":
+            passed["rope_type"] = "deepseek_llama_scaling" if rope.get("attention_factor") == 1.0 else "deepseek_yarn"
         rotary = int(config.get("qk_rope_head_dim") or head_size)
-        passed = {**rope, "rope_type": renamed}
         return {"head_size": rotary, "rope_parameters": passed, "is_neox_style": False, "class_rule": "ropekit"}
     if kind == "gpt_oss":
         kept = ("rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow")
@@ -114,12 +117,15 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
 
 
 def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
-    """The scalings vLLM's model class turns into another method (:func:`model_rope`): DeepSeek-V2/V3 run every
-    scaled ``rope_type`` but YaRN as DeepSeek's YaRN."""
+    """What vLLM's model class does otherwise than the configuration says (:func:`model_rope`): its latent-attention
+    classes run every scaled ``rope_type`` but YaRN as DeepSeek's YaRN, in pairs (2i, 2i + 1) always."""
     kind = params.get("rope_type", "default")
-    if config.get("model_type") in ("deepseek_v2", "deepseek_v3") and kind not in ("default", "yarn"):
-        return [f"vLLM's deepseek_v2.py runs every scaled rope_type as DeepSeek's YaRN (deepseek_yarn): not {kind}"]
-    return []
+    reasons = []
+    if config.get("kv_lora_rank") is not None and kind not in ("default", "yarn"):
+        reasons.append(f"vLLM's latent-attention classes run every scaled rope_type as DeepSeek's YaRN: not {kind}")
+    if config.get("kv_lora_rank") is not None and config.get("rope_interleave") is False:
+        reasons.append("vLLM's latent-attention classes rotate pairs (2i, 2i + 1) and read no rope_interleave")
+    return reasons
 
 
 def row(case: Case) -> EngineRow:
@@ -162,6 +168,7 @@ def request_for(case: Case) -> dict[str, Any]:
         "max_position": probe.target_length,
         "interleaved": case.reference.interleaved,
         "dual_chunk_attention_config": config.get("dual_chunk_attention_config"),
+        "config": {key: value for key, value in config.items() if isinstance(value, (bool, int, float, str))},
         "served": {str(n): positions_below(probe, n).tolist() for n in probe.served_lengths},
     }
 
@@ -183,7 +190,8 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
     if reply.get("backend") == "transformers":
         return backend_row(engine.NAME, reply["version"], case.config, where)
     if "refused" in reply:
-        why = f"{engine.NAME}'s {reply['model_file']} (get_rope at line {reply.get('line')}) refuses it: {reply['refused']}"
+        line = f" (get_rope at line {reply['line']})" if reply.get("line") and not reply.get("class_rule") else ""
+        why = f"{engine.NAME}'s {reply['model_file']}{line} refuses it: {reply['refused']}"
         return EngineRow(
             engine.NAME, reply["version"], "cannot express", why, where, {"model_file": reply["model_file"]}
         )
