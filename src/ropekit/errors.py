@@ -26,6 +26,13 @@ def argument_name(argument: str, *value: Any) -> str:
     return f"{argument}={value[0]!r}" if value else argument
 
 
+class Placeholder(str):
+    """A value that stands for any the user chooses (``W`` in ``window=W``): written bare, never quoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 class InvalidArgument(ValueError):
     """An argument with a value outside what is allowed.
 

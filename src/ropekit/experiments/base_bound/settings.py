@@ -71,7 +71,8 @@ class ExperimentSettings:
         if self.models is not None:
             unknown = sorted(set(self.models) - set(MODEL_KEYS))
             if unknown or not self.models:
-                raise ValueError(f"models must be keys from {', '.join(MODEL_KEYS)}; got {', '.join(self.models)!r}")
+                message = f"models must be keys from {', '.join(MODEL_KEYS)}; got {', '.join(self.models)!r}"
+                raise InvalidArgument("models", self.models, allowed=MODEL_KEYS, message=message)
 
     def with_shape_of(self, checkpoint: str) -> ExperimentSettings:
         """These settings with the architecture of ``checkpoint`` (so its weights fit) and ``init`` set to it."""
