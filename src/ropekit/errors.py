@@ -78,6 +78,16 @@ class InvalidArgument(ValueError):
         return text
 
 
+def renamed(error: InvalidArgument, argument: str) -> Callable[[Namer], str]:
+    """``error``'s message as one about ``argument`` instead of its own (``lengths`` of the task settings is
+    ``tasks.lengths`` of the evaluation), for a new error's ``message``."""
+
+    def message(name: Namer) -> str:
+        return error.describe(lambda given, *value: name(argument if given == error.argument else given, *value))
+
+    return message
+
+
 class ArgumentType(InvalidArgument, TypeError):
     """An argument of the wrong type (also a ``TypeError``, as Python's own are)."""
 

@@ -29,7 +29,7 @@ def _train_fraction():
 
 
 def _task_weights():
-    from ropekit.eval.tasks.suite import check_task_weights
+    from ropekit.synthetic.suite import check_task_weights
 
     check_task_weights({"vt": -1})
 
