@@ -8,5 +8,5 @@ for params in shift=64,local=8 shift=84,local=8 shift=128,local=8 shift=170,loca
     shift=84,local=42 shift=84,local=64 shift=64,local=32 shift=128,local=32; do
   name=${params//,/_}; name=${name//=/}
   OMP_NUM_THREADS=1 nice -n 10 python -m ropekit.cli eval tasks --model tiny --methods string --multiples 1 \
-    --samples 5 --param "$params" --json > "$out/sweep_1x_$name.json"
+    --samples 5 --attention-param "$params" --json > "$out/sweep_1x_$name.json"
 done

@@ -28,11 +28,11 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ropekit.errors import MissingFile, PathExists
+from ropekit.errors import InvalidArgument, MissingFile, PathExists
 
 #: names listed in full in an :class:`OutputExists` message; beyond them it says how many more
 SHOWN = 12
@@ -185,10 +185,17 @@ def _check_inputs(given: Path, real: Path, inputs: Iterable[tuple[str, str | Pat
                 relation = "is inside"
             if relation:
                 where = "" if part == _real(path) else f" (through the symlink to {str(part)!r})"
-                raise ValueError(
-                    f"{option} {str(given)!r} {relation} the input {name}={str(path)!r}{where}; writing there would "
-                    f"destroy it: choose a folder outside every input"
+                raise InvalidArgument(
+                    option, str(given), message=_over_input(option, given, relation, name, path, where)
                 )
+
+
+def _over_input(option: str, given: Path, relation: str, name: str, path: str | Path, where: str) -> Callable[..., str]:
+    """The message refusing an output that ``relation`` (is, contains, is inside) the input ``name``."""
+    return lambda n: (
+        f"{n(option)} {str(given)!r} {relation} the input {n(name, str(path))}{where}; writing there would "
+        f"destroy it: choose a folder outside every input"
+    )
 
 
 def existing(out: str | Path, names: Iterable[str]) -> list[str]:

@@ -14,15 +14,32 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+#: how a message writes an argument: ``name("window")``, or with a value to pass, ``name("window", 2048)``
+Namer = Callable[..., str]
+
+
+def argument_name(argument: str, *value: Any) -> str:
+    """The library's own way to write an argument in a message: its name, or ``name=value!r`` (``force=True``)."""
+    return f"{argument}={value[0]!r}" if value else argument
+
+
+class Placeholder(str):
+    """A value that stands for any the user chooses (``W`` in ``window=W``): written bare, never quoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 class InvalidArgument(ValueError):
     """An argument with a value outside what is allowed.
 
-    The message is ``"<argument> <rule>, got <value!r>"`` unless ``message`` is given whole; ``leads`` says whether
-    that message starts with the argument as its subject (default: when it starts with the name and a space or
-    ``=``), so a front end can put its own name for the argument there (:attr:`detail`).
+    The message is ``"<argument> <rule>, got <value!r>"`` unless ``message`` is given whole: as text, or as a
+    function of a :data:`Namer` that writes every argument it mentions through it, so a front end can write each
+    as its own option (:meth:`describe`). ``leads`` says whether the message starts with the argument as its
+    subject (default: when it starts with the name and a space, ``=`` or ``:``).
 
     Attributes:
         argument: the library's name of the argument (``rotary_dim``, ``text``, ``params``).
@@ -37,22 +54,38 @@ class InvalidArgument(ValueError):
         rule: str = "",
         *,
         allowed: Any = None,
-        message: str | None = None,
+        message: str | Callable[[Namer], str] | None = None,
         leads: bool | None = None,
     ) -> None:
         self.argument, self.value, self.allowed = argument, value, allowed
-        text = message if message is not None else f"{argument} {rule}, got {value!r}"
+        if message is None:
+            message = f"{argument} {rule}, got {value!r}"
+        self._message = message
+        text = self.describe()
         if leads is None:
-            leads = text.startswith((f"{argument} ", f"{argument}="))
+            leads = text.startswith((f"{argument} ", f"{argument}=", f"{argument}:"))
         self.leads = leads
         super().__init__(text)
 
-    @property
-    def detail(self) -> str:
-        """The message after its leading argument name (``" must be >= 1, got 0"``), or ``": <message>"`` when it
-        does not lead with it: a front end writes its own name for the argument in front."""
-        text = str(self)
-        return text[len(self.argument) :] if self.leads else f": {text}"
+    def describe(self, name: Namer = argument_name) -> str:
+        """The message with every argument it mentions written by ``name`` (a front end passes one that writes its
+        options); a message given as text has only its leading argument to rewrite."""
+        if callable(self._message):
+            return self._message(name)
+        text = self._message
+        if getattr(self, "leads", False) and name is not argument_name:
+            return name(self.argument) + text[len(self.argument) :]
+        return text
+
+
+def renamed(error: InvalidArgument, argument: str) -> Callable[[Namer], str]:
+    """``error``'s message as one about ``argument`` instead of its own (``lengths`` of the task settings is
+    ``tasks.lengths`` of the evaluation), for a new error's ``message``."""
+
+    def message(name: Namer) -> str:
+        return error.describe(lambda given, *value: name(argument if given == error.argument else given, *value))
+
+    return message
 
 
 class ArgumentType(InvalidArgument, TypeError):

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ropekit.config import RopeConfig
+from ropekit.errors import InvalidArgument
 from ropekit.functional import apply_rope_qk
 from ropekit.module import RotaryEmbedding
 from ropekit.scaling.longrope import LongRopeScaling
@@ -42,14 +43,20 @@ def mixed_window_scaling(scaling: object) -> LongRopeScaling:
     """
     if not isinstance(scaling, LongRopeScaling):
         name = "plain RoPE" if scaling is None else getattr(scaling, "rope_type", type(scaling).__name__)
-        raise ValueError(
+        message = (
             f"mixed_window needs a longrope scaling (short_factor for sequences within the original length, "
             f"long_factor beyond it), got {name}"
         )
+        raise InvalidArgument("mixed_window", True, allowed="a longrope scaling", message=message)
     if scaling.fixed_seq_len is not None:
-        raise ValueError(
-            f"mixed_window switches lists by each sequence's positions; fixed_seq_len={scaling.fixed_seq_len} "
-            "freezes the choice: leave fixed_seq_len out"
+        fixed = scaling.fixed_seq_len
+        raise InvalidArgument(
+            "mixed_window",
+            True,
+            message=lambda n: (
+                f"{n('mixed_window')} switches lists by each sequence's positions; {n('fixed_seq_len', fixed)} "
+                f"freezes the choice: leave {n('fixed_seq_len')} out"
+            ),
         )
     if scaling.short_factor == scaling.long_factor:
         return dataclasses.replace(scaling, short_factor=(1.0,) * len(scaling.long_factor))

@@ -1,4 +1,5 @@
-"""The registry, parameter validation, the method-name grammar of the evaluations, and ``--param`` on the CLI."""
+"""The registry, parameter validation, the method-name grammar of the evaluations, and ``--attention-param`` on the
+CLI."""
 
 from __future__ import annotations
 
@@ -102,10 +103,16 @@ def test_check_params():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--methods", "self_extend", "--param", "group"], "--param items must look like name=value"),
-        (["--methods", "self_extend", "--param", "group=x"], "--param group='x': the value must be a number"),
-        (["--methods", "self_extend", "--param", "k=2"], "--param: unknown params ['k']"),
-        (["--methods", "rerope", "--param", "window=0"], "window must be an integer >= 1, got 0"),
+        (
+            ["--methods", "self_extend", "--attention-param", "group"],
+            "--attention-param items must look like name=value",
+        ),
+        (
+            ["--methods", "self_extend", "--attention-param", "group=x"],
+            "--attention-param group='x': the value must be a number",
+        ),
+        (["--methods", "self_extend", "--attention-param", "k=2"], "--attention-param: unknown params ['k']"),
+        (["--methods", "rerope", "--attention-param", "window=0"], "window must be an integer >= 1, got 0"),
         (["--methods", "yarn+ntk"], "unknown rope_type 'yarn+ntk'"),
     ],
 )
@@ -132,5 +139,5 @@ def test_plan_suggests_self_extend_by_the_rule():
     rows = {row["method"]: row for row in json.loads(result.stdout)["attention_methods"]}
     assert set(rows) == set(list_attentions())
     assert rows["self_extend"]["params"] == {"group": 5, "window": 1024}  # (4096 − 1024) · 5 + 1024 = 16384
-    assert rows["self_extend"]["eval"] == "--methods self_extend --param group=5,window=1024"
+    assert rows["self_extend"]["eval"] == "--methods self_extend --attention-param group=5,window=1024"
     assert rows["rerope"]["max_relative_position"] == 2048

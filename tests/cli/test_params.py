@@ -86,7 +86,7 @@ def test_checks_carry_the_argument_and_keep_their_messages():
 def test_the_option_comes_from_the_argument_not_the_wording():
     reworded = InvalidArgument("rotary_dim", 7, message="an odd rotary_dim cannot rotate in pairs: 7")
     assert flag_of(reworded) == "--rotary-dim"
-    assert error_message(reworded, FLAGS) == "--rotary-dim: an odd --rotary-dim cannot rotate in pairs: 7"
+    assert error_message(reworded, FLAGS) == "--rotary-dim: an odd rotary_dim cannot rotate in pairs: 7"
     assert error_message(InvalidArgument("rotary_dim", 7, "must be even"), FLAGS) == "--rotary-dim must be even, got 7"
     unknown = UnknownParameters(["beta_fst"], ["beta_fast"], "no beta_fst here")
     assert (unknown.argument, unknown.value, unknown.allowed, flag_of(unknown)) == (

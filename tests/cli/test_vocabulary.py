@@ -172,29 +172,25 @@ def test_library_messages_name_python_arguments_not_flags() -> None:
 
 
 def test_the_cli_writes_library_arguments_as_its_flags() -> None:
-    from ropekit.cli.common import name_option
+    """The library's structured errors are written with the options of the arguments they carry and mention."""
+    from ropekit._output import OutputExists
+    from ropekit.cli.common import error_message
+    from ropekit.errors import InvalidArgument, Placeholder
 
     names = {"out": "--out", "force": "--force", "rotary_dim": "--rotary-dim", "device_map": "--device-map"}
-    names |= {"model": "--model", "window": "--window"}
-    assert name_option("out '/x' exists; pass force=True to overwrite it", names) == (
-        "--out '/x' exists; pass --force to overwrite it"
+    names |= {"model": "--model", "window": "--window", "init": "--init"}
+    assert error_message(OutputExists("/x"), names) == "--out '/x' exists; pass --force to replace it"
+    assert error_message(InvalidArgument("rotary_dim", 7, "must be even"), names) == "--rotary-dim must be even, got 7"
+    inside = InvalidArgument("out", "/a", message=lambda n: f"{n('out')} '/a' is inside the input {n('model', '/a/b')}")
+    assert str(inside) == "out '/a' is inside the input model='/a/b'"
+    assert error_message(inside, names) == "--out '/a' is inside the input --model '/a/b'"
+    memory = InvalidArgument("length", 8, message=lambda n: f"out of memory; use {n('device_map', 'auto')}")
+    assert error_message(memory, names) == "out of memory; use --device-map auto"  # no option sets length
+    chunks = InvalidArgument("chunks", 3, message=lambda n: f"give {n('window', Placeholder('W'))}", leads=False)
+    assert str(chunks) == "give window=W" and error_message(chunks, {"chunks": "--chunks", **names}) == (
+        "--chunks: give --window W"
     )
-    assert name_option("must be even: rotary_dim=7", names) == "must be even: --rotary-dim 7"
-    assert name_option("rotary_dim must be even", names) == "--rotary-dim must be even"
-    assert name_option("out of memory; use device_map='auto'", names) == "out of memory; use --device-map auto"
-    assert name_option("out '/a' is inside the input model='/a/b'", names) == (
-        "--out '/a' is inside the input --model '/a/b'"
-    )
-    assert (
-        name_option("the largest window that fits is window=2048", names)
-        == ("--window: the largest window that fits is --window 2048")[len("--window: ") :]
-    )
-    assert name_option("settings.window=3 differs", names) == "settings.window=3 differs"  # not an argument
-    fields = {"beta_fast": "--param beta_fast"}  # an option that holds the argument's name is written once
-    assert name_option("beta_fast must be >= beta_slow, got beta_fast=0.5, beta_slow=1.0", fields) == (
-        "--param beta_fast must be >= beta_slow, got --param beta_fast 0.5, beta_slow=1.0"
-    )
-    assert name_option("the model's base is wrong", {"base": "--base"}) == "--base: the model's base is wrong"
+    assert error_message(ValueError("rotary_dim must be even"), names) == "rotary_dim must be even"  # no argument
 
 
 # ---------------------------------------------------------------------------------------------------------------

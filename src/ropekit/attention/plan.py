@@ -32,7 +32,7 @@ def attention_plan(train_length: int, target_length: int) -> list[dict[str, Any]
             "paper": spec.paper,
             "params": params,
             "max_relative_position": method.max_relative(target_length),
-            "eval": f"--methods {name} --param " + ",".join(f"{k}={v:g}" for k, v in params.items()),
+            "eval": f"--methods {name} --attention-param " + ",".join(f"{k}={v:g}" for k, v in params.items()),
         }
         if name == "self_extend":
             found = suggest(train_length, target_length)

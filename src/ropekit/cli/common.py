@@ -11,7 +11,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -178,11 +178,13 @@ def writing(out: Path, option: str = "--out", *, force: bool = False, file: bool
 
 def output_error(error: OSError, out: Path, option: str = "--out") -> typer.Exit:
     """The one-line error of a failed write of the output ``out`` (its ``option``): files already there without
-    ``--force``, or why it cannot be written."""
-    message = error_message(error, {"out": option, "force": "--force"})
-    if not message.startswith(option):
-        message = f"{option} {str(out)!r} cannot be written: {error.strerror or error}"
-    return fail(message)
+    ``--force`` (or another refusal about ``out``), or why it cannot be written."""
+    from ropekit._output import OutputExists
+    from ropekit.errors import InvalidArgument
+
+    if isinstance(error, (OutputExists, InvalidArgument)):
+        return fail(error_message(error, {"out": option, "force": "--force"}))
+    return fail(f"{option} {str(out)!r} cannot be written: {error.strerror or error}")
 
 
 def print_json(data: Any) -> None:
@@ -232,53 +234,6 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def name_option(message: str, names: Mapping[str, str]) -> str:
-    """``message`` from the library, written with the CLI options it is about (``names``: argument -> option).
-
-    The library names its own arguments (``rotary_dim``, ``force=True``); the user typed options. ``name=True``
-    becomes the switch (``pass --force``), ``name=value`` the option with its value (``--window 2048``), a
-    snake_case argument anywhere its option (``--rotary-dim must be even``), and so does a plain argument name that
-    starts the message before a quoted value, a colon or "must" (``--model 'x' holds no weights``). A message that
-    then names no option is prefixed with the options it mentions.
-    """
-    message = _ARGUMENT.sub(
-        lambda m: _as_option(m, names) if m.group(1) else names.get(m.group(3), m.group(0)), message
-    )
-    lead = re.match(r"(\w+)(?=:|\s'|\smust\b)", message)  # "model 'x' has", "window must"; not "out of memory"
-    if lead and lead.group(1) in names:
-        return names[lead.group(1)] + message[lead.end() :]
-    if re.search(r"(?<![\w-])--[a-z]", message):
-        return message
-    found = sorted(
-        (match.start(), option)
-        for arg, option in names.items()
-        if (match := re.search(rf"(?<![\w.-]){arg}\b", message))
-    )
-    options = list(dict.fromkeys(option for _, option in found))
-    if not options:
-        return message
-    return f"{'/'.join(options)}: {message}"
-
-
-#: ``name=value`` (groups 1, 2) or a snake_case name (group 3), rewritten in one pass so that an option written in
-#: (``--param beta_fast``) is not read again
-_ARGUMENT = re.compile(r"(?<![\w.-])(\w+)=('[^']*'|[\w.]+)|(?<![\w.-])([a-z]\w*_\w+)\b")
-
-
-def _snake_names(text: str, names: Mapping[str, str]) -> str:
-    """``text`` with each snake_case argument of ``names`` written as its option (``head_dim`` -> ``--head-dim``)."""
-    return re.sub(r"(?<![\w.-])([a-z]\w*_\w+)\b", lambda m: names.get(m.group(1), m.group(0)), text)
-
-
-def _as_option(match: re.Match[str], names: Mapping[str, str]) -> str:
-    name, value = match.group(1), match.group(2)
-    if name not in names:
-        return match.group(0)
-    if re.fullmatch(r"'[\w.]+'", value):  # a plain word, as typed on the command line
-        value = value[1:-1]
-    return names[name] if value == "True" else f"{names[name]} {value}"
-
-
 @contextmanager
 def option_errors(**names: str) -> Iterator[None]:
     """Turn the library's ``ValueError``/``TypeError`` (and a missing or existing path) into the one-line CLI error
@@ -291,19 +246,45 @@ def option_errors(**names: str) -> Iterator[None]:
 
 def error_message(error: BaseException, names: Mapping[str, str]) -> str:
     """The one-line message of a library ``error``: an :class:`~ropekit.errors.InvalidArgument` whose argument one
-    of ``names`` sets is written with that option (:func:`ropekit.cli.flags.flag_of`); other errors, which carry no
-    argument, go through :func:`name_option`. Other arguments the message mentions in snake_case are written as
-    their options too. An :class:`~ropekit._output.OutputExists` is described with the options of its output and
-    of ``force``."""
+    of ``names`` sets is written with that option (:func:`ropekit.cli.flags.flag_of`), and so is every other
+    argument of ``names`` its message mentions (:func:`option_namer`); other errors carry no argument and keep
+    their message. An :class:`~ropekit._output.OutputExists` is described with the options of its output and of
+    ``force``."""
     from ropekit._output import OutputExists
     from ropekit.cli.flags import flag_of
     from ropekit.errors import InvalidArgument
 
     if isinstance(error, OutputExists) and error.option in names and "force" in names:
         return error.describe(names[error.option], names["force"])
+    if not isinstance(error, InvalidArgument):
+        return str(error)
+    text = error.describe(option_namer(names))
+    option = flag_of(error, names)
+    return f"{option}: {text}" if option and not error.leads else text
 
-    option = flag_of(error, names) if isinstance(error, InvalidArgument) else None
-    return option + _snake_names(error.detail, names) if option else name_option(str(error), names)
+
+def option_namer(names: Mapping[str, str]) -> Callable[..., str]:
+    """The :data:`ropekit.errors.Namer` that writes an argument of ``names`` as its option (``rotary_dim`` ->
+    ``--rotary-dim``; with a value, ``force=True`` -> ``--force`` and ``window=2048`` -> ``--window 2048``) and any
+    other as the library does."""
+    from ropekit.errors import argument_name
+
+    def name(argument: str, *value: Any) -> str:
+        option = names.get(argument)
+        if option is None:
+            return argument_name(argument, *value)
+        if not value or value[0] is True:
+            return option
+        return f"{option} {_as_typed(value[0])}"
+
+    return name
+
+
+def _as_typed(value: Any) -> str:
+    """``value`` as a user types it after an option: a plain word bare, anything else as its ``repr``."""
+    text = str(value)
+    plain = isinstance(value, str) and text and all(c.isalnum() or c in "_." for c in text)
+    return text if plain else repr(value)
 
 
 def model_error(error: BaseException, model: Any) -> str:
@@ -313,8 +294,9 @@ def model_error(error: BaseException, model: Any) -> str:
     from ropekit.cli.flags import MODEL_ARGUMENTS, flag_of
     from ropekit.errors import InvalidArgument
 
-    option = flag_of(error, MODEL_ARGUMENTS) if isinstance(error, InvalidArgument) else None
-    return option + error.detail if option else f"--model {str(model)!r}: {error}"
+    if isinstance(error, InvalidArgument) and flag_of(error, MODEL_ARGUMENTS):
+        return error_message(error, MODEL_ARGUMENTS)
+    return f"--model {str(model)!r}: {error}"
 
 
 def json_option(help: str = "Print JSON instead of tables.") -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ropekit._costs import MAX_LOGITS
-from ropekit.cli.common import fail, json_option, option_errors, parse_length, print_json
+from ropekit.cli.common import error_message, fail, json_option, option_errors, parse_length, print_json
 from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 GGUF = typer.Option(None, "--gguf", help="The GGUF file llama.cpp runs (default: written from a .gguf --model).")
@@ -75,7 +75,7 @@ def _check(model: Path, chosen: tuple[str, ...], logits: int, engines: str | Non
             raise fail(
                 f"--engines {engines!r}: unknown {error.value}; available: {', '.join(COMPARED_ENGINES)}"
             ) from None
-        raise fail(f"--model{error.detail}") from None
+        raise fail(error_message(error, {error.argument: "--model"})) from None
 
 
 def _print(rows) -> None:

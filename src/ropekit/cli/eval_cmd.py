@@ -30,7 +30,7 @@ from ropekit.cli.eval_options import (
 from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import named, open_eval_model, read_sweep_text
 from ropekit.cli.lmeval_cmd import effective_length_command
-from ropekit.cli.method_options import METHODS, PARAM
+from ropekit.cli.method_options import ATTENTION_PARAM, METHODS, PARAM
 from ropekit.cli.tasks_cmd import tasks_command
 
 app = typer.Typer(help="Perplexity against length and passkey retrieval, per scaling method.", no_args_is_help=True)
@@ -102,6 +102,7 @@ def perplexity_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    attention_param: str | None = ATTENTION_PARAM,
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
@@ -117,6 +118,7 @@ def perplexity_command(
         stride=stride,
         max_tokens=max_tokens,
         params=param,
+        attention=attention_param,
     )
     _evaluate(
         model=model,
@@ -151,6 +153,7 @@ def passkey_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    attention_param: str | None = ATTENTION_PARAM,
     engine: str = ENGINE,
     url: str | None = URL,
     concurrency: int = CONCURRENCY,
@@ -160,6 +163,7 @@ def passkey_command(
     """Passkey retrieval accuracy over lengths × needle depths per method."""
     settings = build_settings(
         params=param,
+        attention=attention_param,
         methods=methods,
         passkey_multiples=multiples,
         depths=depths,

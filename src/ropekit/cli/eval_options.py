@@ -10,7 +10,7 @@ import typer
 from ropekit import _defaults as defaults
 from ropekit._costs import MAX_FACTOR
 from ropekit.cli.common import check_range, fail, option_errors, parse_length, parse_list
-from ropekit.cli.method_options import attention_params, parse_methods
+from ropekit.cli.method_options import method_params, parse_methods
 from ropekit.eval.run import PASSKEY_ONLY, PERPLEXITY_ONLY
 from ropekit.eval.tasks.limits import MAX_SAMPLES
 
@@ -67,8 +67,10 @@ def build_settings(
     seed: int = 0,
     names: dict[str, str] | None = None,
     params: str | None = None,
+    attention: str | None = None,
 ):
-    """SweepSettings from CLI strings; ``names`` maps a setting to the option the user typed for it."""
+    """SweepSettings from CLI strings; ``names`` maps a setting to the option the user typed for it; ``params`` and
+    ``attention``: the ``--param`` and ``--attention-param`` texts (:func:`ropekit.cli.method_options.method_params`)."""
     from ropekit.eval.perplexity import MODES
     from ropekit.eval.sweep import SweepSettings
 
@@ -78,9 +80,11 @@ def build_settings(
         raise fail(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if stride is not None and mode != "sliding":
         raise fail(f"--stride applies only to --mode sliding (got --mode {mode}); leave it out")
+    chosen = parse_methods(methods)
+    given = method_params(params, attention, chosen)
     with option_errors(**options):
         return SweepSettings(
-            methods=parse_methods(methods),
+            methods=chosen,
             multiples=parse_list(multiples, options["multiples"]),
             passkey_multiples=parse_list(passkey_multiples, options["passkey_multiples"]),
             depths=parse_list(depths, options["depths"]),
@@ -90,7 +94,7 @@ def build_settings(
             max_tokens=max_tokens,
             trials=trials,
             seed=seed,
-            params=attention_params(params),
+            params=given,
         )
 
 

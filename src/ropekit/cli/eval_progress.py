@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ropekit.cli.common import fail, name_option
+from ropekit.cli.common import error_message, fail
 
 #: the arguments the evaluation's messages name (an out-of-memory hint), as options
 EVAL_HINTS = {"device_map": "--device-map", "model": "--model"}
@@ -36,12 +36,12 @@ def sweep_failed(failure, out: Path | None, force: bool):
     kept = ""
     if failure.partial is not None and out is not None:
         kept = _keep_partial(failure.partial, out, force)
-    return fail(f"evaluation failed at --methods {failure.method}: {name_option(str(failure.error), EVAL_HINTS)}{kept}")
+    return fail(f"evaluation failed at --methods {failure.method}: {error_message(failure.error, EVAL_HINTS)}{kept}")
 
 
 def tasks_failed(error: Exception):
     """The one-line error for a task run that failed."""
-    return fail(f"evaluation failed: {name_option(str(error), EVAL_HINTS)}")
+    return fail(f"evaluation failed: {error_message(error, EVAL_HINTS)}")
 
 
 def _keep_partial(result, out: Path, force: bool) -> str:

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ropekit.cli.common import fail, model_error
+from ropekit.cli.common import error_message, fail, model_error
 from ropekit.cli.engine_options import EngineChoice
 
 
@@ -87,10 +87,9 @@ def named(names: Mapping[str, str]) -> Iterator[None]:
     try:
         yield
     except InvalidArgument as error:
-        option = flag_of(error, names)
-        if option is None:
+        if flag_of(error, names) is None:
             raise
-        raise fail(option + error.detail) from error
+        raise fail(error_message(error, names)) from error
 
 
 def task_samples(model, settings, tasks: str, tokens, lengths_option: str):

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, print_json
+from ropekit.cli.common import error_message, fail, json_option, option_errors, print_json
 from ropekit.cli.extend_attention import ATTENTION, attention_entry
 from ropekit.cli.scaling_options import NAMES, ScalingOptions, scaling_options
 
@@ -103,7 +103,7 @@ def _extend_folder(
                 extra_config=extra_config,
             )
     except OSError as error:
-        raise fail(name_option(str(error), _NAMES)) from None
+        raise fail(error_message(error, _NAMES)) from None
     summary = {
         "out": str(result.out),
         "plan": note,

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ropekit.cli.common import fail, name_option, print_json
+from ropekit.cli.common import error_message, fail, print_json
 
 #: the arguments the GGUF writer's messages name, as this command's options
 _NAMES = {"model": "--model", "out": "--out", "force": "--force", "fixed_seq_len": "--fixed-seq-len"}
@@ -81,7 +81,7 @@ def extend_to_gguf(
             model, spec, out, target_length=target, original_length=original, layer_types=layer_types, force=force
         )
     except (ValueError, OSError) as error:
-        raise fail(f"--format gguf: {name_option(str(error), _NAMES)}") from None
+        raise fail(f"--format gguf: {error_message(error, _NAMES)}") from None
     form = result.form
     rope = model_rope_of(model, spec, layer_types)
     flags, _ = flags_for(rope)

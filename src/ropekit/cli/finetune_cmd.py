@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import typer
 
-from ropekit.cli.common import error_message, fail, json_option, name_option, option_errors, parse_length, print_json
+from ropekit.cli.common import error_message, fail, json_option, option_errors, parse_length, print_json
 from ropekit.cli.scaling_options import ScalingOptions, scaling_options
 
 _NAMES = {
@@ -171,7 +171,7 @@ def _request(o: SimpleNamespace, target: int, console):
 
 
 class _HeadRefused(Exception):
-    """The dry run's measured step loaded a model whose loss training refuses (its message is training's)."""
+    """The dry run's measured step loaded a model whose loss training refuses (its one argument: training's error)."""
 
 
 def _plan(request, console, dry_run: bool) -> None:
@@ -192,21 +192,21 @@ def _plan(request, console, dry_run: bool) -> None:
                 lambda: load_for_training(request.model, request.scaling, request.layer_types, mixed_window=mixed)
             )
         except ValueError as error:
-            raise _HeadRefused(str(error)) from None
+            raise _HeadRefused(error) from None
 
     model, settings = request.model, request.settings
     try:
         fit_plan, largest = plan_finetune(transformers_config(model), settings, build_model=build if dry_run else None)
-    except _HeadRefused as error:
-        raise fail(name_option(str(error), _NAMES)) from None
+    except _HeadRefused as refused:
+        raise fail(error_message(refused.args[0], _NAMES)) from None
     except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OSError) as error:
         if dry_run:
             raise fail(f"--dry-run: no plan for --model {str(model)!r} ({type(error).__name__}: {error})") from None
         console.print(f"plan: not available for this model ({type(error).__name__}: {error})", highlight=False)
         return
     console.print(fit_plan.summary(), highlight=False)
-    if message := refusal(fit_plan, largest):
-        raise fail(name_option(message, _NAMES))
+    if refused := refusal(fit_plan, largest):
+        raise fail(error_message(refused, _NAMES))
     if dry_run:
         raise typer.Exit(code=0)
 

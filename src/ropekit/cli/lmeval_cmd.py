@@ -158,11 +158,10 @@ def effective_length_command(
         return
     from rich.console import Console
 
-    from ropekit.eval.tasks.section import task_findings
+    from ropekit.eval.tasks.section import effective_length_findings
 
     print_task_cells(result)
-    print_task_summary(result)
+    print_task_summary(result)  # the tasks not learned among them
     console = Console()
-    for line in task_findings(result):
-        if line.startswith("Effective length"):  # the tasks not learned are in print_task_summary's lines
-            console.print(line, highlight=False)
+    for line in effective_length_findings(result):
+        console.print(line, highlight=False)

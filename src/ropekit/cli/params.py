@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ropekit.cli.common import fail
+from ropekit.cli.common import error_message, fail
 
 _ITEM = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(.*)$", re.DOTALL)
 
@@ -62,7 +62,7 @@ def parse_params(items: str | Iterable[str] | None, parse: Parse, option: str = 
         try:
             params[name] = parse(name, text)
         except InvalidArgument as error:
-            raise fail(f"{option} {name}{error.detail}") from None
+            raise fail(error_message(error, {error.argument: f"{option} {name}"})) from None
     return params
 
 
@@ -92,7 +92,7 @@ def build_scaling(
             :data:`ropekit.cli.flags.FLAGS` names them unless the user gave the field as ``--param``.
         extra: fields given as values by the command's other options (``--factors``: ``short_factor``).
     """
-    from ropekit.cli.common import error_message, scaling_choices
+    from ropekit.cli.common import scaling_choices
     from ropekit.cli.flags import FLAGS, SCALING_FIELDS
     from ropekit.errors import UnknownParameters
     from ropekit.scaling import get_scaling

@@ -24,7 +24,7 @@ from ropekit.cli.eval_options import (
     build_task_settings,
 )
 from ropekit.cli.eval_setup import named, open_eval_model, read_sweep_text
-from ropekit.cli.method_options import METHODS, PARAM
+from ropekit.cli.method_options import ATTENTION_PARAM, METHODS, PARAM
 
 DEFAULT_OUT = Path("report")
 
@@ -87,6 +87,7 @@ def report_command(
     dtype: str = DTYPE,
     text: Path | None = TEXT,
     param: str | None = PARAM,
+    attention_param: str | None = ATTENTION_PARAM,
     task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
     tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
     task_multiples: str = typer.Option(
@@ -127,6 +128,7 @@ def report_command(
         seed=seed,
         names=names,
         params=param,
+        attention=attention_param,
     )
     task_settings = report_task_settings(settings, task_samples, tasks, task_multiples, threshold, factor)
     refuse_overwrite(out, REPORT_FILES, "--out", force=force)  # fail before the sweep, not after minutes of it

@@ -18,7 +18,7 @@ from ropekit.cli.eval_options import DEFAULT_TASK_MULTIPLES, DEVICE_MAP, DTYPE, 
 from ropekit.cli.eval_processes import launch_aware, processes_for
 from ropekit.cli.eval_setup import open_eval_model, task_samples
 from ropekit.cli.lmeval_cmd import WRITE_LM_EVAL, export_lm_eval
-from ropekit.cli.method_options import DEFAULT_METHODS, PARAM, attention_params
+from ropekit.cli.method_options import ATTENTION_PARAM, DEFAULT_METHODS, PARAM, method_params, parse_methods
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def tasks_command(
         RULER_THRESHOLD, help=f"Effective-length threshold in percent (RULER's {RULER_THRESHOLD:g})."
     ),
     param: str | None = PARAM,
+    attention_param: str | None = ATTENTION_PARAM,
     out: Path | None = typer.Option(None, "--out", "-o", help="Write tasks.json here."),
     force: bool = typer.Option(False, "--force", metavar="", help="Overwrite results already in --out."),
     json_output: bool = json_option("Print JSON (rows, means, effective lengths)."),
@@ -83,7 +84,7 @@ def tasks_command(
         depth=depth,
         factor=factor,
         threshold=threshold,
-        params=attention_params(param),
+        params=method_params(param, attention_param, parse_methods(methods)),
     )
     lengths_option = "--lengths" if lengths is not None else "--multiples"
     if write_lm_eval is not None:  # the samples as an lm-eval task folder; nothing is evaluated

@@ -189,13 +189,15 @@ def _scaling(name, factor, factors, params, original_length, init, length):
     if original_length:
         original = parse_length(original_length, "--original-length")
     elif init is not None:
+        from ropekit.errors import InvalidArgument
         from ropekit.model.checkpoint import load
 
         with option_errors(init="--init"):
             try:
                 original = load(init).config.train_length
             except (OSError, ValueError) as error:
-                raise ValueError(f"init={init!r}: {error}") from None
+                reason = str(error)
+                raise InvalidArgument("init", init, message=lambda n: f"{n('init', init)}: {reason}") from None
     else:
         original = 256
     typed = {}

@@ -11,6 +11,8 @@ import torch
 if TYPE_CHECKING:
     from ropekit.eval.models import HFEvalModel
 
+from ropekit.errors import InvalidArgument
+
 #: what ``--dtype`` accepts; ``auto`` is the checkpoint's own dtype (float32 for the bundled model)
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
@@ -34,10 +36,15 @@ def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.T
     except (RuntimeError, MemoryError) as error:
         if not is_out_of_memory(error):
             raise
-        raise ValueError(
-            f"out of memory at sequence length {ids.shape[-1]} (batch {ids.shape[0]}); evaluate shorter lengths "
-            "(smaller multiples), a smaller dtype, or for a transformers model spread it over devices with "
-            "device_map='auto'"
+        length, batch = ids.shape[-1], ids.shape[0]
+        raise InvalidArgument(
+            "length",
+            length,
+            message=lambda n: (
+                f"out of memory at sequence length {length} (batch {batch}); evaluate shorter lengths "
+                "(smaller multiples), a smaller dtype, or for a transformers model spread it over devices with "
+                f"{n('device_map', 'auto')}"
+            ),
         ) from error
 
 

@@ -233,7 +233,7 @@ def evaluate(
 def _prepare_section(model: EvalModel, tasks: TaskSettings, text: TokenizedText) -> PreparedTasks | None:
     """The task section's samples (``None``: no task fits); a refusal about the task settings' lengths is about
     ``tasks.lengths`` or ``tasks.multiples``, apart from the sweep's own ``multiples``."""
-    from ropekit.errors import InvalidArgument
+    from ropekit.errors import InvalidArgument, renamed
     from ropekit.eval.checks import prepare_tasks
 
     try:
@@ -242,8 +242,7 @@ def _prepare_section(model: EvalModel, tasks: TaskSettings, text: TokenizedText)
         if error.argument not in ("lengths", "multiples"):
             raise
         argument = f"tasks.{error.argument}"
-        message = argument + error.detail if error.leads else str(error)
-        raise InvalidArgument(argument, error.value, message=message, leads=error.leads) from error
+        raise InvalidArgument(argument, error.value, message=renamed(error, argument), leads=error.leads) from error
 
 
 def write_report_files(evaluation: Evaluation, folder: Path) -> Path:

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from ropekit._free_memory import available_memory
+from ropekit.errors import InvalidArgument, Namer
 from ropekit.finetune.fit_measure import measure_step, resident_bytes
 from ropekit.finetune.loss import prepared_model
 from ropekit.integrations.hf.output_head import TRAIN_CHUNK_BYTES
@@ -355,14 +356,20 @@ def plan_finetune(
     return plan, largest_window(plan, shapes, **common)
 
 
-def refusal(plan: StepPlan, largest: int | None) -> str | None:
-    """The one-line refusal of a plan that does not fit (``None`` when it fits), naming ``window``."""
+def refusal(plan: StepPlan, largest: int | None) -> InvalidArgument | None:
+    """The refusal of a plan that does not fit, about ``window`` (``None`` when it fits)."""
     if plan.fits:
         return None
     need, free = plan.peak / 2**30, (plan.available or 0) / 2**30
-    head = f"window={plan.window}: one step needs about {need:.2f} GiB, more than {USABLE_SHARE:.0%} of the "
-    if largest is None:
-        return head + (
-            f"{free:.2f} GiB free at any window (weights and AdamW state alone): train LoRA adapters (lora_rank), or a smaller model"
-        )
-    return head + f"{free:.2f} GiB free; the largest window that fits is window={largest} (PoSE keeps the target)"
+
+    def message(n: Namer) -> str:
+        head = f"{n('window', plan.window)}: one step needs about {need:.2f} GiB, more than {USABLE_SHARE:.0%} of the "
+        if largest is None:
+            return head + (
+                f"{free:.2f} GiB free at any window (weights and AdamW state alone): train LoRA adapters "
+                f"({n('lora_rank')}), or a smaller model"
+            )
+        fits = f"the largest window that fits is {n('window', largest)}"
+        return head + f"{free:.2f} GiB free; {fits} (PoSE keeps the target)"
+
+    return InvalidArgument("window", plan.window, allowed=f"<= {largest}" if largest else None, message=message)

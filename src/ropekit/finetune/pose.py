@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ropekit._validate import require_int
+from ropekit.errors import InvalidArgument
 
 #: mixes the sample index into the seed (a large odd constant: distinct samples get unrelated generators)
 _INDEX_STRIDE = 1_000_003
@@ -52,7 +53,15 @@ class PoseSettings:
         object.__setattr__(self, "target_length", require_int("target_length", self.target_length, minimum=self.window))
         object.__setattr__(self, "chunks", require_int("chunks", self.chunks, minimum=1))
         if self.chunks > self.window:
-            raise ValueError(f"chunks must be at most window={self.window} (one token per chunk), got {self.chunks}")
+            window = self.window
+            raise InvalidArgument(
+                "chunks",
+                self.chunks,
+                allowed=f"<= {window}",
+                message=lambda n: (
+                    f"{n('chunks')} must be at most {n('window', window)} (one token per chunk), got {self.chunks}"
+                ),
+            )
         object.__setattr__(self, "seed", require_int("seed", self.seed, minimum=0))
 
     def position_ids(self, index: int) -> torch.Tensor:

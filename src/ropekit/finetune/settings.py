@@ -12,6 +12,7 @@ import torch
 
 from ropekit._schedule import warmup_cosine
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.errors import ArgumentType, InvalidArgument, Namer, Placeholder
 from ropekit.finetune.pose import PoseSettings
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
@@ -83,7 +84,7 @@ class FinetuneSettings:
         checked["warmup_steps"] = require_int("warmup_steps", warmup, minimum=0)
         checked["min_lr_ratio"] = require_float("min_lr_ratio", self.min_lr_ratio)
         if not 0.0 <= checked["min_lr_ratio"] <= 1.0:
-            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+            raise InvalidArgument("min_lr_ratio", self.min_lr_ratio, "must be in [0, 1]", allowed="[0, 1]")
         for name in ("batch_size", "grad_accum"):
             checked[name] = require_int(name, getattr(self, name), minimum=1)
         checked["weight_decay"] = require_float("weight_decay", self.weight_decay, at_least=0.0)
@@ -98,22 +99,32 @@ class FinetuneSettings:
         checked["heldout_windows"] = require_int("heldout_windows", self.heldout_windows, minimum=1)
         if self.window is not None:
             if require_int("window", self.window, minimum=2) > checked["target_length"]:
-                raise ValueError(
-                    f"window must be at most target_length={checked['target_length']} (PoSE trains on windows "
-                    f"shorter than the target), got {self.window}"
+                target = checked["target_length"]
+                raise InvalidArgument(
+                    "window",
+                    self.window,
+                    allowed=f"<= {target}",
+                    message=lambda n: (
+                        f"{n('window')} must be at most {n('target_length', target)} (PoSE trains on windows "
+                        f"shorter than the target), got {self.window}"
+                    ),
                 )
             chunks = 2 if self.chunks is None else self.chunks
             pose = PoseSettings(window=self.window, target_length=checked["target_length"], chunks=chunks)
             checked["window"], checked["chunks"] = pose.window, pose.chunks
         elif self.chunks is not None:
-            raise ValueError(
-                f"chunks={self.chunks!r} cuts PoSE windows, and there are none without window=W: give window=W "
-                "(tokens per training window) as well, or leave chunks out"
-            )
+            raise InvalidArgument("chunks", self.chunks, message=self._chunks_alone, leads=True)
         if not isinstance(self.mixed_window, bool):
-            raise TypeError(f"mixed_window must be True or False, got {self.mixed_window!r}")
+            raise ArgumentType("mixed_window", self.mixed_window, "must be True or False")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+
+    def _chunks_alone(self, n: Namer) -> str:
+        """The message refusing ``chunks`` without ``window``, written by ``n``."""
+        return (
+            f"{n('chunks', self.chunks)} cuts PoSE windows, and there are none without {n('window', Placeholder('W'))}: give "
+            f"{n('window', Placeholder('W'))} (tokens per training window) as well, or leave {n('chunks')} out"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

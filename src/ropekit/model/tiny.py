@@ -22,6 +22,7 @@ from ropekit._validate import require_choice, require_float, require_int
 from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
 from ropekit.config import RopeConfig
+from ropekit.errors import InvalidArgument, Namer
 from ropekit.mixed_window import document_mask
 from ropekit.model.infini import MEMORY_UPDATES, InfiniAttention, Memory
 from ropekit.model.kv_cache import KVCache, causal_attention
@@ -95,11 +96,21 @@ class TinyConfig:
                     f"scaling must be None with position='infini' (positions restart every segment), got {self.scaling}"
                 )
         elif self.segment_length is not None or self.memory_update != "linear":
-            raise ValueError(
-                f"segment_length and memory_update apply only to position='infini', got position={self.position!r} "
-                f"with segment_length={self.segment_length!r}, memory_update={self.memory_update!r}"
+            raise InvalidArgument(
+                "segment_length" if self.segment_length is not None else "memory_update",
+                self.segment_length if self.segment_length is not None else self.memory_update,
+                message=self._infini_only,
+                leads=True,  # both fields are its subject
             )
         object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+
+    def _infini_only(self, n: Namer) -> str:
+        """The message refusing Infini-attention's fields with another position, written by ``n``."""
+        return (
+            f"{n('segment_length')} and {n('memory_update')} apply only to {n('position', 'infini')}, got "
+            f"{n('position', self.position)} with {n('segment_length', self.segment_length)}, "
+            f"{n('memory_update', self.memory_update)}"
+        )
 
     @property
     def rope(self) -> RopeConfig:

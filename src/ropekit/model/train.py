@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from ropekit._schedule import warmup_cosine
 from ropekit._validate import require_choice, require_float, require_int
+from ropekit.errors import InvalidArgument
 from ropekit.model.corpus import build_training_bytes, heldout_bytes
 from ropekit.model.mixed_batches import mixed_batch, use_mixed_window
 from ropekit.model.tiny import TinyConfig, TinyLM, bits_per_byte
@@ -69,12 +70,17 @@ class TrainConfig:
         for name in ("min_lr_fraction", "task_fraction"):
             value = require_float(name, getattr(self, name), at_least=0.0)
             if value > 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+                raise InvalidArgument(name, getattr(self, name), "must be in [0, 1]", allowed="[0, 1]")
             object.__setattr__(self, name, value)
         require_choice("task_mix", self.task_mix, TASK_MIXES)
         if self.task_weights is not None:
             if self.task_mix != "suite":
-                raise ValueError(f"task_weights needs task_mix='suite', got task_mix={self.task_mix!r}")
+                mix = self.task_mix
+                raise InvalidArgument(
+                    "task_weights",
+                    self.task_weights,
+                    message=lambda n: f"{n('task_weights')} needs {n('task_mix', 'suite')}, got {n('task_mix', mix)}",
+                )
             from ropekit.synthetic.suite import check_task_weights
 
             check_task_weights(self.task_weights)  # a clear error now, not at the first task sequence
@@ -191,9 +197,10 @@ def _device(train: TrainConfig) -> torch.device:
     try:
         device = torch.device(train.device)
     except RuntimeError as error:
-        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {train.device!r}") from error
+        raise InvalidArgument("device", train.device, "must be a torch device such as 'cpu' or 'cuda'") from error
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {train.device!r} was asked for but CUDA is not available here")
+        message = f"device {train.device!r} was asked for but CUDA is not available here"
+        raise InvalidArgument("device", train.device, message=message)
     return device
 
 

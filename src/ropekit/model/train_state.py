@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from ropekit.errors import InvalidArgument
 from ropekit.model.checkpoint import save
 from ropekit.model.tiny import TinyLM
 
@@ -85,14 +86,19 @@ def copy_weights(init: str | Path, model: TinyLM) -> None:
     try:
         source = load(init).state_dict()
     except (OSError, ValueError) as error:
-        raise ValueError(f"init={str(init)!r}: {error}") from error
+        reason = str(error)
+        raise InvalidArgument("init", str(init), message=lambda n: f"{n('init', str(init))}: {reason}") from error
     target = model.state_dict()
     mismatched = sorted(
         k for k in set(source) | set(target) if k not in source or k not in target or source[k].shape != target[k].shape
     )
     if mismatched:
-        raise ValueError(
-            f"init={str(init)!r} has a different shape from the model being trained (first mismatches: "
-            f"{mismatched[:3]}); use the checkpoint's d_model, n_layers, n_heads, n_kv_heads and ffn_dim"
+        raise InvalidArgument(
+            "init",
+            str(init),
+            message=lambda n: (
+                f"{n('init', str(init))} has a different shape from the model being trained (first mismatches: "
+                f"{mismatched[:3]}); use the checkpoint's d_model, n_layers, n_heads, n_kv_heads and ffn_dim"
+            ),
         )
     model.load_state_dict(source)

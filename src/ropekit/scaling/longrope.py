@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ropekit._validate import parse_tokens, require_float, require_int
+from ropekit.errors import ArgumentType, InvalidArgument
 from ropekit.scaling._hf_numbers import hf_fields
 from ropekit.scaling.registry import (
     Frequencies,
@@ -72,11 +73,7 @@ class LongRopeScaling(ScalingConfig):
 
     def __post_init__(self) -> None:
         for name in ("short_factor", "long_factor"):
-            values = getattr(self, name)
-            if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-                raise TypeError(f"{name} must be a sequence of positive numbers, got {values!r}")
-            values = tuple(require_float(f"{name}[{i}]", v, above=0.0) for i, v in enumerate(values))
-            object.__setattr__(self, name, values)
+            object.__setattr__(self, name, _positive_factors(name, getattr(self, name)))
         original = require_int("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1)
         object.__setattr__(self, "original_max_position_embeddings", original)
         object.__setattr__(self, "factor", check_factor("factor", self.factor))
@@ -85,9 +82,16 @@ class LongRopeScaling(ScalingConfig):
                 self, "attention_factor", require_float("attention_factor", self.attention_factor, above=0.0)
             )
         elif self.factor > 1 and original < 2:
-            raise ValueError(
-                f"original_max_position_embeddings must be >= 2 when the attention factor is derived from it "
-                f"(A = sqrt(1 + ln s / ln L0) with s = {self.factor:g}), got {original}; or give attention_factor"
+            factor = self.factor
+            raise InvalidArgument(
+                "original_max_position_embeddings",
+                original,
+                allowed=">= 2",
+                message=lambda n: (
+                    f"{n('original_max_position_embeddings')} must be >= 2 when the attention factor is derived from "
+                    f"it (A = sqrt(1 + ln s / ln L0) with s = {factor:g}), got {original}; or give "
+                    f"{n('attention_factor')}"
+                ),
             )
         if self.fixed_seq_len is not None:
             object.__setattr__(self, "fixed_seq_len", require_int("fixed_seq_len", self.fixed_seq_len, minimum=1))
@@ -165,3 +169,13 @@ def longrope_frequencies(spec: LongRopeScaling, rope: RopeConfig, *, seq_len: in
     factors = np.asarray(spec.long_factor if spec.uses_long_factor(seq_len) else spec.short_factor)
     exponents = np.arange(0, rope.dim, 2, dtype=np.float64) / rope.dim
     return Frequencies(1.0 / (factors * rope.base**exponents), spec.resolved_attention_factor())
+
+
+def _positive_factors(name: str, values: Any) -> tuple[float, ...]:
+    """``values`` as a tuple of positive floats; an error is about ``name`` (the list), naming the item."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ArgumentType(name, values, "must be a sequence of positive numbers")
+    try:
+        return tuple(require_float(f"{name}[{i}]", v, above=0.0) for i, v in enumerate(values))
+    except InvalidArgument as error:  # "short_factor[3] must be > 0.0": the list is the argument
+        raise type(error)(name, values, allowed="positive numbers", message=str(error), leads=True) from None

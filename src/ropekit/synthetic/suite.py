@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ropekit._registry import Registry
+from ropekit.errors import InvalidArgument
 from ropekit.synthetic.aggregation import common_words_sample, frequent_words_sample
 from ropekit.synthetic.base import HAYSTACKS, Decode, Encode, Haystack, Pieces, Sample
 from ropekit.synthetic.niah import niah_sample
@@ -187,9 +188,11 @@ def check_task_weights(weights: Mapping[str, float]) -> dict[str, float]:
         raise ValueError(f"task_weights must map task names to weights, e.g. {{'vt': 2}}, got {weights!r}")
     for name, weight in weights.items():
         if name not in TASKS:
-            raise ValueError(f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS.names())}")
+            message = f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS.names())}"
+            raise InvalidArgument("task_weights", name, allowed=TASKS.names(), message=message)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
-            raise ValueError(f"task_weights: {name}={weight!r}; a weight must be a finite number >= 0")
+            message = f"task_weights: {name}={weight!r}; a weight must be a finite number >= 0"
+            raise InvalidArgument("task_weights", {name: weight}, allowed="finite numbers >= 0", message=message)
     full = {name: float(weights.get(name, 1.0)) for name in TASKS}
     if not any(full.values()):
         raise ValueError(f"task_weights: every task weighs 0 ({dict(weights)!r}); at least one must be above 0")

@@ -26,6 +26,7 @@ import numpy as np
 from ropekit._costs import ISLANDS_COST, ROBUST_DEFAULT, robust_by_default
 from ropekit._validate import require_float, require_int, require_rotary_dim
 from ropekit.config import RopeConfig
+from ropekit.errors import InvalidArgument
 from ropekit.scaling import frequencies
 from ropekit.scaling.registry import SCALINGS, PairGroups, ScalingConfig, inv_freq
 from ropekit.theory.bound import base_bound, max_context_length, smallest_feasible_base
@@ -284,8 +285,14 @@ def _checked(
     # Below 3 tokens the base bound is degenerate (every base > 1 keeps B_1 >= 0): no plan to make.
     target_length = require_int("target_length", target_length, minimum=3)
     if target_length < train_length:
-        raise ValueError(
-            f"target_length must be >= train_length ({train_length}), got {target_length}; a plan extends the context"
+        raise InvalidArgument(
+            "target_length",
+            target_length,
+            allowed=f">= {train_length}",
+            message=lambda n: (
+                f"{n('target_length')} must be >= {n('train_length')} ({train_length}), got {target_length}; "
+                "a plan extends the context"
+            ),
         )
     if rotary_dim is None:
         require_rotary_dim("head_dim", head_dim, minimum=4)

@@ -26,9 +26,12 @@ runner = CliRunner()
         (["--depth", "1.5"], "--depth"),
         (["--methods", "nope"], "--methods"),
         (["--text", "/no/such/file"], "--text"),
-        (["--methods", "none,sinks", "--param", "group=4"], "--param: unknown params ['group']"),
-        (["--methods", "self_extend", "--param", "group=0"], "--param: params of self_extend: group must be"),
-        (["--param", "group"], "--param items must look like name=value"),
+        (["--methods", "none,sinks", "--attention-param", "group=4"], "--attention-param: unknown params ['group']"),
+        (
+            ["--methods", "self_extend", "--attention-param", "group=0"],
+            "--attention-param: params of self_extend: group must be",
+        ),
+        (["--attention-param", "group"], "--attention-param items must look like name=value"),
     ],
 )
 def test_bad_input_is_one_line(args, message):
@@ -143,7 +146,7 @@ def test_the_plan_check_against_its_closed_form():
 
 
 def test_without_none_the_output_says_nothing_was_judged():
-    args = ["eval", "tasks", "--methods", "rerope", "--param", "window=1", "--tasks", "niah_single_1,vt"]
+    args = ["eval", "tasks", "--methods", "rerope", "--attention-param", "window=1", "--tasks", "niah_single_1,vt"]
     result = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout[result.stdout.index("{") :])["summary"]

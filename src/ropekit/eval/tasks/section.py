@@ -39,7 +39,8 @@ def _length(value: int | None) -> str:
 
 
 def task_findings(result: TaskResult) -> list[str]:
-    """Plain-words lines: which tasks were not learned, and each method's effective length."""
+    """Plain-words lines: which tasks were not learned, and each method's effective length
+    (:func:`effective_length_findings`)."""
     summary = result.summary()
     train = result.context["train_length"]
     lines = [f"Not judged: {summary['note']}."] if "note" in summary else []
@@ -48,6 +49,14 @@ def task_findings(result: TaskResult) -> list[str]:
             f"Tasks not learned by this model (below {LEARNED:.0%} at its training length {train}): "
             f"{', '.join(summary['not_learned'])}; they are left out of the 'learned tasks' means."
         )
+    return lines + effective_length_findings(result)
+
+
+def effective_length_findings(result: TaskResult) -> list[str]:
+    """One plain-words line per method and task subset: its effective length (and the relative one)."""
+    summary = result.summary()
+    train = result.context["train_length"]
+    lines = []
     for row in summary["effective"]:
         if row["subset"] == "learned" and not summary["not_learned"]:
             continue  # the same as all tasks

@@ -9,6 +9,7 @@ from typing import Any
 
 from ropekit._costs import ROBUST_AUTO_LIMIT
 from ropekit._validate import require_float, require_int
+from ropekit.errors import InvalidArgument
 from ropekit.model.tiny import TinyConfig
 from ropekit.model.tokenizer import byte_ids
 from ropekit.synthetic.passkey import minimum_length
@@ -64,11 +65,14 @@ class ExperimentSettings:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
         if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
-            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+            raise InvalidArgument(
+                "device", self.device, "must be 'cpu', 'cuda' or 'cuda:N'", allowed="cpu, cuda, cuda:N"
+            )
         if self.models is not None:
             unknown = sorted(set(self.models) - set(MODEL_KEYS))
             if unknown or not self.models:
-                raise ValueError(f"models must be keys from {', '.join(MODEL_KEYS)}; got {', '.join(self.models)!r}")
+                message = f"models must be keys from {', '.join(MODEL_KEYS)}; got {', '.join(self.models)!r}"
+                raise InvalidArgument("models", self.models, allowed=MODEL_KEYS, message=message)
 
     def with_shape_of(self, checkpoint: str) -> ExperimentSettings:
         """These settings with the architecture of ``checkpoint`` (so its weights fit) and ``init`` set to it."""

@@ -96,9 +96,15 @@ def scaled_layer_types(model_or_config: Any, layer_types: Sequence[str] | None =
     types = layer_types_of(model_or_config)
     if types is None:
         if layer_types:
-            raise ValueError(
-                f"layer_types={list(layer_types)!r} given, but {name_of(model_or_config)} has one RoPE for all "
-                "layers (its rope_parameters are not keyed by layer type); leave layer_types out"
+            name = name_of(model_or_config)
+            raise InvalidArgument(
+                "layer_types",
+                list(layer_types),
+                allowed="none (one RoPE for all layers)",
+                message=lambda n: (
+                    f"{n('layer_types')}={list(layer_types)!r} given, but {name} has one RoPE for all "
+                    f"layers (its rope_parameters are not keyed by layer type); leave {n('layer_types')} out"
+                ),
             )
         return None
     if not layer_types:
@@ -107,7 +113,7 @@ def scaled_layer_types(model_or_config: Any, layer_types: Sequence[str] | None =
         return [t for t in DEFAULT_LAYER_TYPES if t in present] or present
     unknown = [t for t in layer_types if t not in types]
     if unknown:
-        raise ValueError(f"layer_types must name some of {types}, got {list(layer_types)!r}")
+        raise InvalidArgument("layer_types", list(layer_types), f"must name some of {types}", allowed=types)
     return sorted(set(layer_types))
 
 

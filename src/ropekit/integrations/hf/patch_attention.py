@@ -27,6 +27,7 @@ from torch import nn
 
 from ropekit.attention.core import attend
 from ropekit.attention.registry import AttentionConfig
+from ropekit.errors import InvalidArgument
 from ropekit.integrations.hf.attention_layouts import refuse_attention_method, refuse_sinks
 from ropekit.integrations.hf.model_config import DEFAULT_LAYER_TYPES, rope_of
 from ropekit.integrations.hf.patch_rope import HFRotaryAdapter, apply_scaling, rotary_modules
@@ -140,10 +141,14 @@ def apply_attention(
             ([t for t in DEFAULT_LAYER_TYPES if t in present] or present) if layer_types is None else list(layer_types)
         )
         if not chosen or any(t not in present for t in chosen):
-            raise ValueError(f"layer_types must name some of {present}, got {chosen!r}")
+            raise InvalidArgument("layer_types", chosen, f"must name some of {present}", allowed=present)
     elif layer_types is not None:
-        raise ValueError(
-            f"layer_types={list(layer_types)!r} given, but {type(model).__name__} has one RoPE for all layers"
+        name, given = type(model).__name__, list(layer_types)
+        raise InvalidArgument(
+            "layer_types",
+            given,
+            allowed="none (one RoPE for all layers)",
+            message=lambda n: f"{n('layer_types')}={given!r} given, but {name} has one RoPE for all layers",
         )
     else:
         chosen = None
