@@ -43,7 +43,7 @@ def train_run(kind: str, steps: int, batch: int, lr: float, corpus: np.ndarray, 
     model = load("tiny").set_scaling(scaling).train()
     rows, length = (batch, TARGET) if kind == "full" else (batch * TARGET // WINDOW, WINDOW)
     config = dataclasses.replace(model.config, train_length=length)
-    data = TrainConfig(steps=steps, batch_size=rows, lr=lr, warmup=5, seed=1)
+    data = TrainConfig(steps=steps, batch_size=rows, lr=lr, warmup_steps=5, seed=1)
     pose = PoseSettings(window=WINDOW, target_length=TARGET, seed=1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
     start, losses = time.perf_counter(), []

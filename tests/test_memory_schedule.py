@@ -33,7 +33,7 @@ def test_both_trainings_follow_one_schedule():
     from ropekit.finetune.settings import FinetuneSettings
     from ropekit.model.train import TrainConfig, learning_rate
 
-    tiny = TrainConfig(steps=110, lr=1.0, warmup=10, min_lr_fraction=0.1)
+    tiny = TrainConfig(steps=110, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
     fine = FinetuneSettings(target_length=64, steps=110, lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
     for step in (0, 5, 9, 10, 35, 60, 109):
         progress = min(1.0, max(0, step - 10) / 100)

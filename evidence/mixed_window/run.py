@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-STEPS = ["--steps", "24", "--batch-size", "4", "--warmup", "3"]
+STEPS = ["--steps", "24", "--batch-size", "4", "--warmup-steps", "3"]
 LR = "1e-3"
 COMMON = ["train", "--init", "tiny", "--train-length", "1k", "--scaling", "longrope"]
 COMMON += ["--factors", "evidence/mixed_window/long_factor.json", *STEPS, "--force", "--json"]

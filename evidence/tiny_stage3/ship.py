@@ -20,7 +20,7 @@ def read(path):
 PYTHON = (
     'OMP_NUM_THREADS=1 python -c "from ropekit.model import load; from ropekit.model.train import TrainConfig, train; '
 )
-COMMON = "steps=100000, warmup=50, task_fraction=0.6, answer_weight=10.0, task_mix='suite', checkpoint_every=500"
+COMMON = "steps=100000, warmup_steps=50, task_fraction=0.6, answer_weight=10.0, task_mix='suite', checkpoint_every=500"
 WEIGHTS = (
     "{'niah_single_1': 0.5, 'niah_single_2': 0.5, 'niah_single_3': 0.5, 'niah_multikey_3': 0.5, "
     "'niah_multivalue': 2, 'niah_multiquery': 2, 'vt': 3, 'cwe': 1.5, 'fwe': 3}"

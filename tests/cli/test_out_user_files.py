@@ -55,7 +55,7 @@ class Case:
 CASES = {
     "train": Case(
         ("train",),
-        "--steps 2 --train-length 64 --batch-size 2 --warmup 1 " + TINY_TRAIN,
+        "--steps 2 --train-length 64 --batch-size 2 --warmup-steps 1 " + TINY_TRAIN,
         "config.json model.safetensors train_state.safetensors",
     ),
     "report": Case(

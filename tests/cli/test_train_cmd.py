@@ -31,7 +31,7 @@ from helpers.cli import assert_error, run, strict_json
         ("--seed", "-1"),
         ("--train-length", "0"),
         ("--base", "1"),
-        ("--warmup", "-1"),
+        ("--warmup-steps", "-1"),
         ("--task-mix", "ruler"),
         ("--answer-weight", "0"),
         ("--task-weights", "vt=2"),  # the default --task-mix passkey has no tasks to weigh
@@ -78,7 +78,7 @@ def test_train_passes_init_and_the_task_settings(monkeypatch, tmp_path):
         "suite",
         "--answer-weight",
         "10",
-        "--warmup",
+        "--warmup-steps",
         "30",
         "--task-fraction",
         "0.6",
@@ -88,7 +88,7 @@ def test_train_passes_init_and_the_task_settings(monkeypatch, tmp_path):
     )
     settings, kwargs = seen[0]
     assert settings.task_weights == {"vt": 3.0, "fwe": 0.5}
-    assert (settings.task_mix, settings.answer_weight, settings.warmup, settings.task_fraction) == (
+    assert (settings.task_mix, settings.answer_weight, settings.warmup_steps, settings.task_fraction) == (
         "suite",
         10.0,
         30,

@@ -72,7 +72,7 @@ def test_packed_forward_equals_separate_forwards_of_each_piece():
 
 
 def test_a_mixed_window_run_writes_a_longrope_checkpoint_that_loads_plainly(tmp_path):
-    settings = TrainConfig(steps=2, batch_size=4, warmup=1, task_fraction=0.0, mixed_window=True)
+    settings = TrainConfig(steps=2, batch_size=4, warmup_steps=1, task_fraction=0.0, mixed_window=True)
     equal = LongRopeScaling(
         short_factor=SPEC.long_factor, long_factor=SPEC.long_factor, original_max_position_embeddings=L0
     )

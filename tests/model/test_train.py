@@ -24,7 +24,7 @@ def _loss(model: TinyLM, batch: torch.Tensor) -> float:
 
 
 def test_twenty_steps_lower_the_loss(tmp_path):
-    settings = TrainConfig(steps=20, batch_size=8, warmup=2, lr=3e-3, checkpoint_every=10)
+    settings = TrainConfig(steps=20, batch_size=8, warmup_steps=2, lr=3e-3, checkpoint_every=10)
     probe = make_batch(CORPUS, SMALL, settings, 10_000)
     torch.manual_seed(settings.seed)
     before = _loss(TinyLM(SMALL), probe)
@@ -42,7 +42,7 @@ def test_batches_are_a_function_of_seed_and_step():
 def test_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch):
     import ropekit.model.train as train_module
 
-    settings = TrainConfig(steps=12, batch_size=4, warmup=2, checkpoint_every=6)
+    settings = TrainConfig(steps=12, batch_size=4, warmup_steps=2, checkpoint_every=6)
     train(SMALL, settings, tmp_path / "a", corpus=CORPUS, progress=False)
 
     real_make_batch = train_module.make_batch
@@ -63,7 +63,7 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, monkeypatch):
 
 
 def test_learning_rate_warms_up_and_decays():
-    settings = TrainConfig(steps=100, warmup=10, lr=1.0, min_lr_fraction=0.1)
+    settings = TrainConfig(steps=100, warmup_steps=10, lr=1.0, min_lr_ratio=0.1)
     assert learning_rate(settings, 0, 0.0) == 0.1
     assert learning_rate(settings, 50, 0.5) == 0.1 + 0.9 * 0.5
     assert abs(learning_rate(settings, 99, 1.0) - 0.1) < 1e-12
@@ -99,8 +99,8 @@ def test_corpus_root_can_be_pointed_elsewhere(tmp_path, monkeypatch):
         ("lr", -1.0, ValueError),
         ("lr", float("inf"), ValueError),
         ("lr", float("nan"), ValueError),
-        ("min_lr_fraction", 1.5, ValueError),
-        ("warmup", -1, ValueError),
+        ("min_lr_ratio", 1.5, ValueError),
+        ("warmup_steps", -1, ValueError),
         ("weight_decay", -0.1, ValueError),
         ("answer_weight", 0.0, ValueError),
         ("answer_weight", float("nan"), ValueError),

@@ -38,8 +38,8 @@ class TrainConfig:
     steps: int = 4000
     batch_size: int = 16
     lr: float = 3e-3
-    min_lr_fraction: float = 0.1
-    warmup: int = 100
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
     weight_decay: float = 0.1
     task_fraction: float = 0.2
     #: what the task share holds: "passkey" episodes only, or "suite": a quarter passkey, the rest RULER-style tasks
@@ -62,12 +62,12 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every"):
             object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=1))
-        for name in ("warmup", "seed"):
+        for name in ("warmup_steps", "seed"):
             object.__setattr__(self, name, require_int(name, getattr(self, name), minimum=0))
         object.__setattr__(self, "lr", require_float("lr", self.lr, above=0.0))
         object.__setattr__(self, "weight_decay", require_float("weight_decay", self.weight_decay, at_least=0.0))
         object.__setattr__(self, "answer_weight", require_float("answer_weight", self.answer_weight, above=0.0))
-        for name in ("min_lr_fraction", "task_fraction"):
+        for name in ("min_lr_ratio", "task_fraction"):
             value = require_float(name, getattr(self, name), at_least=0.0)
             if value > 1.0:
                 raise InvalidArgument(name, getattr(self, name), "must be in [0, 1]", allowed="[0, 1]")
@@ -168,12 +168,12 @@ def progress_fraction(train: TrainConfig, step: int, elapsed_s: float) -> float:
 
 
 def learning_rate(train: TrainConfig, step: int, progress: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_lr_fraction · lr`` at ``progress`` 1.
+    """Linear warm-up over ``warmup_steps`` steps, then cosine decay to ``min_lr_ratio · lr`` at ``progress`` 1.
 
     With ``minutes`` set, ``progress`` follows the time budget, so a time-limited run still ends fully
     decayed (the data order stays deterministic; only the step count depends on the machine's speed).
     """
-    return warmup_cosine(train.lr, step, warmup=train.warmup, progress=progress, floor=train.min_lr_fraction)
+    return warmup_cosine(train.lr, step, warmup=train.warmup_steps, progress=progress, floor=train.min_lr_ratio)
 
 
 @torch.no_grad()
