@@ -36,6 +36,12 @@ PROBE = "_vllm_probe.py"
 DEFAULT_PYTHON = ".venv-vllm/bin/python"
 
 
+#: model types vLLM builds with DeepSeek's latent-attention classes (its registry's files for them: deepseek_v2.py,
+#: the deepseek_v32 package, glm4_moe_lite.py, which imports deepseek_v2.py's); other latent-attention models
+#: (MiniCPM3, Hunyuan) have files of their own
+DEEPSEEK_MLA = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe_lite"})
+
+
 def python() -> Path | None:
     """The vLLM environment's interpreter, if there is one (``make setup`` marks its environment complete with
     ``.venv-vllm/.ready``; a half-installed one counts as absent)."""
@@ -94,8 +100,8 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
     """``{"head_size", "rope_parameters", "is_neox_style"}``: what vLLM 0.33's model class passes to ``get_rope``
     for ``rope`` (transformers' rope dict of the compared layer), where the class rewrites it:
 
-    * multi-head latent attention (a config with ``kv_lora_rank``: DeepSeek-V2/V3's ``deepseek_v2.py``,
-      DeepSeek-V3.2's and GLM-5's ``deepseek_v32``, GLM-4-MoE-Lite's, which imports it): the rope part of the head
+    * DeepSeek's latent attention (:data:`DEEPSEEK_MLA`: DeepSeek-V2/V3's ``deepseek_v2.py``, DeepSeek-V3.2's and
+      GLM-MoE-DSA's ``deepseek_v32``, GLM-4-MoE-Lite's, which builds ``deepseek_v2.py``'s): the rope part of the head
       (``qk_rope_head_dim``), pairs (2i, 2i + 1) whatever ``rope_interleave`` says, and a scaled ``rope_type``
       becomes ``deepseek_llama_scaling`` when ``attention_factor`` is 1.0, else ``deepseek_yarn`` (whose attention
       factor is the mscale ratio: it reads no ``attention_factor``);
@@ -103,7 +109,7 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
       ``truncate`` (``rope_type`` yarn).
     """
     kind = config.get("model_type")
-    if config.get("kv_lora_rank") is not None:  # multi-head latent attention: DeepSeek's files and their kin
+    if kind in DEEPSEEK_MLA:
         passed = dict(rope)
         if rope.get("rope_type", "default") != "default":
             passed["rope_type"] = "deepseek_llama_scaling" if rope.get("attention_factor") == 1.0 else "deepseek_yarn"
@@ -121,9 +127,9 @@ def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
     classes run every scaled ``rope_type`` but YaRN as DeepSeek's YaRN, in pairs (2i, 2i + 1) always."""
     kind = params.get("rope_type", "default")
     reasons = []
-    if config.get("kv_lora_rank") is not None and kind not in ("default", "yarn"):
+    if config.get("model_type") in DEEPSEEK_MLA and kind not in ("default", "yarn"):
         reasons.append(f"vLLM's latent-attention classes run every scaled rope_type as DeepSeek's YaRN: not {kind}")
-    if config.get("kv_lora_rank") is not None and config.get("rope_interleave") is False:
+    if config.get("model_type") in DEEPSEEK_MLA and config.get("rope_interleave") is False:
         reasons.append("vLLM's latent-attention classes rotate pairs (2i, 2i + 1) and read no rope_interleave")
     return reasons
 
