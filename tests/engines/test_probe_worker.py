@@ -1,0 +1,57 @@
+"""One long-lived probe process per script (``probe_worker``), against a stand-in script written here: every
+request of a run reaches the same process, a request that raises is that request's reply, and a process that dies
+answers with the last line it wrote to stderr and is started again for the next request."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from ropekit.engines import probe_worker
+
+SCRIPT = textwrap.dedent(
+    f"""
+    import json, os, sys
+    for line in sys.stdin:
+        request = json.loads(line)
+        print("noise an engine prints", flush=True)
+        if request.get("die"):
+            print("Fatal Python error: the engine crashed", file=sys.stderr, flush=True)
+            os._exit(3)
+        reply = {{"error": "ValueError: no"}} if request.get("raise") else {{"pid": os.getpid(), **request}}
+        print({probe_worker.MARK!r} + json.dumps(reply), flush=True)
+    """
+)
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "stand_in_probe.py"
+    path.write_text(SCRIPT)
+    yield path
+    probe_worker.close()
+
+
+def test_one_process_answers_every_request(script) -> None:
+    first = probe_worker.ask(sys.executable, script, {"n": 1})
+    second = probe_worker.ask(sys.executable, script, {"n": 2})
+    assert first.data["n"] == 1 and second.data["n"] == 2
+    assert first.data["pid"] == second.data["pid"]
+
+
+def test_a_failed_request_is_its_reply_and_the_process_goes_on(script) -> None:
+    before = probe_worker.ask(sys.executable, script, {})
+    failed = probe_worker.ask(sys.executable, script, {"raise": True})
+    after = probe_worker.ask(sys.executable, script, {})
+    assert failed.data is None and failed.error == "ValueError: no"
+    assert before.data["pid"] == after.data["pid"]
+
+
+def test_a_process_that_dies_answers_with_its_last_words_and_is_started_again(script) -> None:
+    before = probe_worker.ask(sys.executable, script, {})
+    died = probe_worker.ask(sys.executable, script, {"die": True})
+    after = probe_worker.ask(sys.executable, script, {})
+    assert died.data is None and died.error == "Fatal Python error: the engine crashed"
+    assert after.data is not None and after.data["pid"] != before.data["pid"]
