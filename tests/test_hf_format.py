@@ -290,3 +290,32 @@ def test_hf_format_never_imports_transformers() -> None:
     code = "import sys, ropekit.hf_format; print('transformers' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_language_models_rope_is_read_from_text_config_where_both_have_one() -> None:
+    """transformers builds a multimodal model's language model from ``text_config`` (Fuyu's Persimmon), whatever
+    base the top level keeps: cos/sin of p·10000^(−2i/8) for its 8 rotating dims, not the top level's 25,000."""
+    config = {
+        "model_type": "fuyu",
+        "rope_parameters": {"rope_type": "default", "rope_theta": 25000.0},
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "text_config": {
+            "model_type": "persimmon",
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        },
+    }
+    rope = from_hf_config(config)
+    assert (rope.base, rope.rotary_dim, rope.head_dim) == (10000.0, 8, 16)
+
+
+def test_a_rope_dict_may_carry_the_models_length_as_ministral_3s_does() -> None:
+    """Ministral 3's config class copies max_position_embeddings into its YaRN dict; transformers' validation
+    skips it (``ignore_keys_at_rope_validation``) and no rope function reads it: neither does ropekit."""
+    params = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0, "original_max_position_embeddings": 16384}
+    config = {"model_type": "ministral3", "head_dim": 128, "max_position_embeddings": 262144}
+    plain = from_hf_config({**config, "rope_parameters": params})
+    copied = from_hf_config({**config, "rope_parameters": {**params, "max_position_embeddings": 262144}})
+    assert copied == plain and copied.scaling.factor == 16.0

@@ -96,3 +96,18 @@ def test_a_wrong_older_key_is_reported_as_an_unexplained_difference(llama_dir, t
     (tmp_path / "wrong" / "config.json").write_text(json.dumps(config))
     row = _mlx_row(tmp_path / "wrong")
     assert row.verdict == "differs" and "not explained" in row.detail and "from position 1 " in row.detail
+
+
+def test_a_model_file_that_exits_as_it_loads_is_a_row(llama_dir, tmp_path, monkeypatch) -> None:
+    """MLX-LM's olmo.py calls sys.exit where ai2-olmo is missing: the row says so, and the table goes on."""
+    from ropekit.engines import mlx_lm
+
+    def exits(*_args, **_kwargs):
+        print("To run olmo install ai2-olmo: pip install ai2-olmo")
+        raise SystemExit(1)
+
+    monkeypatch.setattr(mlx_lm, "answer", exits)
+    rows = dict((row.engine, row) for row in compare_folder(llama_dir, probe_for(llama_dir), engines=("MLX-LM",))[1])
+    row = rows["MLX-LM"]
+    assert row.verdict == "cannot run here"
+    assert row.detail.endswith("exits as it loads: To run olmo install ai2-olmo: pip install ai2-olmo")

@@ -66,3 +66,20 @@ def test_a_wrong_rope_is_an_unexplained_difference(llama_dir, tmp_path, monkeypa
     monkeypatch.setattr(transformers_ref, "rope_parameters", lambda path: {**read(path), "factor": 2.0})
     row = _row(folder)
     assert row.verdict == "differs" and "not explained" in row.detail and row.numbers["table_max_diff@256"] > 0.1
+
+
+def test_a_per_layer_type_rope_dict_is_given_as_the_compared_layer_runs_it(tmp_path) -> None:
+    """A Gemma 3 whose kept layers all slide: the engines are given the sliding layers' dict (base 10,000), the one
+    transformers runs on layer 0, never the dict keyed by layer type (vLLM cannot hash it)."""
+    pytest.importorskip("transformers")
+    from helpers.hf_models import random_hf_model
+    from ropekit.engines.transformers_ref import compared_layer, rope_parameters
+
+    nested = {
+        "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+    }
+    sliding = ["sliding_attention", "sliding_attention"]
+    random_hf_model("gemma3", head_dim=16, rope_parameters=nested, layer_types=sliding).save_pretrained(tmp_path)
+    assert compared_layer(tmp_path) == (0, "sliding_attention")
+    assert rope_parameters(tmp_path) == {"rope_type": "default", "rope_theta": 10000.0}
