@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ropekit.cli.app import app
+from ropekit.cli.common import error_message
 from ropekit.errors import InvalidArgument
 from ropekit.eval import run as eval_run
 from ropekit.eval import sweep as eval_sweep
@@ -57,7 +58,8 @@ def test_a_refusal_names_the_field_and_the_cli_its_option(tiny, no_forward, sett
         check_sweep(tiny, settings, perplexity=perplexity, passkey=not perplexity)
     assert caught.value.argument == argument
     line = cli_error("eval", *command, "--model", "tiny", "--methods", "none")
-    assert line == f"error: --multiples{caught.value.detail}"
+    assert line == "error: " + error_message(caught.value, {argument: "--multiples"})
+    assert line.startswith("error: --multiples")
 
 
 def test_evaluate_refuses_before_any_forward_pass(tiny, no_forward) -> None:
@@ -97,4 +99,4 @@ def test_prepared_samples_are_make_samples_and_unfit_tasks_are_left_out(tiny) ->
 def test_no_method_that_can_run_is_about_methods(tiny, no_forward) -> None:
     with pytest.raises(InvalidArgument) as caught:  # longrope's per-pair factors cannot be derived in a sweep
         check_sweep(tiny, SweepSettings(methods=("longrope",), multiples=(1.0,)), passkey=False)
-    assert caught.value.argument == "methods" and caught.value.detail.startswith(": none of the methods can run")
+    assert caught.value.argument == "methods" and ": none of the methods can run" in str(caught.value)

@@ -62,7 +62,7 @@ def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
                     result.rows.append({**row, **scoring.cell([1.0])})
         return result
 
-    def fake_report(model, settings, result, out, elapsed_s):
+    def fake_report(model, settings, result, out, elapsed_s, tasks=None):
         out.mkdir(parents=True, exist_ok=True)
         result.write(out)
         (out / "summary.json").write_text(json.dumps({"findings": ["stand-in"]}))
