@@ -111,3 +111,20 @@ def test_a_model_file_that_exits_as_it_loads_is_a_row(llama_dir, tmp_path, monke
     row = rows["MLX-LM"]
     assert row.verdict == "cannot run here"
     assert row.detail.endswith("exits as it loads: To run olmo install ai2-olmo: pip install ai2-olmo")
+
+
+def test_the_file_rules_hold_for_the_installed_files() -> None:
+    """``mlx_lm.file_rule`` is read from mlx-lm's own files: each rule's cause is still in the installed file (an
+    upgrade that changes one fails here, not silently in a verdict)."""
+    import re
+    from pathlib import Path
+
+    from ropekit.engines.model_class import mlx_model_file
+
+    source = {kind: Path(mlx_model_file(kind)).read_text() for kind in ("minicpm3", "qwen2_moe", "gemma3_text")}
+    assert "SuScaledRoPE(" in source["minicpm3"] and "initialize_rope" not in source["minicpm3"]
+    assert "currently only supports 'linear'" in source["qwen2_moe"]
+    rope = re.search(r"self\.rope = nn\.RoPE\((.*?)\)", source["qwen2_moe"], re.S).group(1)
+    assert "scale" not in rope and "factor" not in rope
+    sliding = source["gemma3_text"].split("if self.is_sliding:")[1].split("else:")[0]
+    assert "rope_local_base_freq" in sliding and "scaling_config" not in sliding

@@ -153,15 +153,36 @@ def whole_head(case: Case) -> list[str]:
 
 def reads_no_scaling(case: Case) -> str | None:
     """Why MLX-LM cannot express the folder's scaling where its model file for the architecture reads none
-    (:func:`ropekit.engines.model_class.mlx_reads_scaling`), else ``None``."""
+    (:func:`ropekit.engines.model_class.mlx_reads_scaling`) or runs another (:func:`file_rule`), else ``None``."""
     from ropekit.engines.model_class import mlx_reads_scaling, scaled
     from ropekit.engines.transformers_ref import rope_parameters
 
     kind = str(case.config.get("model_type"))
-    path, reads = mlx_reads_scaling(kind)
-    if reads or not scaled(rope_parameters(case.folder)):
+    params = rope_parameters(case.folder)
+    if not scaled(params):
         return None
-    return f"MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
+    path, reads = mlx_reads_scaling(kind)
+    if not reads:
+        return f"MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
+    return file_rule(kind, str(params.get("rope_type")), compared_layer(case.folder)[1])
+
+
+def file_rule(model_type: str, scaling: str, layer_type: str | None) -> str | None:
+    """What MLX-LM's model file for ``model_type`` does instead of ``scaling`` on the compared layer, where it
+    names a scaling but does not run this one (read in mlx-lm 0.32's files; ``None``: nothing known)."""
+    if model_type == "minicpm3" and scaling != "longrope":
+        return (
+            "MLX-LM's minicpm3.py runs every rope_scaling as LongRoPE (SuScaledRoPE with its short/long factors, "
+            f"1.0 where absent): not {scaling}"
+        )
+    if model_type == "qwen2_moe":
+        return "MLX-LM's qwen2_moe.py accepts only a linear rope_scaling, then builds nn.RoPE without its factor"
+    if model_type in ("gemma3", "gemma3_text") and layer_type == "sliding_attention":
+        return (
+            "MLX-LM's gemma3_text.py builds its sliding layers' RoPE from rope_local_base_freq alone (its "
+            f"rope_scaling goes to the global layers only): no {scaling} on a sliding layer"
+        )
+    return None
 
 
 def answer(folder: Path, probe: Probe, half: int, interleaved: bool = False) -> Answer:
