@@ -32,7 +32,11 @@ def main() -> None:
     parser.add_argument("--engines", help="comma-separated engines (default: all)")
     parser.add_argument("--skip-done", action="store_true", help="leave architectures rows.json already holds")
     parser.add_argument("--out", default="docs/engines_matrix.md")
+    parser.add_argument("--page-only", action="store_true", help="rewrite the page from rows.json, measuring nothing")
     args = parser.parse_args()
+    if args.page_only:
+        write_page(json.loads(ROWS.read_text()), Path(args.out))
+        return
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -45,10 +49,15 @@ def main() -> None:
         row = measure(model_type, args.engines)
         stored[model_type] = {**asdict(row), "command": command}
         ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
-        rows = [Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()]
-        commands = sorted({e["command"] for e in stored.values()})
-        Path(args.out).write_text(markdown(sorted(rows, key=lambda r: r.arch), commands, FINDINGS.read_text()))
+        write_page(stored, Path(args.out))
         print(model_type, row.built, len(row.cells), flush=True)
+
+
+def write_page(stored: dict, out: Path) -> None:
+    """The page of every stored row, with the commands that measured them and :data:`FINDINGS`."""
+    rows = [Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()]
+    commands = sorted({e["command"] for e in stored.values()})
+    out.write_text(markdown(sorted(rows, key=lambda r: r.arch), commands, FINDINGS.read_text()))
 
 
 class OverTime(BaseException):
