@@ -68,12 +68,8 @@ def answer(request: dict) -> dict:
         pairs = shared.read_interleaved(request, facts, neox)
         reply["tables"] = shared.rotated_tables(rope, head, half, pairs, request["served"])
     except Exception as error:  # the class refuses this configuration, or cannot be built here
-        refused = isinstance(error, (ValueError, NotImplementedError, KeyError))  # KeyError: a key it needs
-        return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
-    reply["class"] = type(rope).__name__
-    mscale = getattr(rope, "mscale", None)
-    reply["mscale"] = None if mscale is None else float(mscale)
-    return reply
+        return shared.failed(reply, error)
+    return shared.described(reply, rope)
 
 
 if __name__ == "__main__":

@@ -97,12 +97,21 @@ def answer(request: dict) -> dict:
             pairs = read_interleaved(request, facts, neox)
             reply["tables"] = rotated_tables(rope, head, half, pairs, request["served"])
         except Exception as error:  # the class refuses this configuration, or cannot be built here
-            refused = isinstance(error, (ValueError, NotImplementedError, KeyError))  # KeyError: a key it needs
-            return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
-    reply["class"] = type(rope).__name__
+            return failed(reply, error)
+    return described(reply, rope)
+
+
+def failed(reply: dict, error: Exception) -> dict:
+    """The reply of a module its class would not build or run: "refused" where the class refuses the configuration
+    (``ValueError``, ``NotImplementedError``, ``KeyError``: a key it needs), else "failed"."""
+    refused = isinstance(error, (ValueError, NotImplementedError, KeyError))
+    return {**reply, "refused" if refused else "failed": f"{type(error).__name__}: {error}"}
+
+
+def described(reply: dict, rope) -> dict:
+    """The reply with the module's class and its ``mscale`` (``None`` where it has none)."""
     mscale = getattr(rope, "mscale", None)
-    reply["mscale"] = None if mscale is None else float(mscale)
-    return reply
+    return {**reply, "class": type(rope).__name__, "mscale": None if mscale is None else float(mscale)}
 
 
 def model_file(architecture: str):
