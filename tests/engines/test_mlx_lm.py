@@ -128,3 +128,19 @@ def test_the_file_rules_hold_for_the_installed_files() -> None:
     assert "scale" not in rope and "factor" not in rope
     sliding = source["gemma3_text"].split("if self.is_sliding:")[1].split("else:")[0]
     assert "rope_local_base_freq" in sliding and "scaling_config" not in sliding
+
+
+def test_mlx_lms_longrope_drops_the_models_traditional_pairs() -> None:
+    """MLX-LM's initialize_rope builds SuScaledRoPE without ``traditional``, which DeepSeek-V3's file passes as
+    True: the rule names it, for interleaved models only."""
+    import inspect
+
+    from mlx_lm.models import rope_utils
+
+    from ropekit.engines.mlx_lm import file_rule
+
+    source = inspect.getsource(rope_utils.initialize_rope)
+    longrope = source.split('rope_type == "longrope"')[1].split("elif")[0]
+    assert "SuScaledRoPE(" in longrope and "traditional" not in longrope
+    assert "rotates pairs (i, i + d/2)" in file_rule("deepseek_v3", "longrope", None, interleaved=True)
+    assert file_rule("deepseek_v3", "longrope", None, interleaved=False) is None

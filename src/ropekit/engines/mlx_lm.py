@@ -164,12 +164,15 @@ def reads_no_scaling(case: Case) -> str | None:
     path, reads = mlx_reads_scaling(kind)
     if not reads:
         return f"MLX-LM's {kind} reads no scaling ({path} builds its RoPE from the base alone)"
-    return file_rule(kind, str(params.get("rope_type")), compared_layer(case.folder)[1])
+    return file_rule(kind, str(params.get("rope_type")), compared_layer(case.folder)[1], case.reference.interleaved)
 
 
-def file_rule(model_type: str, scaling: str, layer_type: str | None) -> str | None:
+def file_rule(model_type: str, scaling: str, layer_type: str | None, interleaved: bool = False) -> str | None:
     """What MLX-LM's model file for ``model_type`` does instead of ``scaling`` on the compared layer, where it
-    names a scaling but does not run this one (read in mlx-lm 0.32's files; ``None``: nothing known)."""
+    names a scaling but does not run this one (read in mlx-lm 0.32's files; ``None``: nothing known).
+    ``interleaved``: transformers rotates pairs (2i, 2i + 1) on this model."""
+    from ropekit.engines.model_class import mlx_model_file
+
     if model_type == "minicpm3" and scaling != "longrope":
         return (
             "MLX-LM's minicpm3.py runs every rope_scaling as LongRoPE (SuScaledRoPE with its short/long factors, "
@@ -177,6 +180,13 @@ def file_rule(model_type: str, scaling: str, layer_type: str | None) -> str | No
         )
     if model_type == "qwen2_moe":
         return "MLX-LM's qwen2_moe.py accepts only a linear rope_scaling, then builds nn.RoPE without its factor"
+    path = mlx_model_file(model_type)
+    traditional = path is not None and "traditional=True" in Path(path).read_text(encoding="utf-8")
+    if scaling == "longrope" and interleaved and traditional:
+        return (
+            f"MLX-LM's rope_utils.py builds LongRoPE (SuScaledRoPE) without the traditional=True its "
+            f"{Path(path).name} passes: it rotates pairs (i, i + d/2) where the model rotates (2i, 2i + 1)"
+        )
     if model_type in ("gemma3", "gemma3_text") and layer_type == "sliding_attention":
         return (
             "MLX-LM's gemma3_text.py builds its sliding layers' RoPE from rope_local_base_freq alone (its "
