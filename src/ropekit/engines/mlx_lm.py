@@ -124,7 +124,7 @@ def row(case: Case) -> EngineRow:
         if gaps:
             return EngineRow(NAME, found, "cannot express", f"{'; '.join(gaps)} (not run: {why})", launch(folder))
         return EngineRow(NAME, found, "cannot run here", why, launch(folder))
-    known = gaps + known_behaviours(case.config) + whole_head(case)
+    known = gaps + known_behaviours(case.config) + whole_head(case) + ([unread] if unread else [])
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
     if unread:
         return EngineRow(NAME, found, "cannot express", f"{unread}; measured: {detail}", launch(folder), numbers)
