@@ -158,55 +158,12 @@ def run_method(name: str, scaling: Any, flags: str, ctx: dict[str, Any]) -> dict
 
 
 #: run in the vLLM environment: ropekit's vLLM probe (loaded by path: its folder holds a vllm.py) on each request
-_BATCH = """
-import contextlib, importlib.util, io, json, sys
-spec = importlib.util.spec_from_file_location("_vllm_probe", sys.argv[1])
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
-for request in json.loads(sys.stdin.read()):
-    sys.stdin, out = io.StringIO(json.dumps(request)), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            probe.main()
-        reply = {"reply": json.loads(out.getvalue().strip().splitlines()[-1])}
-    except Exception as error:
-        reply = {"error": f"{type(error).__name__}: {error}"}
-    print("REPLY " + json.dumps(reply), flush=True)
-"""
-
-
 def vllm_rows(pending: list[Any]) -> list[dict[str, Any]]:
-    """vLLM's row for each :class:`~ropekit.engines.probe.Case`: one process of the vLLM environment for all of them
-    (importing vLLM is most of its cost), each request as ``ropekit engines`` sends it."""
-    import subprocess
-
+    """vLLM's row for each :class:`~ropekit.engines.probe.Case`, as ``ropekit engines`` gives it (one process of the
+    vLLM environment answers them all: :mod:`ropekit.engines.probe_worker`)."""
     from ropekit.engines import vllm
 
-    where = "see the launch lines"
-    interpreter = vllm.python()
-    if interpreter is None:
-        return [vllm.EngineRow(vllm.NAME, None, "cannot run here", "no vLLM environment", where).as_dict()] * len(
-            pending
-        )
-    requests = [vllm.request_for(case) for case in pending]
-    script = Path(vllm.__file__).with_name("_vllm_probe.py")
-    done = subprocess.run(
-        [str(interpreter), "-P", "-c", _BATCH, str(script)],
-        input=json.dumps(requests),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    replies = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("REPLY ")]
-    if len(replies) != len(pending):
-        return [vllm.failed_row(done.stderr, where).as_dict()] * len(pending)
-    rows = []
-    for reply, case in zip(replies, pending, strict=True):
-        if "error" in reply:
-            rows.append(vllm.failed_row(reply["error"], where).as_dict())
-        else:
-            rows.append(vllm.row_from_reply(reply["reply"], case, where).as_dict())
-    return rows
+    return [vllm.row(case).as_dict() for case in pending]
 
 
 def versions() -> dict[str, str | None]:
