@@ -107,6 +107,8 @@ def shrink(config: Any, depth: int = 0) -> None:
     for key, value in SHRINK.items():
         if getattr(config, key, None) is not None:
             _set(config, key, value)
+    if hasattr(config, "head_dim") and config.head_dim is None and getattr(config, "num_attention_heads", None):
+        _set(config, "head_dim", SHRINK["head_dim"])  # classes that read it unset (Ministral, Hunyuan v1)
     if getattr(config, "kv_lora_rank", None) is not None and getattr(config, "num_key_value_heads", None):
         _set(config, "num_key_value_heads", SHRINK["num_attention_heads"])
     if getattr(config, "mamba_n_heads", None) and getattr(config, "mamba_d_head", None):  # heads x size = expand x d
