@@ -123,7 +123,8 @@ def _parameter(node, function):
 
 def _caller_value(tree, param: str) -> dict:
     """What the calls in ``tree`` pass as keyword ``param``: ``{"neox": value}`` for a constant,
-    ``{"neox_config": [key, default]}`` for ``getattr(config, key, default)`` (directly or through a local name),
+    ``{"neox_config": [key, default, negated]}`` for ``getattr(config, key, default)`` or its ``not`` (directly or
+    through a local name),
     ``{}`` where no call in ``tree`` passes it in a form read here."""
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -138,6 +139,8 @@ def _caller_value(tree, param: str) -> dict:
 
 
 def _read_passed(node, function) -> dict | None:
+    """What ``node`` (an argument in ``function``) gives as the pairing, in :func:`_caller_value`'s forms; ``None``
+    where it is none of them."""
     if isinstance(node, ast.Constant):
         return {"neox": bool(node.value)}
     if isinstance(node, ast.Name):

@@ -45,12 +45,7 @@ def answer(request: dict) -> dict:
     shared.forget(get_rope)
     facts = reader.follow(path, get_rope, "rope_scaling", "sglang.srt.models.")
     reply["model_file"] = "sglang/srt/models/" + Path(path).name
-    reply.update(
-        {
-            key: facts.get(key)
-            for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
-        }
-    )
+    reply.update({key: facts.get(key) for key in shared.FACT_KEYS})
     head, half = request["head_size"], request["rotary_dim"] // 2
     params = dict(request["rope_parameters"])
     base = params.pop("rope_theta")

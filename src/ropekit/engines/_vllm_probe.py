@@ -3,8 +3,8 @@ builds it, on the probe vectors.
 
 Reads JSON requests on stdin, one a line (``architecture``, ``head_size``, ``rotary_dim``, ``max_position``,
 ``rope_parameters``, ``is_neox_style``, ``class_rule``, ``dual_chunk_attention_config``, ``interleaved``: the
-reference's pairing, ``served``: served length → positions) and answers each with one line (:func:`serve`): vLLM's version, the model file
-and what it passes to ``get_rope`` (:mod:`ropekit.engines._model_class`), its ``mscale`` and, per served length, the
+reference's pairing, ``served``: served length → positions, ``config``: the config's plain values) and answers each
+with one line (:func:`serve`): vLLM's version, the model file and what it passes to ``get_rope`` (:mod:`ropekit.engines._model_class`), its ``mscale`` and, per served length, the
 ``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin the module applies to a key. An architecture vLLM serves
 through its Transformers backend answers ``"backend": "transformers"`` and no tables. ``class_rule: "ropekit"``:
 the request's arguments are the class's already (DeepSeek, gpt-oss; :func:`ropekit.engines.vllm.model_rope`).
@@ -28,6 +28,8 @@ def shared(name: str):
     return module
 
 
+#: the facts of the model file a reply carries (:mod:`ropekit.engines._model_class`; SGLang's probe shares them)
+FACT_KEYS = ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
 #: what starts a reply line (:data:`ropekit.engines.probe_worker.MARK`)
 MARK = "ropekit-reply "
 
@@ -72,12 +74,7 @@ def answer(request: dict) -> dict:
     forget(get_rope)
     facts = class_facts(path, get_rope)
     reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
-    reply.update(
-        {
-            key: facts.get(key)
-            for key in ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
-        }
-    )
+    reply.update({key: facts.get(key) for key in FACT_KEYS})
     neox, params, dual = request.get("is_neox_style", True), request["rope_parameters"], None
     if request.get("class_rule") != "ropekit" and facts["calls"]:
         neox = class_pairing(facts, request.get("config") or {})

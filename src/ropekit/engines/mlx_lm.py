@@ -171,7 +171,7 @@ def file_rule(model_type: str, scaling: str, layer_type: str | None, interleaved
     """What MLX-LM's model file for ``model_type`` does instead of ``scaling`` on the compared layer, where it
     names a scaling but does not run this one (read in mlx-lm 0.32's files; ``None``: nothing known).
     ``interleaved``: transformers rotates pairs (2i, 2i + 1) on this model."""
-    from ropekit.engines.model_class import mlx_model_file
+    from ropekit.engines.model_class import mlx_source
 
     if model_type == "minicpm3" and scaling != "longrope":
         return (
@@ -180,12 +180,11 @@ def file_rule(model_type: str, scaling: str, layer_type: str | None, interleaved
         )
     if model_type == "qwen2_moe":
         return "MLX-LM's qwen2_moe.py accepts only a linear rope_scaling, then builds nn.RoPE without its factor"
-    path = mlx_model_file(model_type)
-    traditional = path is not None and "traditional=True" in Path(path).read_text(encoding="utf-8")
-    if scaling == "longrope" and interleaved and traditional:
+    name, source = mlx_source(model_type)
+    if scaling == "longrope" and interleaved and "traditional=True" in source:
         return (
             f"MLX-LM's rope_utils.py builds LongRoPE (SuScaledRoPE) without the traditional=True its "
-            f"{Path(path).name} passes: it rotates pairs (i, i + d/2) where the model rotates (2i, 2i + 1)"
+            f"{Path(str(name)).name} passes: it rotates pairs (i, i + d/2) where the model rotates (2i, 2i + 1)"
         )
     if model_type in ("gemma3", "gemma3_text") and layer_type == "sliding_attention":
         return (

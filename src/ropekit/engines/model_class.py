@@ -8,6 +8,7 @@ cannot express the configuration, naming the file. MLX-LM's model files are read
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ropekit.engines.probe import EngineRow
@@ -77,25 +78,31 @@ def mlx_model_file(model_type: str) -> str | None:
 MLX_PARTIAL_WORDS = ("partial_rotary_factor", "rotary_dim", "rope_dim", "rotary_pct", "rotary_emb_dim", "rope_head_dim")
 
 
-def mlx_reads_partial(model_type: str) -> tuple[str | None, bool]:
-    """``(MLX-LM's model file for model_type, whether it reads a partial rotary width)``: a file that names none of
-    :data:`MLX_PARTIAL_WORDS` rotates the whole head. ``(None, True)`` without a file."""
+@functools.cache
+def mlx_source(model_type: str) -> tuple[str | None, str]:
+    """``(its name as mlx_lm/models/<file>, its text)`` of MLX-LM's model file for ``model_type``; ``(None, "")``
+    without one. Read once a process: a row asks it whether the file reads a scaling, a partial width, and its
+    pairing."""
     from pathlib import Path
 
     path = mlx_model_file(model_type)
     if path is None:
-        return None, True
-    source = Path(path).read_text(encoding="utf-8")
-    return f"mlx_lm/models/{Path(path).name}", any(word in source for word in MLX_PARTIAL_WORDS)
+        return None, ""
+    return f"mlx_lm/models/{Path(path).name}", Path(path).read_text(encoding="utf-8")
+
+
+def mlx_reads_partial(model_type: str) -> tuple[str | None, bool]:
+    """``(MLX-LM's model file for model_type, whether it reads a partial rotary width)``: a file that names none of
+    :data:`MLX_PARTIAL_WORDS` rotates the whole head. ``(None, True)`` without a file."""
+    return _names_any(model_type, MLX_PARTIAL_WORDS)
 
 
 def mlx_reads_scaling(model_type: str) -> tuple[str | None, bool]:
     """``(MLX-LM's model file for model_type, whether it reads any scaling)``: a file that names none of
     :data:`MLX_SCALING_WORDS` builds its RoPE from the base alone. ``(None, True)`` without a file."""
-    from pathlib import Path
+    return _names_any(model_type, MLX_SCALING_WORDS)
 
-    path = mlx_model_file(model_type)
-    if path is None:
-        return None, True
-    source = Path(path).read_text(encoding="utf-8")
-    return f"mlx_lm/models/{Path(path).name}", any(word in source for word in MLX_SCALING_WORDS)
+
+def _names_any(model_type: str, words: tuple[str, ...]) -> tuple[str | None, bool]:
+    name, source = mlx_source(model_type)
+    return (None, True) if name is None else (name, any(word in source for word in words))

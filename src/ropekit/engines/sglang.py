@@ -45,6 +45,12 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
+def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
+    """What SGLang's model class does otherwise than the configuration says, beyond what its probe reads from the
+    file (:func:`ropekit.engines.vllm.class_rewrites` for vLLM's): nothing is documented here."""
+    return []
+
+
 def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
     """The documented SGLang behaviours (module docstring) that apply to ``params``, the rope dict it is given."""
     kind = params.get("rope_type")

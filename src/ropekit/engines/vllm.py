@@ -1,4 +1,5 @@
-"""vLLM: its own rotary-embedding module (``get_rope``), built on CPU in its own environment and run in a subprocess that serves every request of a run.
+"""vLLM: its own rotary-embedding module (``get_rope``), built on CPU in its own environment and run in a subprocess
+that serves every request of a run.
 
 vLLM's pins fight ropekit's, so it lives in a separate virtual environment (``make vllm-env``:
 ``.venv-vllm``, vLLM installed with ``--no-deps`` beside the same torch, plus the small packages its rotary imports
@@ -149,7 +150,7 @@ def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: st
     """The verdict of an engine whose rotary module runs in the vLLM environment (vLLM's, SGLang's): its
     ``PROBE`` script beside this file answers ``request`` (as :func:`request_for` makes it) in a process that serves
     every request of the run (:mod:`ropekit.engines.probe_worker`); ``engine``
-    gives ``NAME``, ``version()`` and ``known_behaviours(params, probe)``."""
+    gives ``NAME``, ``version()``, ``known_behaviours(params, probe)`` and ``class_rewrites(config, params)``."""
     from ropekit.engines.probe_worker import ask
 
     reply = ask(python(), Path(__file__).with_name(engine.PROBE), request)
@@ -180,8 +181,8 @@ def request_for(case: Case) -> dict[str, Any]:
 
 
 def failed_row(engine: ModuleType, last: str, where: str, request: dict[str, Any]) -> EngineRow:
-    """The row of an engine's probe that failed, from its error (or the last line it wrote before it died): its own
-    classes refusing the configuration (``ValueError``, ``NotImplementedError``) is "cannot express"."""
+    """The row of an engine's probe that failed, from its error (or the last line it wrote before it died): an error
+    naming ``ValueError`` or ``NotImplementedError`` is its classes refusing the configuration, "cannot express"."""
     verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
     arch = request.get("architecture") or "this architecture"
     return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME}'s {arch} class refuses it: {last}", where)
@@ -202,9 +203,7 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
             engine.NAME, reply["version"], "cannot express", why, where, {"model_file": reply["model_file"]}
         )
     params = rope_parameters(case.folder)
-    dropped = class_verdict(engine.NAME, reply, params, case.config)
-    if engine.NAME == NAME:
-        dropped += class_rewrites(case.config, params)
+    dropped = class_verdict(engine.NAME, reply, params, case.config) + engine.class_rewrites(case.config, params)
     if "failed" in reply:
         verdict = "cannot express" if dropped else "cannot run here"
         why = "; ".join(
