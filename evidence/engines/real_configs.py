@@ -1,7 +1,7 @@
 """The public RoPE configs of real architectures (tests/helpers/real_configs.py) on tiny random models, through
 MLX-LM, vLLM and llama.cpp against transformers: one verdict per engine and configuration (docs/engines.md).
 
-Run from the repository root: ``ROPEKIT_VLLM_PYTHON=.venv-vllm/bin/python PYTHONPATH=src:tests python
+Run from the repository root: ``ROPEKIT_VLLM_PYTHON=$PWD/.venv-vllm/bin/python PYTHONPATH=src:tests python
 evidence/engines/real_configs.py [NAMES] [ENGINES]`` (comma-separated; default: every config, all three engines).
 """
 

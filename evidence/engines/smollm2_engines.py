@@ -19,7 +19,7 @@ Writes ``smollm2_engines.json`` (every row, its numbers, the launch lines, versi
 ``smollm2_engines.md`` (the tables) under ``--out``. Run from the repository root, after ``make setup`` and
 ``make vllm-env``:
 
-    ROPEKIT_VLLM_PYTHON=.venv-vllm/bin/python nice -n 15 .venv/bin/python evidence/engines/smollm2_engines.py
+    ROPEKIT_VLLM_PYTHON=$PWD/.venv-vllm/bin/python nice -n 15 .venv/bin/python evidence/engines/smollm2_engines.py
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def run_all(args: argparse.Namespace, chosen: list[tuple[str, Any, str]], work: 
     shutil.rmtree(ctx["work"], ignore_errors=True)
     ctx["floor_logits"] = reference_answer(source, floor_probe).logits
     command = (
-        "ROPEKIT_VLLM_PYTHON=.venv-vllm/bin/python nice -n 15 .venv/bin/python evidence/engines/smollm2_engines.py"
+        "ROPEKIT_VLLM_PYTHON=$PWD/.venv-vllm/bin/python nice -n 15 .venv/bin/python evidence/engines/smollm2_engines.py"
     )
     command += "".join(f" {shlex.quote(arg)}" for arg in sys.argv[1:])
     result = {"command": command, "ids": args.ids, "versions": versions(), "methods": []}

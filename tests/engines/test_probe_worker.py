@@ -1,11 +1,13 @@
 """One long-lived probe process per script (``probe_worker``), against a stand-in script written here: every
-request of a run reaches the same process, a request that raises is that request's reply, and a process that dies
-answers with the last line it wrote to stderr and is started again for the next request."""
+request of a run reaches the same process, a request that raises is that request's reply, a process that dies
+answers with the last line it wrote to stderr and is started again for the next request, and one that never answers
+is stopped at the deadline."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -17,6 +19,9 @@ SCRIPT = textwrap.dedent(
     for line in sys.stdin:
         request = json.loads(line)
         print("noise an engine prints", flush=True)
+        if request.get("hang"):
+            import time
+            time.sleep(600)
         if request.get("die"):
             print("Fatal Python error: the engine crashed", file=sys.stderr, flush=True)
             os._exit(3)
@@ -55,3 +60,34 @@ def test_a_process_that_dies_answers_with_its_last_words_and_is_started_again(sc
     after = probe_worker.ask(sys.executable, script, {})
     assert died.data is None and died.error == "Fatal Python error: the engine crashed"
     assert after.data is not None and after.data["pid"] != before.data["pid"]
+
+
+def test_a_request_that_never_answers_ends_at_the_deadline(script) -> None:
+    before = probe_worker.ask(sys.executable, script, {})
+    started = time.monotonic()
+    late = probe_worker.ask(sys.executable, script, {"hang": True}, timeout=1.0)
+    assert time.monotonic() - started < 10
+    assert late.data is None and late.late and late.error.startswith("no reply within 1 s")
+    after = probe_worker.ask(sys.executable, script, {})  # a process that answered before is started again
+    assert after.data is not None and after.data["pid"] != before.data["pid"]
+
+
+def test_a_process_that_blocks_before_its_first_reply_is_not_started_again(tmp_path) -> None:
+    blocked = tmp_path / "blocked_import.py"
+    blocked.write_text("import time\ntime.sleep(600)\n")  # an engine import that never returns
+    try:
+        first = probe_worker.ask(sys.executable, blocked, {}, timeout=1.0)
+        started = time.monotonic()
+        second = probe_worker.ask(sys.executable, blocked, {}, timeout=1.0)
+        assert time.monotonic() - started < 0.5
+        assert first.late and second.late and second.error == first.error
+    finally:
+        probe_worker.close()
+
+
+def test_the_deadline_comes_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("ROPEKIT_PROBE_TIMEOUT", "7.5")
+    assert probe_worker.timeout_s() == 7.5
+    for bad in ("soon", "-1", "0"):
+        monkeypatch.setenv("ROPEKIT_PROBE_TIMEOUT", bad)
+        assert probe_worker.timeout_s() == probe_worker.TIMEOUT_S

@@ -85,3 +85,5 @@ def _print(rows) -> None:
         typer.echo(f"\n{row.engine} {row.version or '(not installed)'}: {row.verdict}")
         typer.echo(f"  {row.detail}")
         typer.echo(f"  launch: {row.launch}")
+        if row.interpreter:
+            typer.echo(f"  ran in: {row.interpreter}")

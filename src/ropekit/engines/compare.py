@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -133,7 +134,9 @@ def largest_difference(row: EngineRow) -> float | None:
 def _row(name: str, case: Case) -> EngineRow:
     module = {"MLX-LM": mlx_lm, "llama.cpp": llama_cpp, "vLLM": vllm, "SGLang": sglang, "Ollama": ollama}[name]
     try:
-        return module.row(case)
+        row = module.row(case)
+        in_process = module in (mlx_lm, llama_cpp) and row.version is not None  # their Python packages run here
+        return replace(row, interpreter=sys.executable) if in_process and row.interpreter is None else row
     except Exception as error:  # an engine's own code failing on this model is its row, not the end of the table
         why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
         return EngineRow(module.NAME, module.version(), "cannot run here", f"the engine failed: {why}", "")

@@ -115,6 +115,7 @@ class EngineRow:
         detail: the largest difference (same), or how much, from which position and why (differs), or why not.
         launch: the line (or file) that runs this RoPE in the engine.
         numbers: the measured differences (JSON-ready).
+        interpreter: the Python interpreter that ran the engine's code (``None``: none ran, or not Python's).
     """
 
     engine: str
@@ -123,6 +124,7 @@ class EngineRow:
     detail: str
     launch: str
     numbers: dict[str, Any] = field(default_factory=dict)
+    interpreter: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +134,7 @@ class EngineRow:
             "detail": self.detail,
             "launch": self.launch,
             "numbers": self.numbers,
+            "interpreter": self.interpreter,
         }
 
 

@@ -87,9 +87,9 @@ def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
 def row(case: Case) -> EngineRow:
     """SGLang's verdict: its rotary module, given what vLLM's is given, against transformers' tables."""
     where = launch(case.config, case.probe, case.folder)
-    if vllm.python() is None:
-        why = f"no vLLM environment to install SGLang into ({vllm.DEFAULT_PYTHON}; make vllm-env)"
-        return EngineRow(NAME, None, "cannot run here", why, where)
+    interpreter, source = vllm.environment()
+    if interpreter is None:
+        return EngineRow(NAME, None, "cannot run here", f"no vLLM environment to install SGLang into: {source}", where)
     if version() is None:
         return EngineRow(NAME, None, "cannot run here", f"sglang is not in the vLLM environment ({INSTALL})", where)
     # SGLang's model classes pass the config's max_position_embeddings (vLLM's probe: its --max-model-len)

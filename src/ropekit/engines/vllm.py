@@ -33,8 +33,10 @@ from ropekit.engines.probe import Answer, Case, EngineRow, Probe, judge, positio
 NAME = "vLLM"
 #: the script beside this file that runs in the vLLM environment
 PROBE = "_vllm_probe.py"
-#: the interpreter of the vLLM environment (``ROPEKIT_VLLM_PYTHON`` overrides)
-DEFAULT_PYTHON = ".venv-vllm/bin/python"
+#: the vLLM environment ``make vllm-env`` makes, beside ropekit's own source checkout
+ENVIRONMENT = ".venv-vllm"
+#: the variable that names the vLLM environment's interpreter (an absolute path)
+VARIABLE = "ROPEKIT_VLLM_PYTHON"
 
 
 #: model types vLLM builds with DeepSeek's latent-attention classes (its registry's files for them: deepseek_v2.py,
@@ -44,12 +46,36 @@ DEEPSEEK_MLA = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe
 
 
 def python() -> Path | None:
-    """The vLLM environment's interpreter, if there is one (``make setup`` marks its environment complete with
-    ``.venv-vllm/.ready``; a half-installed one counts as absent)."""
-    given = os.environ.get("ROPEKIT_VLLM_PYTHON")
-    path = Path(given or DEFAULT_PYTHON)
-    complete = given is not None or (path.parent.parent / ".ready").is_file()
-    return path if path.is_file() and complete else None
+    """The vLLM environment's interpreter, if there is one (:func:`environment`)."""
+    return environment()[0]
+
+
+def environment() -> tuple[Path | None, str]:
+    """``(interpreter, where it came from)``: ``ROPEKIT_VLLM_PYTHON`` where set (an absolute path to a file), else
+    ``.venv-vllm/bin/python`` beside ropekit's own source checkout, complete once ``make setup`` wrote
+    ``.venv-vllm/.ready`` beside it. Never a path found through the working directory: that may be a model folder
+    someone else wrote, and its interpreter would run with the user's rights. Without one, the interpreter is
+    ``None`` and the text says why."""
+    given = os.environ.get(VARIABLE)
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_absolute():
+            return None, f"{VARIABLE}={given!r} is not an absolute path (a relative one would follow the folder)"
+        return (path, f"{VARIABLE}") if path.is_file() else (None, f"{VARIABLE}={given!r} is not a file")
+    root = checkout()
+    if root is None:
+        return None, f"ropekit is not run from its source checkout: set {VARIABLE} to the vLLM environment's python"
+    path = root / ENVIRONMENT / "bin" / "python"
+    if not (path.is_file() and (root / ENVIRONMENT / ".ready").is_file()):
+        return None, f"no complete {root / ENVIRONMENT} (make vllm-env, or set {VARIABLE})"
+    return path, f"ropekit's checkout ({root})"
+
+
+def checkout() -> Path | None:
+    """The root of the source checkout this ropekit is imported from (``src/ropekit`` under a ``pyproject.toml``),
+    or ``None`` for an installed copy."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "ropekit").is_dir() else None
 
 
 def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
@@ -138,11 +164,10 @@ def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
 def row(case: Case) -> EngineRow:
     """vLLM's verdict: its rotary module, built as its model class builds it from transformers' reading of the
     folder (:func:`~ropekit.engines.transformers_ref.rope_parameters`), against transformers' tables."""
-    interpreter = python()
+    interpreter, source = environment()
     where = launch(case.config, case.probe, case.folder)
     if interpreter is None:
-        why = f"no vLLM environment ({DEFAULT_PYTHON}; make vllm-env, or set ROPEKIT_VLLM_PYTHON)"
-        return EngineRow(NAME, None, "cannot run here", why, where)
+        return EngineRow(NAME, None, "cannot run here", f"no vLLM environment: {source}", where)
     return table_row(sys.modules[__name__], request_for(case), case, where)
 
 
@@ -151,12 +176,20 @@ def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: st
     ``PROBE`` script beside this file answers ``request`` (as :func:`request_for` makes it) in a process that serves
     every request of the run (:mod:`ropekit.engines.probe_worker`); ``engine``
     gives ``NAME``, ``version()``, ``known_behaviours(params, probe)`` and ``class_rewrites(config, params)``."""
+    from dataclasses import replace
+
     from ropekit.engines.probe_worker import ask
 
-    reply = ask(python(), Path(__file__).with_name(engine.PROBE), request)
-    if reply.data is None:
-        return failed_row(engine, reply.error or "no output", where, request)
-    return row_from_reply(engine, reply.data, case, where)
+    interpreter = python()
+    reply = ask(interpreter, Path(__file__).with_name(engine.PROBE), request)
+    if reply.late:
+        why = f"{engine.NAME}'s probe process: {reply.error}"
+        row = EngineRow(engine.NAME, engine.version(), "cannot run here", why, where)
+    elif reply.data is None:
+        row = failed_row(engine, reply.error or "no output", where, request)
+    else:
+        row = row_from_reply(engine, reply.data, case, where)
+    return replace(row, interpreter=str(interpreter))
 
 
 def request_for(case: Case) -> dict[str, Any]:
