@@ -118,46 +118,9 @@ def train_command(
     Every option is checked (by TinyConfig and TrainConfig, whose defaults these are) before any work.
     """
 
-    from ropekit._validate import parse_number
-    from ropekit.cli.params import parse_params
-    from ropekit.model.tiny import TinyConfig
-    from ropekit.model.train import TrainConfig, check_train_out, train
+    from ropekit.model.train import check_train_out, train
 
-    length = parse_length(train_length, "--train-length")
-    weights = None if task_weights is None else parse_params(task_weights, parse_number, "--task-weights")
-    names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
-    names |= {"rope_base": "--base", "train_length": "--train-length"}
-    with option_errors(**names):
-        config = TinyConfig(
-            d_model=d_model,
-            n_layers=n_layers,
-            n_heads=n_heads,
-            n_kv_heads=n_kv_heads,
-            ffn_dim=ffn_dim,
-            train_length=length,
-            position=position,
-            rope_base=base,
-            segment_length=segment_length,
-            memory_update=memory_update,
-            scaling=_scaling(scaling, factor, factors, param, original_length, init, length),
-        )
-        settings = TrainConfig(
-            steps=steps,
-            batch_size=batch_size,
-            lr=lr,
-            warmup_steps=warmup_steps,
-            seed=seed,
-            minutes=minutes,
-            task_fraction=task_fraction,
-            task_mix=task_mix,
-            answer_weight=answer_weight,
-            task_weights=weights,
-            mixed_window=mixed_window,
-        )
-        if mixed_window:  # refused here, before any work, as train() would refuse it
-            from ropekit.mixed_window import mixed_window_scaling
-
-            mixed_window_scaling(config.scaling)
+    config, settings = _configs(locals())
     prepare_output_dir(out, "--out", default=DEFAULT_OUT, create=False)  # train() makes it once --init is checked
     command = "ropekit train " + " ".join(sys.argv[2:])
     with option_errors(
@@ -174,6 +137,37 @@ def train_command(
         print_json({**summary, "out": str(out)})
         return
     _print_done(summary, out)
+
+
+def _configs(given: dict) -> tuple:
+    """The model's ``TinyConfig`` and the run's ``TrainConfig`` from the command's options (``given``: its
+    arguments by name), each option checked by the dataclass whose default it is; an error names the option."""
+    from ropekit._validate import parse_number
+    from ropekit.cli.params import parse_params
+    from ropekit.model.tiny import TinyConfig
+    from ropekit.model.train import TrainConfig
+
+    length = parse_length(given["train_length"], "--train-length")
+    task_weights = given["task_weights"]
+    weights = None if task_weights is None else parse_params(task_weights, parse_number, "--task-weights")
+    names = {name: "--" + name.replace("_", "-") for name in (*_TINY_FIELDS, *_TRAIN_FIELDS)}
+    names |= {"rope_base": "--base", "train_length": "--train-length"}
+    scaling = (given[key] for key in ("scaling", "factor", "factors", "param", "original_length", "init"))
+    with option_errors(**names):
+        config = TinyConfig(
+            **{name: given[name] for name in _TINY_FIELDS},
+            train_length=length,
+            rope_base=given["base"],
+            scaling=_scaling(*scaling, length),
+        )
+        settings = TrainConfig(
+            **{name: given[name] for name in _TRAIN_FIELDS if name != "task_weights"}, task_weights=weights
+        )
+        if given["mixed_window"]:  # refused here, before any work, as train() would refuse it
+            from ropekit.mixed_window import mixed_window_scaling
+
+            mixed_window_scaling(config.scaling)
+    return config, settings
 
 
 def _scaling(name, factor, factors, params, original_length, init, length):
