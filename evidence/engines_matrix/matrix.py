@@ -202,51 +202,9 @@ def _engine_rows(output: str) -> list[dict[str, Any]]:
 
 
 def _detail(entry: dict[str, Any]) -> str:
-    return " ".join(str(entry.get("detail") or "").split())[:200]
+    return " ".join(str(entry.get("detail") or "").split())
 
 
 def run(model_types: list[str], engines: str | None = None) -> list[Row]:
     with tempfile.TemporaryDirectory() as workdir:
         return [arch_row(model_type, Path(workdir), engines) for model_type in model_types]
-
-
-def markdown(rows: list[Row], commands: list[str], findings: str) -> str:
-    """The matrix page: what was built, the counts, ``findings`` (the hand-written reading), then architecture ×
-    method × engine → verdict and detail."""
-    cells = [cell for row in rows for cell in row.cells]
-    counts: dict[str, int] = {}
-    for cell in cells:
-        backend = cell.verdict == "same" and "Transformers backend" in cell.detail
-        verdict = (
-            "same through the engine's Transformers backend (nothing of its own to compare)"
-            if backend
-            else cell.verdict
-        )
-        counts[verdict] = counts.get(verdict, 0) + 1
-    built = sum(row.built == "ok" for row in rows)
-    lines = [
-        "# The engines conformance matrix",
-        "",
-        f"{len(rows)} causal-LM architectures of transformers' `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` whose config has",
-        f"RoPE ({built} built), each a tiny random model of its config class's defaults (2 layers, hidden size 64,",
-        f"head size 16), extended with each method (factor {FACTOR}) by `ropekit extend`, then compared by",
-        "`ropekit engines --logits 0` against the rotation transformers' own modeling code applies. A cell is the",
-        "engine's verdict with its detail, the one-line refusal of `extend` or `engines`, or TRACEBACK for a raw",
-        "traceback.",
-        "",
-        "Made by: " + "; ".join(f"`{command}`" for command in commands),
-        "",
-        "Counts: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: -kv[1])),
-        "",
-        findings.strip(),
-        "",
-        "| architecture | method | engine | verdict | detail |",
-        "|---|---|---|---|---|",
-    ]
-    for row in rows:
-        if row.built != "ok":
-            lines.append(f"| {row.arch} | | | {row.built.replace('|', '/')} | |")
-        for cell in row.cells:
-            detail = cell.detail.replace("|", "/")
-            lines.append(f"| {row.arch} | {cell.method} | {cell.engine} | {cell.verdict} | {detail} |")
-    return "\n".join(lines) + "\n"

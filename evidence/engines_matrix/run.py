@@ -18,9 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from matrix import Cell, Row, markdown, rope_architectures, run
+from matrix import Cell, Row, rope_architectures, run
+from page import full_table, summary
 
 ROWS = Path(__file__).with_name("rows.json")
+#: the full table (every cell's whole detail); the summary goes to ``--out``
+FULL = Path(__file__).with_name("matrix.md")
 #: seconds one architecture may take (build, six extensions, their comparisons) before its row says so
 LIMIT = 600
 FINDINGS = Path(__file__).with_name("findings.md")
@@ -54,10 +57,16 @@ def main() -> None:
 
 
 def write_page(stored: dict, out: Path) -> None:
-    """The page of every stored row, with the commands that measured them and :data:`FINDINGS`."""
-    rows = [Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()]
+    """The summary of every stored row at ``out`` (with the commands that measured them and :data:`FINDINGS`),
+    and the full table at :data:`FULL`."""
+    rows = sorted((Row(e["arch"], e["built"], [Cell(**c) for c in e["cells"]]) for e in stored.values()), key=_key)
     commands = sorted({e["command"] for e in stored.values()})
-    out.write_text(markdown(sorted(rows, key=lambda r: r.arch), commands, FINDINGS.read_text()))
+    out.write_text(summary(rows, commands, FINDINGS.read_text()))
+    FULL.write_text(full_table(rows, commands))
+
+
+def _key(row: Row) -> str:
+    return row.arch
 
 
 class OverTime(BaseException):

@@ -203,7 +203,7 @@ def test_mlx_lms_glm_rotates_the_whole_head(tmp_path) -> None:
 @needs_sglang
 def test_ernie_pairs_as_its_config_says_in_both_engines(tmp_path) -> None:
     """Ernie 4.5 rotates pairs (2i, 2i + 1). vLLM's ernie45.py builds Llama's attention, then sets its module's
-    ``is_neox_style = False``; SGLang's ernie4.py builds Llama's attention with ``getattr(config,
+    ``is_neox_style = False`` (its class built and its module read as built); SGLang's ernie4.py builds Llama's attention with ``getattr(config,
     "rope_is_neox_style", False)``: both compute transformers' rotation (a probe that took Llama's own pairing, or
     followed the MLP's import to DeepSeek's file, said "differs")."""
     from helpers.hf_models import random_hf_model
@@ -211,7 +211,7 @@ def test_ernie_pairs_as_its_config_says_in_both_engines(tmp_path) -> None:
     plain = {"rope_type": "default", "rope_theta": 10000.0}
     random_hf_model("ernie4_5", head_dim=16, positions=TARGET, rope_parameters=plain).save_pretrained(tmp_path / "d")
     row = _verdicts(tmp_path / "d", "vLLM")["vLLM"]
-    assert row.verdict == "same" and "llama.py" in row.reason, row.reason
+    assert row.verdict == "same" and "ernie45.py, built class" in row.reason, row.reason
     experts = {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 32}
     moe = random_hf_model("ernie4_5_moe", head_dim=16, positions=TARGET, rope_parameters=plain, **experts)
     moe.save_pretrained(tmp_path / "moe")

@@ -38,13 +38,14 @@ def test_vllm_computes_what_transformers_computes(scaling, llama_dir, tmp_path) 
     assert f"--max-model-len {4 * L0}" in row.launch and "--hf-overrides" in row.launch
 
 
-def test_vllms_dynamic_is_plain_rope(llama_dir, tmp_path) -> None:
-    """vLLM 0.33's dynamic class keeps the base: its tables are plain RoPE's (transformers' at L0), which
-    transformers leaves from L0 + 1 tokens on."""
+def test_vllms_dynamic_tables_only_the_original_length(llama_dir, tmp_path) -> None:
+    """vLLM 0.33's Llama class passes max_position_embeddings (L0 in a dynamic folder) to get_rope, and its dynamic
+    class tables that many positions (plain RoPE's there: the base kept): served at 4·L0, positions past L0 index
+    out of its table. Measured on the class built as vLLM builds it."""
     scaling = DynamicScaling(factor=4.0, original_max_position_embeddings=L0)
     row = _row(extend(llama_dir, scaling, tmp_path / "out", target_length=4 * L0).out)
-    assert row.verdict == "differs" and "plain RoPE" in row.detail and "static NTK" not in row.detail
-    assert f"served length {L0 + 1})" in row.detail and row.numbers[f"table_max_diff@{L0}"] < 1e-5
+    assert row.verdict == "cannot express" and f"tables {L0} positions" in row.detail, row.detail
+    assert row.numbers["recorded"]["max_position"] == L0 and row.numbers[f"table_max_diff@{L0}"] < 1e-5
 
 
 def test_it_reads_the_folder_as_transformers_reads_it(llama_dir, tmp_path) -> None:
@@ -57,13 +58,18 @@ def test_it_reads_the_folder_as_transformers_reads_it(llama_dir, tmp_path) -> No
 
 
 def test_a_wrong_rope_is_an_unexplained_difference(llama_dir, tmp_path, monkeypatch) -> None:
-    """The verdict can fail: vLLM handed another factor than transformers reads (as a wrong --hf-overrides
-    would), its own rotary module then computes another table."""
-    from ropekit.engines import transformers_ref
+    """The verdict can fail: vLLM handed another factor than transformers reads (a wrong --hf-overrides), its class
+    built with it computes another table."""
+    from ropekit.engines import launch
 
     folder = extend(llama_dir, LinearScaling(factor=4.0), tmp_path / "out", target_length=4 * L0).out
-    read = transformers_ref.rope_parameters
-    monkeypatch.setattr(transformers_ref, "rope_parameters", lambda path: {**read(path), "factor": 2.0})
+    made = launch.overrides
+
+    def wrong(config):
+        given = made(config)
+        return {**given, "rope_parameters": {**given["rope_parameters"], "factor": 2.0}}
+
+    monkeypatch.setattr(launch, "overrides", wrong)
     row = _row(folder)
     assert row.verdict == "differs" and "not explained" in row.detail and row.numbers["table_max_diff@256"] > 0.1
 

@@ -1,15 +1,20 @@
 """Run inside the vLLM environment (not ropekit's): vLLM's own rotary module, as the architecture's model class
 builds it, on the probe vectors.
 
-Reads JSON requests on stdin, one a line (``architecture``, ``head_size``, ``rotary_dim``, ``max_position``,
-``rope_parameters``, ``is_neox_style``, ``class_rule``, ``dual_chunk_attention_config``, ``interleaved``: the
-reference's pairing, ``served``: served length → positions, ``config``: the config's plain values) and answers each
-with one line (:func:`serve`): vLLM's version, the model file and what it passes to ``get_rope`` (:mod:`ropekit.engines._model_class`), its ``mscale`` and, per served length, the
-``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin the module applies to a key. An architecture vLLM serves
-through its Transformers backend answers ``"backend": "transformers"`` and no tables. ``class_rule: "ropekit"``:
-the request's arguments are the class's already (DeepSeek, gpt-oss; :func:`ropekit.engines.vllm.model_rope`).
+Reads JSON requests on stdin, one a line, and answers each with one line (:func:`serve`). The request names the
+folder, the launch line's ``hf_overrides`` and ``max_model_len``, the compared ``layer``, the reference's pairing
+(``interleaved``) and rotary width, and ``served``: served length → positions. vLLM's model class for the folder is
+built on CPU as vLLM builds it, its ``get_rope`` calls recorded (:mod:`ropekit.engines._vllm_build`), and the rotary
+module of the compared layer, as built, applied to the probe vectors: ``"source": "built class"``. Where the class
+cannot be built here, the model file is read as source instead (:mod:`ropekit.engines._model_class`) and
+``get_rope`` called with what its first call passes (the request's ``rope_parameters``, ``head_size``,
+``is_neox_style``, ``class_rule``, ``config``): ``"source": "read from source"``, with ``build_error``. The reply:
+vLLM's version, the model file, the module's class, its ``mscale``, the pairing it says and the one it rotates, and
+per served length the ``(positions, rotary_dim/2, 2)`` table of A·cos, A·sin it applies to a key. An architecture
+vLLM serves through its Transformers backend answers ``"backend": "transformers"`` and no tables.
 """
 
+import functools
 import importlib.util
 import json
 import logging
@@ -19,9 +24,10 @@ import types
 from pathlib import Path
 
 
+@functools.cache
 def shared(name: str):
     """A module beside this file, by its path (this folder is not on ``sys.path``, where ``vllm.py`` would shadow
-    vLLM)."""
+    vLLM), loaded once a process."""
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,19 +67,125 @@ def main() -> None:
 
 
 def answer(request: dict) -> dict:
-    """vLLM's reply to one request (module docstring)."""
-    import torch
+    """vLLM's reply to one request (module docstring): from its model class built and recorded
+    (:func:`answer_built`), else, where the class cannot be built here, from its model file read as source
+    (:func:`answer_from_source`, ``"source": "read from source"``, with why it was not built)."""
     import vllm
+
+    reply = {"version": vllm.__version__}
+    if request.get("folder"):
+        build = shared("_vllm_build")
+        try:
+            return answer_built(request, reply, build)
+        except build.Unbuilt as error:
+            reply["build_error"] = str(error)
+    return answer_from_source(request, reply)
+
+
+def answer_built(request: dict, reply: dict, build) -> dict:
+    """vLLM's reply from its model class for the request's ``folder``, built on CPU as vLLM builds it
+    (:mod:`ropekit.engines._vllm_build`): the rotary module of the compared layer as built, its recorded ``get_rope``
+    arguments, and the pairing it rotates (``neox_found``, measured), beside the one it says (``neox``)."""
+    from vllm.model_executor.layers.rotary_embedding import get_rope
+
+    forget(get_rope)
+    reply["source"] = "built class"
+    try:
+        found = build.built(request)
+    except build.Refused as error:
+        return {**reply, "model_file": relative(error.file), "refused": str(error)}
+    if found.get("backend"):
+        return {**reply, "backend": "transformers"}
+    rope, arguments = build.compared_rotary(found, int(request.get("layer") or 0))
+    reply.update(model_file=relative(found["file"]), model_class=found["class"], stubbed=found["stubbed"])
+    if rope is None:
+        return {**reply, "failed": f"{found['class']} built no rotary module"}
+    source = class_facts(found["file"], get_rope)  # the load-time q/k permutation: weights are not loaded here
+    reply.update(
+        recorded_arguments(arguments, get_rope), permutes_qk=source.get("permutes_qk"), calls=len(found["calls"])
+    )
+    reply["neox"] = bool(rope.is_neox_style)
+    head, half = int(rope.head_size), request["rotary_dim"] // 2
+    try:
+        reply["neox_found"] = rotates_neox(rope, head)
+        pairs = read_interleaved(request, reply, reply["neox_found"])
+        reply["tables"] = rotated_tables(rope, head, half, pairs, within_table(rope, request["served"], reply))
+    except Exception as error:  # the built module does not run here
+        return failed(reply, error)
+    return described(reply, rope)
+
+
+def within_table(rope, served: dict, reply: dict) -> dict:
+    """The served lengths whose positions the built module's cos/sin table holds (its ``cos_sin_cache`` rows: the
+    ``max_position`` the class passes); the others go to ``reply["past_table"]`` as ``[table rows, lengths]``: a
+    position past the table indexes out of it (on CPU an ``IndexError``, on an accelerator unchecked memory)."""
+    cache = getattr(rope, "cos_sin_cache", None)
+    rows = None if cache is None else int(cache.shape[0])
+    if rows is None:
+        return served
+    kept = {n: p for n, p in served.items() if not p or max(p) < rows}
+    if len(kept) < len(served):
+        reply["past_table"] = [rows, sorted(int(n) for n in served if n not in kept)]
+    return kept
+
+
+def relative(path: str) -> str:
+    """A file of vLLM's as ``vllm/…``."""
+    import vllm
+
+    return "vllm/" + str(Path(path).relative_to(Path(vllm.__file__).parent))
+
+
+def recorded_arguments(arguments, get_rope) -> dict:
+    """The facts a reply carries from one recorded ``get_rope`` call: ``scaling`` (it passes a scaled
+    ``rope_type``), ``dual_chunk`` (a dual-chunk config), and ``recorded`` (its arguments, JSON-clean);
+    ``{}`` where no recorded call built the module."""
+    import inspect
+
+    if arguments is None:
+        return {}
+    bound = inspect.signature(get_rope).bind(*arguments["args"], **arguments["kwargs"]).arguments
+    params = bound.get("rope_parameters") or {}
+    clean = {key: value for key, value in bound.items() if isinstance(value, (bool, int, float, str, dict, type(None)))}
+    return {
+        "scaling": params.get("rope_type", "default") != "default",
+        "dual_chunk": bound.get("dual_chunk_attention_config") is not None,
+        "recorded": json.loads(json.dumps(clean, default=str)),
+    }
+
+
+def rotates_neox(rope, head: int) -> bool:
+    """Whether ``rope`` rotates pairs (i, i + d/2), measured: e_0 at position 1 moves into dimension d/2, not 1."""
+    import torch
+
+    rotary = int(getattr(rope, "rotary_dim", head))
+    forward = getattr(rope, "forward_native", None)
+    shape = (1, 1, head) if forward is not None else (1, head)
+    vector = torch.zeros(*shape, dtype=torch.float32)
+    vector[..., 0] = 1.0
+    _, rotated = (forward or rope.forward)(torch.tensor([1]), vector.clone(), vector.clone())
+    rotated = rotated.reshape(head)
+    if rotary <= 2:
+        return bool(rope.is_neox_style)
+    return bool(abs(float(rotated[rotary // 2])) > abs(float(rotated[1])))
+
+
+def answer_from_source(request: dict, reply: dict) -> dict:
+    """vLLM's reply from its model file read as source (:mod:`ropekit.engines._model_class`): ``get_rope`` built
+    with the arguments the file's first call passes, ``"source": "read from source"``."""
+    import torch
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
     from vllm.model_executor.layers.rotary_embedding import get_rope
 
-    reply = {"version": vllm.__version__}
+    reply["source"] = "read from source"
+    if request.get("unreadable"):
+        return {**reply, "failed": f"ValueError: {request['unreadable']}"}
     path = model_file(request["architecture"])
     if path is None:
         return {**reply, "backend": "transformers"}
     forget(get_rope)
     facts = class_facts(path, get_rope)
-    reply["model_file"] = "vllm/" + str(Path(facts["file"]).relative_to(Path(vllm.__file__).parent))
+    reply["model_file"] = relative(facts["file"])
     reply.update({key: facts.get(key) for key in FACT_KEYS})
     neox, params, dual = request.get("is_neox_style", True), request["rope_parameters"], None
     if request.get("class_rule") != "ropekit" and facts["calls"]:

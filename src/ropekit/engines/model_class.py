@@ -25,7 +25,8 @@ def scaled(params: dict[str, Any]) -> bool:
 def class_verdict(engine: str, reply: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> list[str]:
     """The reasons ``engine``'s model class cannot express ``params`` (transformers' rope dict) on ``config``,
     from its probe's ``reply`` (``model_file``, ``line``, ``scaling``, ``dual_chunk``); empty where it can."""
-    where = f"{reply.get('model_file')} (get_rope at line {reply.get('line')})"
+    call = f"get_rope at line {reply['line']}" if reply.get("line") else "its recorded get_rope call"
+    where = f"{reply.get('model_file')} ({call})"
     kind = params.get("rope_type", "default")
     reasons = []
     if reply.get("scaling") is False and scaled(params):

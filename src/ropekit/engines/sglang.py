@@ -95,4 +95,6 @@ def row(case: Case) -> EngineRow:
     # SGLang's model classes pass the config's max_position_embeddings (vLLM's probe: its --max-model-len)
     longest = int(case.config.get("max_position_embeddings") or case.probe.target_length)
     request = {**vllm.request_for(case), "max_position": longest}
+    if "unreadable" in request:  # SGLang's module is built from the rope dict, which names no layer's
+        raise ValueError(request["unreadable"])
     return vllm.table_row(sys.modules[__name__], request, case, where)

@@ -193,16 +193,26 @@ def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: st
 
 
 def request_for(case: Case) -> dict[str, Any]:
-    """What :mod:`ropekit.engines._vllm_probe` reads: the rotary module's arguments (built as vLLM's model class
-    builds them, :func:`model_rope`) and the positions per length."""
-    from ropekit.engines.transformers_ref import rope_parameters
+    """What :mod:`ropekit.engines._vllm_probe` reads: the folder as the launch line serves it (its ``--hf-overrides``
+    and ``--max-model-len``), the compared layer, the positions per length, and for the source reading, the
+    rotary module's arguments as :func:`model_rope` makes them (``unreadable``: why there are none)."""
+    from ropekit.engines.launch import overrides
+    from ropekit.engines.transformers_ref import compared_layer, rope_parameters
 
     config, probe = case.config, case.probe
     half = int(next(iter(case.reference.tables.values())).shape[1])
     head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
     architectures = config.get("architectures") or [""]
+    try:
+        read: dict[str, Any] = model_rope(config, rope_parameters(case.folder), head)
+    except ValueError as error:  # a rope dict keyed by other names than layer types: the built class chooses
+        read = {"unreadable": str(error)}
     return {
-        **model_rope(config, rope_parameters(case.folder), head),
+        **read,
+        "folder": str(case.folder),
+        "hf_overrides": overrides(config),
+        "max_model_len": probe.target_length,
+        "layer": compared_layer(case.folder)[0],
         "architecture": architectures[0],
         "rotary_dim": 2 * half,
         "max_position": probe.target_length,
@@ -223,35 +233,83 @@ def failed_row(engine: ModuleType, last: str, where: str, request: dict[str, Any
 
 def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where: str) -> EngineRow:
     """An engine's verdict from its probe's reply (its tables against the reference's; what its model class drops
-    from the configuration: :func:`ropekit.engines.model_class.class_verdict`)."""
+    from the configuration: :func:`ropekit.engines.model_class.class_verdict`). Every row says where its module
+    came from (``numbers["source"]`` and a word in its detail): the engine's model class built and recorded
+    ("built class"), or its model file read as source ("read from source", where the class does not build here)."""
     from ropekit.engines.model_class import backend_row, class_verdict, pairing_reason
-    from ropekit.engines.transformers_ref import rope_parameters
 
     if reply.get("backend") == "transformers":
         return backend_row(engine.NAME, reply["version"], case.config, where)
+    source = reply.get("source") or "read from source"
+    base = {"model_file": reply.get("model_file"), "source": source, "build_error": reply.get("build_error")}
     if "refused" in reply:
         line = f" (get_rope at line {reply['line']})" if reply.get("line") and not reply.get("class_rule") else ""
-        why = f"{engine.NAME}'s {reply['model_file']}{line} refuses it: {reply['refused']}"
-        return EngineRow(
-            engine.NAME, reply["version"], "cannot express", why, where, {"model_file": reply["model_file"]}
-        )
-    params = rope_parameters(case.folder)
+        why = f"{engine.NAME}'s {reply['model_file']}{line} refuses it ({source}): {reply['refused']}"
+        return EngineRow(engine.NAME, reply["version"], "cannot express", why, where, base)
+    params = compared_params(case)
     dropped = class_verdict(engine.NAME, reply, params, case.config) + engine.class_rewrites(case.config, params)
     if "failed" in reply:
         verdict = "cannot express" if dropped else "cannot run here"
-        why = "; ".join(
-            [*dropped, f"not measured here: {reply['model_file']}'s module fails on CPU: {reply['failed']}"]
-        )
-        return EngineRow(engine.NAME, reply["version"], verdict, why, where, {"model_file": reply["model_file"]})
+        failing = f"not measured here: {reply.get('model_file')}'s module fails on CPU ({source}): {reply['failed']}"
+        return EngineRow(engine.NAME, reply["version"], verdict, "; ".join([*dropped, failing]), where, base)
     theirs = Answer(tables={int(n): np.asarray(t, dtype=np.float64) for n, t in reply["tables"].items()})
-    pairing = pairing_reason(engine.NAME, reply, case.reference.interleaved)
+    rotated = {**reply, "neox": reply.get("neox_found", reply.get("neox"))}  # the pairs it rotates, measured
+    wrong = serves_wrong(engine.NAME, reply)
+    pairing = wrong or pairing_reason(engine.NAME, rotated, case.reference.interleaved)
+    dropped += past_table(engine.NAME, reply, case.probe)
     known = dropped + pairing + engine.known_behaviours(params, case.probe)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
-    numbers.update({key: reply.get(key) for key in ("mscale", "model_file", "neox", "scaling", "class", "permutes_qk")})
-    permuted = (
-        "; q/k weights permuted to NeoX order at load, compared in that order" if reply.get("permutes_qk") else ""
-    )
-    detail = f"{detail} (rotary module of {reply.get('model_file')}{permuted})"
+    kept = ("mscale", "neox", "neox_found", "scaling", "class", "model_class", "permutes_qk", "recorded", "stubbed")
+    numbers.update(base | {key: reply.get(key) for key in kept if key in reply})
+    detail = f"{detail} (rotary module of {reply.get('model_file')}, {source}{_origin_note(reply)})"
     if dropped:
         verdict, detail = "cannot express", f"{'; '.join(dropped)}; measured: {detail}"
     return EngineRow(engine.NAME, reply["version"], verdict, detail, where, numbers)
+
+
+def compared_params(case: Case) -> dict[str, Any]:
+    """transformers' rope dict of the compared layer (:func:`~ropekit.engines.transformers_ref.rope_parameters`);
+    ``{}`` where the dict is keyed by other names than layer types (DeepSeek-V4's ``main``/``compress``: the model
+    class chooses, and a built class is measured as it chose)."""
+    from ropekit.engines.transformers_ref import rope_parameters
+
+    try:
+        return rope_parameters(case.folder)
+    except ValueError:
+        return {}
+
+
+def past_table(engine: str, reply: dict[str, Any], probe: Probe) -> list[str]:
+    """Where the built module's cos/sin table holds fewer positions than the served lengths reach (a class that
+    passes the config's ``max_position_embeddings``, L0 for a dynamic folder, to a class that tables that many)."""
+    if not reply.get("past_table"):
+        return []
+    rows, lengths = reply["past_table"]
+    return [
+        f"{engine}'s {reply.get('class')} (built by {reply.get('model_file')}) tables {rows:,} positions and is "
+        f"served {probe.target_length:,}: at served lengths {', '.join(f'{n:,}' for n in lengths)} positions past "
+        "its table index out of it (measured below that)"
+    ]
+
+
+def serves_wrong(engine: str, reply: dict[str, Any]) -> list[str]:
+    """Where the built module rotates other pairs than its ``is_neox_style`` says (a model class that sets it after
+    building, on a class whose forward does not read it): the engine serves the model wrong."""
+    claimed, found = reply.get("neox"), reply.get("neox_found")
+    if claimed is None or found is None or claimed == found:
+        return []
+    pairs = "(i, i + d/2)" if found else "(2i, 2i + 1)"
+    return [
+        f"{engine}'s {reply.get('class')} rotates pairs {pairs} though its is_neox_style is {claimed} (set on the "
+        f"built module by {reply.get('model_file')}; the class's forward does not read it): {engine} serves this wrong"
+    ]
+
+
+def _origin_note(reply: dict[str, Any]) -> str:
+    """What the detail adds to where the module came from: a q/k permutation at load, why it was read from source."""
+    notes = []
+    if reply.get("permutes_qk"):
+        notes.append("q/k weights permuted to NeoX order at load, compared in that order")
+    if reply.get("build_error"):
+        notes.append(f"the class does not build here: {str(reply['build_error'])[:160]}")
+    return "".join(f"; {note}" for note in notes)

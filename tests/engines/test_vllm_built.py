@@ -1,0 +1,65 @@
+"""vLLM's rows from its own model class, built on CPU as vLLM builds it with its ``get_rope`` calls recorded
+(``ropekit.engines._vllm_build``), not from its model file read as text. The oracle: transformers' own rotation of
+the same folder, and what the class's arguments would compute were they wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.held_out_models import L0, LINEAR, TARGET, held_out_folder, longrope
+from ropekit.engines import vllm
+from ropekit.engines.compare import compare_folder, probe_for
+
+pytest.importorskip("transformers")
+if vllm.python() is None:
+    pytest.skip("needs the vLLM environment (.venv-vllm or ROPEKIT_VLLM_PYTHON)", allow_module_level=True)
+
+
+def _row(folder):
+    _, rows = compare_folder(folder, probe_for(folder), engines=("vLLM",))
+    return rows[0]
+
+
+def test_ernie_with_longrope_is_served_wrong_not_refused(tmp_path) -> None:
+    """Ernie 4.5 rotates pairs (2i, 2i + 1). vLLM's ernie45.py builds Llama's attention (get_rope with NeoX pairs:
+    LongRoPE builds), then sets ``rotary_emb.is_neox_style = False`` on the built module; LongRoPE's forward does
+    not read it and rotates (i, i + d/2): vLLM serves the model wrong (a source reading said it refuses it)."""
+    from helpers.hf_models import random_hf_model
+
+    rope = {**longrope(8), "rope_theta": 10000.0}
+    random_hf_model("ernie4_5", head_dim=16, positions=TARGET, rope_parameters=rope).save_pretrained(tmp_path)
+    row = _row(tmp_path)
+    assert row.verdict == "differs", row.detail
+    assert "serves this wrong" in row.detail and "built class" in row.detail
+    assert row.numbers["source"] == "built class" and row.numbers["neox"] is False and row.numbers["neox_found"]
+    assert max(v for k, v in row.numbers.items() if k.startswith("table_max_diff@")) > 1.0  # O(1): other pairs
+
+
+def test_a_wrong_recorded_argument_turns_the_row_to_differs(tmp_path, monkeypatch) -> None:
+    """The class built with another base than the folder's (as a wrong --hf-overrides would give it): its recorded
+    get_rope call carries that base and its module computes another table."""
+    folder = held_out_folder("llama", tmp_path / "llama", LINEAR)
+    right = _row(folder)
+    assert right.verdict == "same" and right.numbers["source"] == "built class", right.detail
+    assert right.numbers["recorded"]["rope_parameters"]["rope_theta"] == 10000.0
+    made = vllm.request_for
+
+    def wrong_base(case):
+        request = made(case)
+        request["hf_overrides"]["rope_parameters"] = {**request["hf_overrides"]["rope_parameters"], "rope_theta": 5e5}
+        return request
+
+    monkeypatch.setattr(vllm, "request_for", wrong_base)
+    row = _row(folder)
+    assert row.verdict == "differs" and "not explained" in row.detail, row.detail
+    assert row.numbers["recorded"]["rope_parameters"]["rope_theta"] == 5e5
+    assert row.numbers[f"table_max_diff@{4 * L0}"] > 0.1
+
+
+def test_a_class_that_cannot_be_built_is_read_from_source_and_says_so(tmp_path, monkeypatch) -> None:
+    """Without the folder to build from, the probe reads the model file as text: the row says "read from source"."""
+    folder = held_out_folder("llama", tmp_path / "llama", LINEAR)
+    made = vllm.request_for
+    monkeypatch.setattr(vllm, "request_for", lambda case: {k: v for k, v in made(case).items() if k != "folder"})
+    row = _row(folder)
+    assert row.verdict == "same" and row.numbers["source"] == "read from source" and "read from source" in row.detail
