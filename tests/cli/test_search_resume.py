@@ -1,0 +1,85 @@
+"""``ropekit search`` resumed: a journal is keyed on the model (its real path and a fingerprint of its config and
+weights), the text's contents and every setting, so a resume with another model under the same name, an edited text
+or another setting is refused naming what changed; the same inputs resume, and the budget is recorded as run.
+
+Oracle: which inputs changed is known by construction (two random tiny models of one shape saved under one relative
+path; one byte of the text edited); the resumed count is the journal's line count."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from helpers.cli import assert_error, run
+
+#: a very small search: two candidates on two samples, at twice a 64-token training length
+SMALL = ("--target-length", "2x", "--evaluations", "2", "--samples", "1", "--heldout-samples", "1")
+
+
+def _tiny(folder, seed: int):
+    from ropekit.model import TinyLM, save
+    from ropekit.model.tiny import TinyConfig
+
+    torch.manual_seed(seed)
+    config = TinyConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, ffn_dim=64, train_length=64)
+    return save(TinyLM(config), folder)
+
+
+def _stopped(out):
+    """A finished search made a stopped one: its journal kept, search.json removed."""
+    (out / "search.json").unlink()
+    return len((out / "journal.jsonl").read_text().splitlines()) - 1
+
+
+def test_another_model_under_the_same_path_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _tiny(tmp_path / "m", seed=1)
+    first = run("search", "--model", "m", *SMALL, "--out", "o")
+    assert first.exit_code == 0, first.output
+    assert _stopped(tmp_path / "o") == 2
+    _tiny(tmp_path / "m", seed=2)  # another model saved over the folder: same config, other weights
+    line = assert_error(run("search", "--model", "m", *SMALL, "--out", "o"), "--out", "model", "weights", "--force")
+    assert "another search" in line
+    # the same relative path typed from another folder names another model
+    (tmp_path / "elsewhere").mkdir()
+    _tiny(tmp_path / "elsewhere" / "m", seed=1)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert_error(run("search", "--model", "m", *SMALL, "--out", tmp_path / "o"), "another file or folder")
+
+
+def test_same_inputs_resume_and_an_edited_text_is_refused(tmp_path):
+    from ropekit.model.corpus import heldout_bytes
+
+    text = tmp_path / "text.txt"
+    text.write_bytes(heldout_bytes()[:20_000])
+    model = _tiny(tmp_path / "m", seed=1)
+    args = ("search", "--model", model, *SMALL, "--text", text, "--out", tmp_path / "o")
+    assert run(*args).exit_code == 0
+    _stopped(tmp_path / "o")
+    resumed = run(*args, "--json")
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout)["journal"]["resumed_from"] == 2
+    _stopped(tmp_path / "o")
+    text.write_bytes(b"X" + heldout_bytes()[1:20_000])  # one byte edited, same name and size
+    assert_error(run(*args), "--out", "text", "sha256")
+    assert_error(run(*args[:-2], "--samples", "2", "--out", tmp_path / "o"), "samples: 1 → 2")
+
+
+@pytest.mark.parametrize("flag", ["--evaluations", "--budget"])
+def test_a_resume_with_another_budget_records_what_ran(tmp_path, flag):
+    """A count other than the journal's continues the search to that count; search.json and its command say it."""
+    model = _tiny(tmp_path / "m", seed=1)
+    base = ("search", "--model", model, "--target-length", "2x", "--samples", "1", "--heldout-samples", "1")
+    first = run(*base, "--evaluations", "2", "--out", tmp_path / "o")
+    assert first.exit_code == 0, first.output
+    _stopped(tmp_path / "o")
+    budget = ("--evaluations", "3") if flag == "--evaluations" else ("--budget", "0.001s")
+    resumed = run(*base, *budget, "--out", tmp_path / "o", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    found = json.loads(resumed.stdout)
+    count = 3 if flag == "--evaluations" else 1  # a budget shorter than one candidate buys one
+    assert found["evaluations"] == len(found["trace"]) == found["plan"]["evaluations"] == count
+    assert f"--evaluations {count} " in found["command"] and "--budget" not in found["command"]
+    assert found["journal"]["resumed_from"] == 2
