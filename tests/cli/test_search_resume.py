@@ -10,21 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from helpers.cli import assert_error, run
-
-#: a very small search: two candidates on two samples, at twice a 64-token training length
-SMALL = ("--target-length", "2x", "--evaluations", "2", "--samples", "1", "--heldout-samples", "1")
-
-
-def _tiny(folder, seed: int):
-    from ropekit.model import TinyLM, save
-    from ropekit.model.tiny import TinyConfig
-
-    torch.manual_seed(seed)
-    config = TinyConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, ffn_dim=64, train_length=64)
-    return save(TinyLM(config), folder)
+from helpers.search import SMALL, small_tiny
 
 
 def _stopped(out):
@@ -35,16 +23,16 @@ def _stopped(out):
 
 def test_another_model_under_the_same_path_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _tiny(tmp_path / "m", seed=1)
+    small_tiny(tmp_path / "m", seed=1)
     first = run("search", "--model", "m", *SMALL, "--out", "o")
     assert first.exit_code == 0, first.output
     assert _stopped(tmp_path / "o") == 2
-    _tiny(tmp_path / "m", seed=2)  # another model saved over the folder: same config, other weights
+    small_tiny(tmp_path / "m", seed=2)  # another model saved over the folder: same config, other weights
     line = assert_error(run("search", "--model", "m", *SMALL, "--out", "o"), "--out", "model", "weights", "--force")
     assert "another search" in line
     # the same relative path typed from another folder names another model
     (tmp_path / "elsewhere").mkdir()
-    _tiny(tmp_path / "elsewhere" / "m", seed=1)
+    small_tiny(tmp_path / "elsewhere" / "m", seed=1)
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert_error(run("search", "--model", "m", *SMALL, "--out", tmp_path / "o"), "another file or folder")
 
@@ -54,7 +42,7 @@ def test_same_inputs_resume_and_an_edited_text_is_refused(tmp_path):
 
     text = tmp_path / "text.txt"
     text.write_bytes(heldout_bytes()[:20_000])
-    model = _tiny(tmp_path / "m", seed=1)
+    model = small_tiny(tmp_path / "m", seed=1)
     args = ("search", "--model", model, *SMALL, "--text", text, "--out", tmp_path / "o")
     assert run(*args).exit_code == 0
     _stopped(tmp_path / "o")
@@ -70,7 +58,7 @@ def test_same_inputs_resume_and_an_edited_text_is_refused(tmp_path):
 @pytest.mark.parametrize("flag", ["--evaluations", "--budget"])
 def test_a_resume_with_another_budget_records_what_ran(tmp_path, flag):
     """A count other than the journal's continues the search to that count; search.json and its command say it."""
-    model = _tiny(tmp_path / "m", seed=1)
+    model = small_tiny(tmp_path / "m", seed=1)
     base = ("search", "--model", model, "--target-length", "2x", "--samples", "1", "--heldout-samples", "1")
     first = run(*base, "--evaluations", "2", "--out", tmp_path / "o")
     assert first.exit_code == 0, first.output
