@@ -49,6 +49,11 @@ def test_target_below_the_original_length_fails_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_target_beyond_the_shipped_text_names_the_target_not_text(tmp_path):
+    line = assert_error(run("search", "--target-length", "2M", "--out", tmp_path / "o"), "--target-length", "2,097,152")
+    assert "--text '" not in line and "shipped held-out text" in line
+
+
 def test_model_without_rope_fails_before_any_work(tmp_path):
     from ropekit.model import TinyLM, save
     from ropekit.model.tiny import TinyConfig
