@@ -71,3 +71,21 @@ def test_a_resume_with_another_budget_records_what_ran(tmp_path, flag):
     assert found["evaluations"] == len(found["trace"]) == found["plan"]["evaluations"] == count
     assert f"--evaluations {count} " in found["command"] and "--budget" not in found["command"]
     assert found["journal"]["resumed_from"] == 2
+
+
+def test_the_cli_and_the_api_write_the_same_search_json(tmp_path):
+    """``ropekit search`` and ``ropekit.search(...)`` run one library call: the same search.json on the same inputs
+    (but the time taken and the output folder named in the command)."""
+    import ropekit
+
+    model = small_tiny(tmp_path / "m")
+    assert run("search", "--model", model, *SMALL, "--out", tmp_path / "cli").exit_code == 0
+    returned = ropekit.search(
+        model, out=tmp_path / "api", target_multiple=2, evaluations=2, samples=1, heldout_samples=1
+    )
+    cli, api = (json.loads((tmp_path / name / "search.json").read_text()) for name in ("cli", "api"))
+    assert json.loads(json.dumps(returned)) == api
+    for found, name in ((cli, "cli"), (api, "api")):
+        assert found.pop("seconds") > 0
+        found["command"] = found["command"].replace(str(tmp_path / name), "OUT")
+    assert cli == api
