@@ -28,6 +28,7 @@ PUBLIC = {
         "list_scalings",
         "make_scaling",
         "patch",
+        "search",
     ],
     "ropekit.theory": [
         "PAPER_BOUND",

@@ -17,12 +17,14 @@ Vocabulary used throughout:
 
 The short API for models (:mod:`ropekit.api`): ``ropekit.patch(model, "yarn", factor=4)`` puts a method inside a
 loaded transformers model, ``ropekit.extend(path, "yarn", factor=4, out=...)`` writes an extended copy of a model
-folder or GGUF file, and ``ropekit.evaluate(model, tasks=..., lengths=...)`` runs the task suite, returning what
-``ropekit eval tasks`` prints.
+folder or GGUF file, ``ropekit.evaluate(model, tasks=..., lengths=...)`` runs the task suite, returning what
+``ropekit eval tasks`` prints, and ``ropekit.search(model, out=..., target_length=...)`` searches per-pair factors,
+returning what it writes to ``search.json``.
 """
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -44,6 +46,7 @@ __all__ = [
     "list_scalings",
     "make_scaling",
     "patch",
+    "search",
 ]
 
 if TYPE_CHECKING:
@@ -67,6 +70,18 @@ _LAZY = {
     "from_hf_config": "ropekit.hf_format",
     **{name: "ropekit.api" for name in ("evaluate", "extend", "patch")},
 }
+#: names that are a subpackage, callable as the short API's function of the same name (:mod:`ropekit.search`)
+_CALLABLE_PACKAGES = ("search",)
+
+
+class _CallablePackage(types.ModuleType):
+    """A subpackage that is also the short API's function of its name: ``ropekit.search(...)`` calls
+    :func:`ropekit.api.search` (the package sets this class on itself when it is imported)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import ropekit.api
+
+        return getattr(ropekit.api, self.__name__.rpartition(".")[2])(*args, **kwargs)
 
 
 def __getattr__(name: str) -> Any:
@@ -77,4 +92,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name in _CALLABLE_PACKAGES:
+        import importlib
+
+        return importlib.import_module(f"ropekit.{name}")
     raise AttributeError(f"module 'ropekit' has no attribute {name!r}")

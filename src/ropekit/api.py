@@ -1,4 +1,4 @@
-"""The short Python API: ``ropekit.patch``, ``ropekit.extend`` and ``ropekit.evaluate``, one name each for what a
+"""The short Python API: ``ropekit.patch``, ``ropekit.extend``, ``ropekit.evaluate`` and ``ropekit.search``, one name each for what a
 notebook does most, over the functions the commands run.
 
 * :func:`patch` — a method inside a loaded transformers model, in place
@@ -7,7 +7,9 @@ notebook does most, over the functions the commands run.
 * :func:`extend` — a model folder or ``.gguf`` file copied with a scaling written into its config
   (:func:`ropekit.integrations.hf.extend.extend`, what ``ropekit extend`` runs);
 * :func:`evaluate` — the RULER-style task suite per method and length
-  (:func:`ropekit.eval.run.run_task_suite`, what ``ropekit eval tasks`` runs), returning the result it prints.
+  (:func:`ropekit.eval.run.run_task_suite`, what ``ropekit eval tasks`` runs), returning the result it prints;
+* :func:`search` — per-pair RoPE factors searched for a model (:func:`ropekit.search.pipeline.search_model`, what
+  ``ropekit search`` runs), returning what it writes to ``search.json``.
 
 A method is named as on the command line (``"yarn"``, ``"linear"``, ``"none"``, ``"self_extend"``), and its
 parameters are keywords; ``factor`` is relative to the model's original (pre-training) length, as ``--factor`` is.
@@ -17,7 +19,7 @@ and the core never loads the packages above it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from ropekit.integrations.hf.extend import ExtendResult
     from ropekit.scaling import ScalingConfig
 
-__all__ = ["evaluate", "extend", "patch"]
+__all__ = ["evaluate", "extend", "patch", "search"]
 
 
 def _scaling(
@@ -228,3 +230,74 @@ def evaluate(
     # none fits: prepared again with every task, for the first task's refusal
     prepared = prepare_tasks(loaded, settings, tokens, leave_out=True) or prepare_tasks(loaded, settings, tokens)
     return run_task_suite(loaded, prepared, tokens)
+
+
+def search(
+    model: str | Path = "tiny",
+    *,
+    out: str | Path,
+    target_length: int | None = None,
+    target_multiple: float | None = None,
+    evaluations: int | None = None,
+    budget_seconds: float | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    progress: Callable[[int, int, float], None] | None = None,
+    log: Callable[[str], None] | None = None,
+    on_plan: Callable[[dict[str, Any]], None] | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Search per-pair RoPE factors (``longrope`` form) for ``model`` at a target length into the folder ``out``:
+    what ``ropekit search`` runs (docs/search.md). A stopped search resumes from ``out``'s journal.
+
+    Args:
+        model: ``"tiny"`` (bundled), a tiny checkpoint, a transformers folder or a ``.gguf`` file.
+        out: the output folder: ``search.json``, the journal and (for a transformers model or a GGUF) the model.
+        target_length: the target in tokens; or ``target_multiple``: a multiple of the original length.
+        evaluations: candidates scored (default 96); or ``budget_seconds``: a time budget turned into that count.
+        force: replace what an earlier search wrote in ``out`` (a journal of this same search is resumed anyway).
+        dry_run: load, time one candidate and return the plan; nothing is written.
+        progress: called after each candidate with (done, total, best score so far).
+        log: called with each note; ``on_plan``: with the plan before the search starts.
+        **settings: the other fields of :class:`~ropekit.search.request.SearchRequest` (``samples``,
+            ``heldout_samples``, ``seed``, ``text``, ``batch_size``, ``population``, ``parents``, ``switch``,
+            ``dtype``).
+
+    Returns:
+        ``search.json``'s contents (:mod:`ropekit.search.result`); with ``dry_run``, the plan.
+
+    Raises:
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` naming the keyword) a bad setting, model, text,
+            target or memory plan; a journal in ``out`` of another search without ``force``, or not ropekit's.
+        FileExistsError: ``out`` holds what the search writes and ``force`` is false.
+        FileNotFoundError: no model or text, or no parent folder for ``out``.
+    """
+    from ropekit.search.pipeline import search_model
+    from ropekit.search.request import SearchRequest
+
+    request = SearchRequest(
+        model=str(model),
+        target_length=target_length,
+        target_multiple=target_multiple,
+        evaluations=evaluations,
+        budget_seconds=budget_seconds,
+        **{key: str(value) if key == "text" and value is not None else value for key, value in settings.items()},
+    )
+    return search_model(
+        request,
+        out,
+        force=force,
+        dry_run=dry_run,
+        log=log,
+        on_plan=on_plan,
+        progress=progress,
+        launch=_launch_lines,
+    )
+
+
+def _launch_lines(config: dict[str, Any], target_length: int, folder: Path, model: str) -> dict[str, Any]:
+    """Each engine's launch line for a written model folder, as ``{engine: {command, alternative, note}}``."""
+    from ropekit.engines.launch import launch_lines
+
+    lines = launch_lines(config, target_length, folder=folder, model=model, method="search")
+    return {name: line.as_dict() for name, line in lines.items()}

@@ -49,6 +49,11 @@ def test_target_below_the_original_length_fails_before_any_work(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_target_beyond_the_shipped_text_names_the_target_not_text(tmp_path):
+    line = assert_error(run("search", "--target-length", "2M", "--out", tmp_path / "o"), "--target-length", "2,097,152")
+    assert "--text '" not in line and "shipped held-out text" in line
+
+
 def test_model_without_rope_fails_before_any_work(tmp_path):
     from ropekit.model import TinyLM, save
     from ropekit.model.tiny import TinyConfig
@@ -120,3 +125,57 @@ def test_a_stopped_search_resumes_to_the_same_result(tmp_path):
     first, second = (json.loads((tmp_path / name / "search.json").read_text()) for name in ("whole", "stopped"))
     assert second["journal"]["resumed_from"] == 3
     assert first["trace"] == second["trace"] and first["long_factor"] == second["long_factor"]
+
+
+def _search_json(folder: Path, **changes) -> Path:
+    """A valid search.json for the bundled model's shape (16 pairs, L0 256), with ``changes`` applied."""
+    factors = [1.0 + i / 4 for i in range(16)]
+    data = {
+        "long_factor": factors,
+        "short_factor": factors,
+        "original_length": 256,
+        "target_length": 1024,
+        "factor": 4.0,
+        "rope": {"head_dim": 32, "rotary_dim": 32, "base": 10000.0},
+        "critical_pair": {"found": 7, "theory": 7},
+    }
+    for key, value in changes.items():
+        data[key] = value(data) if callable(value) else value
+    folder.mkdir(exist_ok=True)
+    (folder / "search.json").write_text(json.dumps(data))
+    return folder / "search.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"factor": math.inf}, "factor"),
+        ({"rope": None}, "rope"),
+        ({"long_factor": lambda d: [math.nan, *d["long_factor"][1:]]}, "long_factor"),
+        ({"long_factor": lambda d: [-1.0, *d["long_factor"][1:]]}, "long_factor"),
+        ({"original_length": 256.5}, "original_length"),
+        ({"critical_pair": {"found": 99, "theory": 7}}, "critical_pair.found"),
+        ({"rope": {"rotary_dim": 8, "base": 10000.0}}, "rotary_dim"),
+    ],
+)
+def test_plot_searched_refuses_an_edited_search_json_in_one_line(tmp_path, change, fragment):
+    path = _search_json(tmp_path / "s", **change)
+    result = run("plot", "searched", "--search", path, "--out", tmp_path / "f.png")
+    assert_error(result, "--search", fragment)
+    assert not (tmp_path / "f.png").exists()
+    if fragment != "critical_pair.found" and fragment != "rope" and fragment != "rotary_dim":  # what eval reads too
+        assert_error(run("eval", "perplexity", "--methods", "searched", "--param", f"factors={path}"), fragment)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"original_length": 4096}, "original length 4,096 where the model's is 256"),
+        ({"long_factor": [2.0] * 8, "short_factor": [2.0] * 8}, "8 factors where the model has 16 rotary pairs"),
+        ({"original_length": 10**12}, "original_length must be <="),
+    ],
+)
+def test_eval_refuses_factors_searched_for_another_model(tmp_path, change, fragment):
+    path = _search_json(tmp_path / "s", **change)
+    result = run("eval", "perplexity", "--methods", "searched", "--param", f"factors={path}", "--multiples", "2")
+    assert_error(result, "factors=", fragment)

@@ -52,6 +52,10 @@ def test_same_seed_same_result_other_seed_other_path():
     assert trace(3) != trace(4)
 
 
+#: a journal header (:mod:`ropekit.search.identity`) with one setting
+HEADER = {"settings": {"seed": 2}}
+
+
 def test_stopped_search_resumes_to_the_same_result(tmp_path):
     settings = SearchSettings(evaluations=90, population=12, seed=2)
     whole = run_search(planted, SEEDS, settings, factor=FACTOR).to_list()
@@ -64,10 +68,13 @@ def test_stopped_search_resumes_to_the_same_result(tmp_path):
         return planted(candidate)
 
     path = tmp_path / "journal.jsonl"
+    first = Journal(path, HEADER)
+    first.begin({"evaluations": 90})
     with pytest.raises(KeyboardInterrupt):
-        run_search(stopping, SEEDS, settings, factor=FACTOR, journal=Journal(path, {"seed": 2}))
+        run_search(stopping, SEEDS, settings, factor=FACTOR, journal=first)
     fresh = []
-    journal = Journal(path, {"seed": 2})
+    journal = Journal(path, HEADER)
+    journal.begin({"evaluations": 90})
     assert len(journal.entries) == 36
     resumed = run_search(lambda c: fresh.append(c) or planted(c), SEEDS, settings, factor=FACTOR, journal=journal)
     assert resumed.to_list() == whole
@@ -76,7 +83,9 @@ def test_stopped_search_resumes_to_the_same_result(tmp_path):
 
 def test_journal_of_other_settings_is_refused(tmp_path):
     path = tmp_path / "journal.jsonl"
-    Journal(path, {"seed": 1, "plan": {"evaluations": 5}})
-    assert Journal(path, {"seed": 1, "plan": {"evaluations": 9}}).header["plan"] == {"evaluations": 5}
-    with pytest.raises(JournalMismatch, match="seed"):
-        Journal(path, {"seed": 2})
+    Journal(path, HEADER).begin({"evaluations": 5})
+    assert Journal(path, HEADER).recorded_plan == {"evaluations": 5}  # the plan is not compared
+    with pytest.raises(JournalMismatch, match="seed: 2 → 3"):
+        Journal(path, {"settings": {"seed": 3}})
+    replaced = Journal(path, {"settings": {"seed": 3}}, replace=True)
+    assert replaced.replaced and not replaced.entries and replaced.recorded_plan is None

@@ -4,15 +4,17 @@ writes one)."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import re
+import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ropekit.cli.common import error_message, fail, option_errors, parse_length
+from ropekit.cli.common import fail, json_option, option_errors, output_error, parse_length, print_json
 
 _NAMES = {
     "model": "--model",
@@ -32,8 +34,8 @@ _NAMES = {
     "force": "--force",
 }
 _UNITS = {"s": 1, "m": 60, "h": 3600}
-#: what ``--out`` receives
-JOURNAL, RESULT = "journal.jsonl", "search.json"
+#: the result file in ``--out``
+RESULT = "search.json"
 
 
 def parse_budget(text: str) -> float:
@@ -67,7 +69,7 @@ def search_command(
     heldout_samples: int = typer.Option(32, help="Disjoint needle samples of the final scores."),
     seed: int = typer.Option(0, help="Seeds the samples and the search."),
     text: Path | None = typer.Option(None, help="Filler text (default: the shipped held-out text)."),
-    batch_size: int | None = typer.Option(None, help="Samples per forward (default: all in one)."),
+    batch_size: int | None = typer.Option(None, help="Samples per forward (default: as many as fit in memory)."),
     population: int = typer.Option(16, help="Children per generation."),
     parents: int = typer.Option(6, help="Best candidates so far that breed."),
     switch: bool = typer.Option(
@@ -75,7 +77,10 @@ def search_command(
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Load, time one candidate, print the plan and exit."),
-    force: bool = typer.Option(False, "--force", help="Start over, replacing search.json, the journal and the model."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace search.json and the model files in OUT (a journal of this same search resumes)."
+    ),
+    json_output: bool = json_option("Print what search.json holds as JSON."),
 ) -> None:
     """Search per-pair RoPE factors (longrope form) for a model at a target length, scored by needle-driven
     perplexity: the loss on the answer tokens of passkey samples at the target length.
@@ -86,121 +91,85 @@ def search_command(
     search.json (use it in `ropekit eval ... --methods yarn,searched --param factors=OUT/search.json`) and, for a
     transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). docs/search.md.
     """
-    from ropekit.search.request import SearchRequest
+    import ropekit
 
     if budget is not None and evaluations is not None:
         raise fail("give --budget or --evaluations, not both")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise fail(f"--out {str(out)!r} is a file; give a folder")
-    if (out / RESULT).exists() and not force and not dry_run:
-        raise fail(f"--out {str(out)!r} holds a finished search ({RESULT}); give --force to search again")
-    if not out.parent.is_dir():
-        raise fail(f"--out {str(out)!r}: its parent folder does not exist")
-    with option_errors(**_NAMES):
-        request = SearchRequest(
-            model=model,
-            **_target(target_length),
-            evaluations=evaluations,
-            budget_seconds=None if budget is None else parse_budget(budget),
-            samples=samples,
-            heldout_samples=heldout_samples,
-            seed=seed,
-            text=None if text is None else str(text),
-            batch_size=batch_size,
-            population=population,
-            parents=parents,
-            switch=switch,
-            dtype=dtype,
-        )
-    _run(request, out, dry_run=dry_run, force=force)
-
-
-def _run(request: Any, out: Path, *, dry_run: bool, force: bool) -> None:
-    from ropekit._progress import progress_bar
-    from ropekit.search.journal import JournalMismatch
-    from ropekit.search.result import describe
-    from ropekit.search.run import execute, formula_scores, plan, prepare
-
-    with option_errors(**_NAMES):
-        prepared = prepare(request)
-        planned = plan(prepared)
-    _print_plan(planned)
+    request = {
+        "model": model,
+        **_target(target_length),
+        "evaluations": evaluations,
+        "budget_seconds": None if budget is None else parse_budget(budget),
+        "samples": samples,
+        "heldout_samples": heldout_samples,
+        "seed": seed,
+        "text": None if text is None else str(text),
+        "batch_size": batch_size,
+        "population": population,
+        "parents": parents,
+        "switch": switch,
+        "dtype": dtype,
+    }
+    try:
+        with option_errors(**_NAMES), search_progress() as progress:
+            result = ropekit.search(
+                out=out, force=force, dry_run=dry_run, progress=progress, log=_note, on_plan=_print_plan, **request
+            )
+    except OSError as error:
+        raise output_error(error, out) from None
     if dry_run:
         return
-    out.mkdir(exist_ok=True)
-    if force:
-        (out / JOURNAL).unlink(missing_ok=True)
-    start = time.perf_counter()
-    with progress_bar("search", steps=True) as bar:
-        task = bar.add_task("", total=planned["evaluations"])
-
-        def progress(done: int, best: float) -> None:
-            bar.update(task, completed=done, description=f"best {best:.4g}")
-
-        try:
-            trace, journal = execute(prepared, planned["evaluations"], journal_path=out / JOURNAL, progress=progress)
-        except JournalMismatch as error:
-            raise fail(f"--out: {error}; give --force to start over") from None
-    formulas = formula_scores(prepared)
-    result = describe(prepared, trace, formulas, time.perf_counter() - start)
-    result["journal"] = {"file": JOURNAL, "resumed_from": journal.resumed}
-    result["command"] = "ropekit search " + " ".join(_flags(request, out))
-    _write_model(prepared, result, out, force=force)
-    (out / RESULT).write_text(json.dumps(result, indent=2) + "\n")
+    if json_output:
+        print_json(result)
+        return
     _print_result(result, out)
 
 
-def _flags(request: Any, out: Path) -> list[str]:
-    target = f"{request.target_multiple:g}x" if request.target_multiple else str(request.target_length)
-    flags = ["--model", str(request.model), "--target-length", target, "--out", str(out)]
-    if request.evaluations is not None:
-        flags += ["--evaluations", str(request.evaluations)]
-    if request.budget_seconds is not None:
-        flags += ["--budget", f"{request.budget_seconds:g}s"]
-    flags += ["--samples", str(request.samples), "--heldout-samples", str(request.heldout_samples)]
-    return [*flags, "--seed", str(request.seed), *(["--switch"] if request.switch else [])]
+#: without a terminal, a progress line at most this often (seconds), and at the first and last candidate
+PLAIN_EVERY = 30.0
 
 
-def _write_model(prepared: Any, result: dict[str, Any], out: Path, *, force: bool) -> None:
-    """For a transformers folder or a GGUF: the model with the searched factors in its config.json, as ``extend``
-    writes it, and each engine's launch line in ``result``."""
-    from ropekit.eval.models import TinyEvalModel
+@contextlib.contextmanager
+def search_progress() -> Iterator[Callable[[int, int, float], None]]:
+    """The search's progress on stderr: ropekit's bar on a terminal; elsewhere (a log file, a pipe, a job runner)
+    a plain line ``search: done/total candidates, best ...`` every :data:`PLAIN_EVERY` seconds."""
+    if not sys.stderr.isatty():
+        start, last = time.monotonic(), [-PLAIN_EVERY]
 
-    if isinstance(prepared.model, TinyEvalModel):
-        result["launch"] = None
-        result["folder"] = None
+        def plain(done: int, total: int, best: float) -> None:
+            now = time.monotonic() - start
+            if done in (1, total) or now - last[0] >= PLAIN_EVERY:
+                last[0] = now
+                typer.echo(f"search: {done}/{total} candidates, best {best:.4g} ({now:.0f} s)", err=True)
+
+        yield plain
         return
-    from ropekit.cli.launch_view import launch_json
-    from ropekit.engines.launch import launch_lines
-    from ropekit.integrations.hf.extend import extend
-    from ropekit.search.objective import longrope_of
+    from ropekit._progress import progress_bar
 
-    spec = longrope_of(
-        result["long_factor"],
-        original_length=prepared.original_length,
-        factor=prepared.factor,
-        switch=prepared.request.switch,
-    )
-    try:
-        with option_errors(**_NAMES):
-            written = extend(prepared.request.model, spec, out, target_length=prepared.target_length, force=force)
-    except OSError as error:
-        raise fail(error_message(error, _NAMES)) from None
-    lines = launch_lines(
-        written.config, prepared.target_length, folder=out, model=prepared.request.model, method="search"
-    )
-    result["folder"] = str(out)
-    result["launch"] = launch_json(lines)
+    with contextlib.ExitStack() as stack:
+        shown: list[Any] = []
+
+        def update(done: int, total: int, best: float) -> None:
+            if not shown:  # drawn from the first candidate on, after the plan's lines
+                bar = stack.enter_context(progress_bar("search", steps=True))
+                shown.extend([bar, bar.add_task("", total=total)])
+            shown[0].update(shown[1], completed=done, total=total, description=f"best {best:.4g}")
+
+        yield update
+
+
+def _note(message: str) -> None:
+    typer.echo(message, err=True)
 
 
 def _print_plan(planned: dict[str, Any]) -> None:
     memory = planned["peak_memory_bytes"] / 2**20
+    rows = f"; {planned['batch_size']} samples per forward" if planned["batch_size"] else ""
     typer.echo(
         f"plan: {planned['evaluations']} candidates × {planned['seconds_per_candidate']:.2f} s "
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
         f"{planned['samples']} search + {planned['heldout_samples']} held-out samples at {planned['target_length']:,} "
-        f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB",
+        f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB{rows}",
         err=True,
     )
 

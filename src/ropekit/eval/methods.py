@@ -20,6 +20,7 @@ from ropekit.eval.searched import searched_scaling
 from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scaling, list_scalings, ranked_scalings
 
 if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
     from ropekit.eval.models import EvalModel
 
 #: the attention methods evaluated by default (after the scalings): Self-Extend, the family's most cited member, which
@@ -47,6 +48,7 @@ def scaling_for(
     train_length: int,
     native: ScalingConfig | None = None,
     extra: dict[str, Any] | None = None,
+    rope: RopeConfig | None = None,
 ) -> ScalingConfig | None:
     """The scaling config for ``method`` at ``factor`` (clamped to at least 1).
 
@@ -64,8 +66,8 @@ def scaling_for(
     method = split_method(method)[0]
     if method == "none":
         return None
-    if method == SEARCHED:
-        return searched_scaling(extra)
+    if method == SEARCHED:  # searched for the model evaluated: its original length and, when given, its pairs
+        return searched_scaling(extra, train_length=train_length, rope=rope)
     if method == "native":
         return native
     spec = get_scaling(method)
@@ -198,6 +200,7 @@ def configure(
         train_length=train_length,
         native=model.native_scaling,
         extra=method_extra(method, params),
+        rope=getattr(model, "rope", None),
     )
     model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
     attention = attention_for(method, train_length=train_length, length=length, params=params)

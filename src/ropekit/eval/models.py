@@ -24,11 +24,12 @@ import torch.nn.functional as F
 
 from ropekit.config import RopeConfig
 from ropekit.errors import MissingFile
-from ropekit.eval.model_support import (  # noqa: F401  (DTYPES, guarded_logits, torch_dtype: imported from here too)
+from ropekit.eval.model_support import (  # noqa: F401  (DTYPES, guarded_logits, torch_dtype, is_tiny_checkpoint: imported from here too)
     DTYPES,
     guarded_logits,
     hf_description,
     is_out_of_memory,
+    is_tiny_checkpoint,
     tokenizer_ids,
     tokenizer_stops,
     torch_dtype,
@@ -375,15 +376,10 @@ def load_eval_model(
         return engine_model(spec, engine, server or Server())
     torch_dtype(dtype)
     path = Path(spec)
-    tiny = str(spec) == "tiny"
-    if not tiny and not path.exists():
+    if str(spec) != "tiny" and not path.exists():
         message = f"model path {str(path)!r} does not exist (or use 'tiny' for the bundled model)"
         raise MissingFile("spec", str(path), message=message, leads=False)
-    if not tiny and (path / "model.safetensors").is_file() and (path / "config.json").is_file():
-        import json
-
-        tiny = "model" in json.loads((path / "config.json").read_text())
-    if tiny:
+    if is_tiny_checkpoint(spec):
         model = TinyEvalModel("tiny" if str(spec) == "tiny" else path, dtype=dtype)
         if before_weights is not None:
             before_weights(model)

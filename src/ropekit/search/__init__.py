@@ -12,10 +12,22 @@ of passkey samples at the target length (:mod:`ropekit.search.objective`); lower
 * :mod:`~ropekit.search.evolve`: the evolutionary loop over any objective, with a journal so a stopped search
   resumes to the same result;
 * :mod:`~ropekit.search.journal`: that journal;
-* :mod:`~ropekit.search.result`: ``search.json`` (its schema is documented there and in docs/search.md).
+* :mod:`~ropekit.search.result`: ``search.json`` (its schema is documented there and in docs/search.md);
+* :mod:`~ropekit.search.pipeline`: one search end to end (what ``ropekit search`` and :func:`ropekit.api.search`
+  run), with :mod:`~ropekit.search.identity` (the journal's header), :mod:`~ropekit.search.memory` (the memory plan)
+  and :mod:`~ropekit.search.output` (the output folder).
+
+The package is also the short API's entry: ``ropekit.search(model, out=..., target_length=...)`` calls
+:func:`ropekit.api.search` (the top package makes it callable: a package and a function cannot share the name
+``ropekit.search`` otherwise).
 """
 
+import sys
+
+import ropekit
 from ropekit.search.evolve import SearchSettings, SearchTrace, run_search
 from ropekit.search.space import Candidate, seed_candidates
 
 __all__ = ["Candidate", "SearchSettings", "SearchTrace", "run_search", "seed_candidates"]
+
+sys.modules[__name__].__class__ = ropekit._CallablePackage  # ropekit.search(...) is ropekit.api.search(...)

@@ -4,7 +4,6 @@ the plain wavelength against L0, and where theory's critical pair and the found 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +53,33 @@ def factor_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def read_search(path: Path) -> dict[str, Any]:
-    """A ``search.json``'s contents.
+    """A ``search.json``'s contents, checked for what the per-pair table and figure use: the factors as
+    ``--param factors=`` checks them (:func:`ropekit.eval.searched.read_searched`), then ``rope`` (an even integer
+    ``rotary_dim`` of twice the factor count, a finite ``base`` above 1), ``critical_pair`` (``found`` and ``theory``
+    integers from 0 to the pair count) and an integer ``target_length``.
 
     Raises:
-        ValueError: not JSON, or not a search (no ``long_factor``/``critical_pair``/``rope``).
+        ValueError: not a search.json these can be drawn from (the message names the key).
     """
+    from ropekit._validate import require_float, require_int
+    from ropekit.eval.searched import read_searched
+
+    data, scaling = read_searched(path)
+    pairs = len(scaling.long_factor)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{str(path)!r} is not a search.json ropekit can read: {error}") from None
-    missing = [key for key in ("long_factor", "critical_pair", "rope", "original_length", "factor") if key not in data]
-    if missing:
-        raise ValueError(f"{str(path)!r} is not a search.json: it has no {', '.join(missing)}")
+        rope, critical = data["rope"], data["critical_pair"]
+        if not isinstance(rope, dict) or not isinstance(critical, dict):
+            raise TypeError("rope and critical_pair must be objects")
+        if require_int("rope.rotary_dim", rope["rotary_dim"], minimum=2) != 2 * pairs:
+            raise ValueError(f"rope.rotary_dim must be twice the {pairs} factors, got {rope['rotary_dim']!r}")
+        require_float("rope.base", rope["base"], above=1.0)
+        for key in ("found", "theory"):
+            if not 0 <= require_int(f"critical_pair.{key}", critical[key], minimum=0) <= pairs:
+                raise ValueError(f"critical_pair.{key} must be a pair from 0 to {pairs}, got {critical[key]!r}")
+        require_int("target_length", data["target_length"], minimum=1)
+    except (KeyError, TypeError, ValueError) as error:
+        what = f"no key {error}" if isinstance(error, KeyError) else str(error)
+        raise ValueError(f"{str(path)!r} is not a search.json ropekit can read: {what}") from None
     return data
 
 

@@ -8,7 +8,6 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ropekit.errors import InvalidArgument
@@ -23,7 +22,7 @@ from ropekit.search.objective import (
     needle_loss,
     needle_samples,
 )
-from ropekit.search.request import SearchRequest
+from ropekit.search.request import EVALUATIONS, SearchRequest
 from ropekit.search.space import Candidate, seed_candidates, theory_critical_pair
 
 #: the formulas scored as their own methods beside the search (each with its own attention factor)
@@ -43,6 +42,29 @@ class Prepared:
     heldout: NeedleSamples
     seeds: dict[str, Candidate]
     text: dict[str, Any]
+    identity: dict[str, str]
+    batch_size: int | None = None
+
+    def header(self) -> dict[str, Any]:
+        """The journal's header (:mod:`ropekit.search.identity`): the model, the text and every setting that decides
+        a candidate or its score."""
+        from dataclasses import asdict
+
+        from ropekit.search.space import Operators
+
+        request = self.request
+        settings = {
+            "target_length": self.target_length,
+            "samples": request.samples,
+            "heldout_samples": request.heldout_samples,
+            "seed": request.seed,
+            "population": request.population,
+            "parents": request.parents,
+            "switch": request.switch,
+            "dtype": request.dtype,
+            "operators": asdict(Operators()),
+        }
+        return {"model": self.identity, "text": {"sha256": self.text["sha256"]}, "settings": settings}
 
 
 def _check_model(request: SearchRequest) -> Callable[[Any], None]:
@@ -62,13 +84,17 @@ def _check_model(request: SearchRequest) -> Callable[[Any], None]:
 
 def prepare(request: SearchRequest) -> Prepared:
     """Load the model (refusing one without RoPE and a target not above L0 before its weights load), tokenize the
-    text and build the search and held-out samples.
+    text, build the search and held-out samples, fingerprint the model and plan the memory
+    (:func:`ropekit.search.memory.rows_per_forward`), all before any forward pass.
 
     Raises:
-        ValueError: a bad model, target or text (an :class:`~ropekit.errors.InvalidArgument` where it is about one).
+        ValueError: a bad model, target or text, or a target that does not fit in memory (an
+            :class:`~ropekit.errors.InvalidArgument` where it is about one).
     """
     from ropekit.eval.models import load_eval_model
     from ropekit.eval.text import read_text, shipped_text, tokenize
+    from ropekit.search.identity import model_identity
+    from ropekit.search.memory import rows_per_forward
 
     model = load_eval_model(request.model, dtype=request.dtype, before_weights=_check_model(request))
     text = shipped_text() if request.text is None else read_text(request.text)
@@ -76,8 +102,8 @@ def prepare(request: SearchRequest) -> Prepared:
     filler = tokens.ids.numpy()
     target = request.target_for(model.train_length)
     if len(filler) <= target:
-        message = f"text {tokens.source!r} has {len(filler):,} tokens; a sample of {target:,} needs more"
-        raise InvalidArgument("text", request.text, message=message)
+        raise _short_text(request, tokens.source, len(filler), target)
+    batch_size = rows_per_forward(model, request, target)
 
     def encode(data: bytes):
         return model.encode(data).numpy()
@@ -92,7 +118,29 @@ def prepare(request: SearchRequest) -> Prepared:
     original = int(model.train_length)
     factor = target / original
     seeds = seed_candidates(model.rope, original, factor)
-    return Prepared(request, model, original, target, factor, search, heldout, seeds, tokens.describe())
+    identity = model_identity(request.model)
+    return Prepared(
+        request, model, original, target, factor, search, heldout, seeds, tokens.describe(), identity, batch_size
+    )
+
+
+def _short_text(request: SearchRequest, source: str, tokens: int, target: int) -> InvalidArgument:
+    """The refusal of a text too short for one sample, about the argument the caller gave: ``text`` when it named
+    one, else the target length (the shipped text is what it is)."""
+    if request.text is not None:
+        message = f"text {source!r} has {tokens:,} tokens; a sample of {target:,} needs more"
+        return InvalidArgument("text", request.text, message=message)
+    argument = "target_length" if request.target_length is not None else "target_multiple"
+    value = request.target_length if request.target_length is not None else request.target_multiple
+    return InvalidArgument(
+        argument,
+        value,
+        message=lambda n: (
+            f"{n(argument)} gives samples of {target:,} tokens, but the shipped held-out text has {tokens:,}: give "
+            f"a shorter {n(argument)}, or a longer text with {n('text')}"
+        ),
+        leads=True,
+    )
 
 
 def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> float:
@@ -103,7 +151,23 @@ def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> f
         factor=prepared.factor,
         switch=prepared.request.switch,
     )
-    return needle_loss(prepared.model, samples, spec, batch_size=prepared.request.batch_size)
+    from ropekit.eval.model_support import is_out_of_memory
+
+    try:
+        return needle_loss(prepared.model, samples, spec, batch_size=prepared.batch_size)
+    except (RuntimeError, MemoryError) as error:
+        if not is_out_of_memory(error):
+            raise
+        rows = prepared.batch_size or len(samples.answer_lens)
+        raise InvalidArgument(
+            "batch_size",
+            prepared.batch_size,
+            message=lambda n: (
+                f"out of memory scoring {rows} samples of {prepared.target_length:,} tokens in one forward; give a "
+                f"smaller {n('batch_size')} (or a shorter {n('target_length')})"
+            ),
+            leads=False,
+        ) from None
 
 
 def peak_memory_bytes() -> int:
@@ -115,28 +179,50 @@ def peak_memory_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def plan(prepared: Prepared) -> dict[str, Any]:
-    """Time one candidate (the first seed on the search samples) and say what the budget buys."""
+def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Time one candidate (the first seed on the search samples) and say what the budget buys.
+
+    Args:
+        recorded: the plan of the journal being resumed (:func:`planned_evaluations`).
+    """
     start = time.perf_counter()
     score(prepared, next(iter(prepared.seeds.values())), prepared.search)
     seconds = time.perf_counter() - start
     request = prepared.request
-    if request.budget_seconds is not None:
-        evaluations = max(1, math.floor(request.budget_seconds / seconds))
-    else:
-        evaluations = request.evaluations or 96
+    evaluations = planned_evaluations(request, seconds, recorded)
     extra = len(FORMULAS) + 1  # the formulas on both sets, the best on the held-out set
     return {
         "seconds_per_candidate": seconds,
         "evaluations": evaluations,
+        "budget_seconds": request.budget_seconds,
         "estimated_seconds": seconds * (evaluations + extra * (1 + request.heldout_samples / request.samples)),
         "peak_memory_bytes": peak_memory_bytes(),
+        "batch_size": prepared.batch_size,
         "samples": request.samples,
         "heldout_samples": request.heldout_samples,
         "target_length": prepared.target_length,
         "original_length": prepared.original_length,
         "factor": prepared.factor,
     }
+
+
+def planned_evaluations(request: SearchRequest, seconds: float, recorded: dict[str, Any] | None) -> int:
+    """How many candidates the search scores: ``evaluations`` when given; for a time budget, the count the resumed
+    journal recorded for the same budget (so a resumed search ends where the first would have), else the budget
+    over ``seconds`` per candidate; by default :data:`~ropekit.search.request.EVALUATIONS`.
+
+    A count other than the journal's is a search continued (or cut) to that count: its first candidates are the
+    journal's whatever the count (:mod:`ropekit.search.evolve`), so the result is the one a fresh search of that
+    count gives, and ``search.json`` records that count.
+    """
+    if request.evaluations is not None:
+        return request.evaluations
+    if request.budget_seconds is None:
+        return EVALUATIONS
+    count = (recorded or {}).get("evaluations")
+    if (recorded or {}).get("budget_seconds") == request.budget_seconds and isinstance(count, int) and count >= 1:
+        return count
+    return max(1, math.floor(request.budget_seconds / seconds))
 
 
 def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
@@ -155,7 +241,7 @@ def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
             continue
         try:
             rows[method] = {
-                name: float(answer_losses(prepared.model, samples, batch_size=prepared.request.batch_size).mean())
+                name: float(answer_losses(prepared.model, samples, batch_size=prepared.batch_size).mean())
                 for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
             }
         finally:
@@ -166,21 +252,16 @@ def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
 def execute(
     prepared: Prepared,
     evaluations: int,
+    journal: Journal,
     *,
-    journal_path: str | Path | None,
     progress: Callable[[int, float], None] | None = None,
-) -> tuple[SearchTrace, Journal]:
-    """Run the search for ``evaluations`` scored candidates, resuming from ``journal_path`` if it holds a journal
-    of the same search (whose planned count then wins)."""
+) -> SearchTrace:
+    """Run the search until ``evaluations`` candidates are scored, taking the scores ``journal`` holds."""
     request = prepared.request
-    journal = Journal(journal_path, {**request.header(), "plan": {"evaluations": evaluations}})
-    planned = (journal.header.get("plan") or {}).get("evaluations", evaluations)
-    if request.evaluations is not None:
-        planned = request.evaluations
     settings = SearchSettings(
-        evaluations=int(planned), population=request.population, parents=request.parents, seed=request.seed
+        evaluations=evaluations, population=request.population, parents=request.parents, seed=request.seed
     )
-    trace = run_search(
+    return run_search(
         lambda c: score(prepared, c, prepared.search),
         prepared.seeds,
         settings,
@@ -188,7 +269,6 @@ def execute(
         journal=journal,
         progress=progress,
     )
-    return trace, journal
 
 
 def theory_pair(prepared: Prepared) -> int:
