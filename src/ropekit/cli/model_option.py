@@ -16,8 +16,8 @@ from ropekit.cli.common import fail, model_error
 MODEL = typer.Option(
     None,
     "--model",
-    help="A transformers model folder, its config.json or a .gguf file: its RoPE layout, training length and NoPE "
-    "layers.",
+    help="A transformers model folder, its config.json, a .gguf file or tiny (the bundled model): its RoPE layout, "
+    "training length and NoPE layers.",
 )
 
 
@@ -64,7 +64,7 @@ def read_model(model: Path | None) -> ModelRope | None:
     from ropekit.integrations.hf.rope_layers import rope_layout
 
     try:
-        config = read_config(str(model))
+        config = _tiny_config(model) or read_config(str(model))
         text = text_part(config)  # a multimodal model's language model (Qwen3-VL: text_config)
         rope = rope_of(text)
         original = original_length_of(text, rope)
@@ -97,3 +97,12 @@ def model_defaults(
         rotary_dim,
         (given.original_length if length is None else length),
     )
+
+
+def _tiny_config(model: Path) -> dict[str, Any] | None:
+    """The transformers-style config of the bundled tiny model (``tiny``) or a tiny checkpoint folder, as
+    ``search`` and ``eval`` accept them; ``None`` for any other ``--model``."""
+    from ropekit.eval.model_support import is_tiny_checkpoint
+    from ropekit.model.checkpoint import hf_style_config
+
+    return hf_style_config(str(model)) if is_tiny_checkpoint(model) else None

@@ -71,6 +71,33 @@ def load_tiny_config(name_or_path: str | Path = "tiny") -> TinyConfig:
     return TinyConfig.from_dict(json.loads((resolve(name_or_path) / "config.json").read_text())["model"])
 
 
+def hf_style_config(name_or_path: str | Path = "tiny") -> dict:
+    """A tiny checkpoint's architecture as a transformers Llama ``config.json`` dict (half-split pairs, every layer
+    rotating, its training length as ``max_position_embeddings``), so the commands that read a model's RoPE from a
+    config (``inspect``, ``plan``) read the tiny model the way they read any other.
+
+    Raises:
+        FileNotFoundError: no checkpoint there. ValueError: the checkpoint has no RoPE (``position`` is not ``rope``).
+    """
+    from ropekit.hf_format import to_hf_config
+
+    config = load_tiny_config(name_or_path)
+    if config.position != "rope":
+        raise ValueError(f"the tiny checkpoint {str(name_or_path)!r} has no RoPE (its position is {config.position!r})")
+    shape = {
+        "model_type": "llama",
+        "architectures": ["ropekit TinyLM"],
+        "hidden_size": config.d_model,
+        "num_attention_heads": config.n_heads,
+        "num_key_value_heads": config.n_kv_heads,
+        "num_hidden_layers": config.n_layers,
+        "intermediate_size": config.ffn_dim,
+        "vocab_size": config.vocab_size,
+        "max_position_embeddings": config.train_length,
+    }
+    return to_hf_config(config.rope, shape)
+
+
 def metadata(name_or_path: str | Path = "tiny") -> dict:
     """The ``metadata`` block of a checkpoint's config.json (training command, bits per byte, …)."""
     return json.loads((resolve(name_or_path) / "config.json").read_text()).get("metadata", {})
