@@ -22,7 +22,19 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ropekit"
 
 #: the core: frequencies and rotation (DESIGN.md, "Dependencies point down this list")
-CORE = ("config", "hf_format", "scaling", "tables", "permute", "functional", "module", "kernels", "theory", "_validate")
+CORE = (
+    "config",
+    "hf_format",
+    "hf_model_keys",
+    "scaling",
+    "tables",
+    "permute",
+    "functional",
+    "module",
+    "kernels",
+    "theory",
+    "_validate",
+)
 #: the upper packages, lowest first: each may import the core and the packages before it, never one after it
 #: (DESIGN.md: synthetic < model < eval < search < finetune < engines < cli; the attention methods, the mixed window
 #: and the transformers/GGUF layer below them, the experiments and the short API just below the CLI)

@@ -46,6 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ropekit.config import MRope, RopeConfig
+from ropekit.hf_model_keys import ntk_alpha_base, rotary_dim_factor
 from ropekit.scaling._hf_numbers import hf_float, hf_int
 from ropekit.scaling.registry import ScalingConfig, get_scaling
 
@@ -229,19 +230,26 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
     """
     top = text_part(_as_dict(config))
     params, source = _rope_dict(top, layer_type)
+    head_dim = _head_dim(top)
+    where, partial = _shared_value("partial_rotary_factor", params, source, top)
+    if (
+        where == "partial_rotary_factor"
+        and "partial_rotary_factor" not in params
+        and "partial_rotary_factor" not in top
+    ):
+        where, partial = "rotary_dim", rotary_dim_factor(top, head_dim) or partial  # MiniMax-M2's count of dims
+    partial = hf_float(where, partial, above=0.0)
+    if partial > 1:
+        raise ValueError(f"{where} must be in (0, 1], got {partial!r}")
+    where, base = _shared_value("rope_theta", params, source, top)
+    base = hf_float(where, base, above=1.0)
+    base = ntk_alpha_base(params, top, base, head_dim, int(head_dim * partial)) or base  # Hunyuan's NTK-alpha
     name = params.get("rope_type", params.get("type", "default"))
     if not isinstance(name, str):
         raise ValueError(f"rope_type in {source} must be a string such as 'yarn', got {name!r}")
     if name == "mrope":  # Qwen2-VL's 4.x spelling; transformers reads it as default
         name = "default"
     method = get_scaling(name).config_class
-    where, base = _shared_value("rope_theta", params, source, top)
-    base = hf_float(where, base, above=1.0)
-    where, partial = _shared_value("partial_rotary_factor", params, source, top)
-    partial = hf_float(where, partial, above=0.0)
-    if partial > 1:
-        raise ValueError(f"{where} must be in (0, 1], got {partial!r}")
-    head_dim = _head_dim(top)
     rotary_dim = method.hf_rotary_dim(head_dim, partial)
     if rotary_dim < 2 or rotary_dim % 2:
         raise ValueError(

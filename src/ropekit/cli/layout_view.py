@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
 
 def read_config(model: str) -> dict:
-    """The config.json dict of a folder, a ``config.json`` file or a ``.gguf`` file."""
+    """The config.json dict of a folder, a ``config.json`` file or a ``.gguf`` file; a folder's or a file's RoPE as
+    transformers reads it (:func:`~ropekit.integrations.hf.transformers_reads.as_transformers_reads`)."""
     import json
     from pathlib import Path
 
     from ropekit.errors import MissingFile
     from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.transformers_reads import as_transformers_reads
 
     path = Path(model)
     if path.is_file() and path.suffix.lower() == ".json":
@@ -32,11 +34,12 @@ def read_config(model: str) -> dict:
             raise ValueError(f"{model!r} is not valid JSON ({error})") from None
         if not isinstance(config, dict):
             raise ValueError(f"{model!r} must hold a JSON object, got {type(config).__name__}")
-        return config
+        return as_transformers_reads(config)
     if not path.exists():
         message = f"{model!r} does not exist (a model folder, a config.json or a .gguf file)"
         raise MissingFile("model", model, message=message, leads=False)
-    return load_config(path)
+    config = load_config(path)
+    return config if path.suffix.lower() == ".gguf" else as_transformers_reads(config)
 
 
 def model_layout_of(given: Any) -> Layout | None:

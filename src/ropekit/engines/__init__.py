@@ -20,7 +20,7 @@ documented behaviour of the engine, or none), ``cannot express`` or ``cannot run
 the engine with this RoPE. :func:`~ropekit.engines.compare.compare_folder` makes the rows;
 :func:`compare_engines` gives each engine's verdict, reason and largest difference on one folder.
 
-The reference is the rotation transformers' own modeling code applies (:mod:`~ropekit.engines.hf_rotation`), read
+The reference is the rotation transformers' own modeling code applies (:mod:`~ropekit.integrations.hf.rotation_capture`), read
 in its own pairing; vLLM's and SGLang's modules are built as the architecture's model file builds them
 (:mod:`~ropekit.engines._model_class`, :mod:`~ropekit.engines.model_class`).
 """

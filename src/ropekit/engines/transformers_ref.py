@@ -65,35 +65,14 @@ def rope_parameters(folder: Path) -> dict:
     return json.loads(json.dumps(params[layer_type] if layer_type is not None else params))
 
 
-def layers_of(model):
-    """``(the decoder's module, its list of layers)`` of a transformers causal LM (``model.model``, GPT-NeoX's
-    ``gpt_neox``, ...: its ``base_model``)."""
-    import torch
-
-    for found in (getattr(model, "model", None), model.base_model):
-        for decoder in (found, getattr(found, "language_model", None)):  # a multimodal model's text part
-            layers = getattr(decoder, "layers", None)
-            if isinstance(layers, torch.nn.ModuleList):
-                return decoder, layers
-    raise ValueError(f"{type(model).__name__}: no decoder layers found (base model {type(model.base_model).__name__})")
-
-
-def attention_of(layer):
-    """The attention module of one decoder layer (``self_attn``, GPT-NeoX's ``attention``, ...)."""
-    for name in ("self_attn", "attention", "attn"):
-        if hasattr(layer, name):
-            return getattr(layer, name)
-    raise ValueError(f"{type(layer).__name__}: no attention module (self_attn, attention, attn)")
-
-
 def reference_answer(folder: Path, probe: Probe) -> Answer:
     """transformers' tables for ``probe``: the rotation its own modeling code applies in the compared layer
-    (:mod:`ropekit.engines.hf_rotation`: its rotation function, on its rotary module's output at each served
+    (:mod:`ropekit.integrations.hf.rotation_capture`: its rotation function, on its rotary module's output at each served
     length), read in its own pairing; its softmax scale and logits."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ropekit.engines.hf_rotation import capture, pair_table
+    from ropekit.integrations.hf.rotation_capture import attention_of, capture, layers_of, pair_table
 
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     index, layer_type = compared_layer(folder)

@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from ropekit.integrations.hf.load import load_model, transformers_config
-from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
+from ropekit.integrations.hf.model_config import (
+    extended_config,
+    first_scaled_type,
+    original_length_of,
+    rope_of,
+    scaled_layer_types,
+)
 from ropekit.integrations.hf.native_rope import default_target
+from ropekit.integrations.hf.preservation import Request, check_preserved
 from ropekit.scaling.registry import ScalingConfig
 
 #: files that are the old model's weights or config; everything else in the folder is copied as is.
@@ -105,16 +112,22 @@ def extend(
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
         FileNotFoundError: no model at ``model``, or no parent folder for ``out``.
         ValueError: ``out`` overlaps ``model``; not a RoPE model, a folder without weights, a target not above
-            the original length or below the model's current one, or a method transformers cannot express or the
-            model's config class would not load (checked on the staged folder before anything is published).
+            the original length or below the model's current one, a method transformers cannot express or the
+            model's config class would not load, or a written model that is not the source with ``scaling``
+            (measured from transformers' forward: :mod:`~ropekit.integrations.hf.preservation`); all checked on
+            the staged folder before anything is published.
     """
     from ropekit._output import check_output, staged_output
     from ropekit.integrations.hf.input_checks import check_not_shorter, check_weights
+    from ropekit.integrations.hf.transformers_reads import as_transformers_reads
 
     source = Path(model)
     check_output(out, [("model", source)], names=written_names(source), force=force)
-    config = transformers_config(source)  # written as the new config.json: every key
-    refuse_disagreeing_keys(config)
+    shipped = transformers_config(source)
+    refuse_disagreeing_keys(shipped)
+    config = as_transformers_reads(
+        shipped
+    )  # written as the new config.json: every key, the RoPE as transformers reads it
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":
         check_weights(source)
@@ -140,7 +153,10 @@ def extend(
                     shutil.copy2(item, staged / item.name)
             write_config(staged, new_config)
         check_loads(staged)
-    return ExtendResult(Path(out), new_config, notes)
+        written = json.loads((staged / "config.json").read_text())  # the file, as every reader will see it
+        request = Request(scaling, scaled_layer_types(config, layer_types), original)
+        unchecked = check_preserved(config, written, request)
+    return ExtendResult(Path(out), new_config, notes + ([unchecked] if unchecked else []))
 
 
 def refuse_disagreeing_keys(config: Mapping[str, Any]) -> None:

@@ -43,6 +43,8 @@ LEGACY_KEYS = ("rope_theta", "rope_scaling", "rope_local_base_freq")
 #: the keys this module may add inside a rope dict (they change nothing transformers computes; checked)
 ADDED_ROPE_KEYS = ("type", "attention_factor", "mscale", "mscale_all_dim")
 _NESTED = ("full_attention", "sliding_attention")
+#: model types whose config class reads ``rope_local_base_freq`` (written for them even where the source lacks it)
+LOCAL_BASE_TYPES = ("gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "t5gemma2")
 
 
 def with_legacy_keys(config: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -56,7 +58,9 @@ def with_legacy_keys(config: dict[str, Any]) -> tuple[dict[str, Any], str | None
     base = {key: value for key, value in config.items() if key not in LEGACY_KEYS}
     base.update(restated(base))  # rotary_emb_base, rotary_pct, ...: the written values where the config has them
     params = _with_ratio(base.get("rope_parameters"))
-    candidate, why = _candidate(params)
+    candidate, why = _candidate(
+        params, "rope_local_base_freq" in config or config.get("model_type") in LOCAL_BASE_TYPES
+    )
     if candidate is None:
         return base, f"rope_theta/rope_scaling not written: {why}; readers of the older keys run another RoPE"
     new = {**base, "rope_parameters": params, **candidate}
@@ -114,7 +118,7 @@ def _mscale_for(params: dict[str, Any], wanted: float) -> float | None:
     return rounded if math.isclose(yarn_mscale(factor, rounded), yarn_mscale(factor, mscale), rel_tol=1e-15) else mscale
 
 
-def _candidate(params: Any) -> tuple[dict[str, Any] | None, str]:
+def _candidate(params: Any, local_base: bool = True) -> tuple[dict[str, Any] | None, str]:
     """The older keys for ``params`` (a rope_parameters dict), or ``(None, why)``."""
     if not isinstance(params, dict):
         return None, "the config has no rope_parameters dict"
@@ -125,7 +129,9 @@ def _candidate(params: Any) -> tuple[dict[str, Any] | None, str]:
     full, sliding = params["full_attention"], params["sliding_attention"]
     if sliding.get("rope_type", "default") != "default":
         return None, "the older keys cannot scale sliding-window layers (rope_local_base_freq is a base only)"
-    keys = {"rope_theta": full.get("rope_theta"), "rope_local_base_freq": sliding.get("rope_theta")}
+    keys = {"rope_theta": full.get("rope_theta")}
+    if local_base:  # a key of Gemma 3's config classes only: OLMo 3's would carry it as an unread extra
+        keys["rope_local_base_freq"] = sliding.get("rope_theta")
     return {**keys, "rope_scaling": _scaling(full)}, ""
 
 

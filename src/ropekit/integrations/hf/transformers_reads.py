@@ -131,3 +131,30 @@ def _transformers_frequencies(config: Any, layer_type: str | None, length: int |
     extra = {} if layer_type is None else {"layer_type": layer_type}
     inv_freq, factor = ROPE_INIT_FUNCTIONS[kind](config, None, seq_len=length, **extra)
     return np.asarray(inv_freq.double().numpy()), float(factor)
+
+
+def as_transformers_reads(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (a ``config.json`` dict) with its RoPE as transformers' config class for the model type reads it.
+
+    ``rope_parameters`` becomes the dict (or the dicts per layer type) the class builds from every key it accepts
+    (``rope_scaling``, ``rope_theta``, ``rotary_dim``, ``rotary_pct``, ``rope_local_base_freq``, its own defaults:
+    OLMo 3 gives ``rope_scaling`` to its full-attention layers only, Gemma 3 its sliding layers
+    ``rope_local_base_freq``), and ``rope_scaling``, folded into it, is dropped (per layer type, so are ``rope_theta``
+    and ``rope_local_base_freq``: each dict states its base, and ``extend`` writes them again). Every other key stays as it is, the
+    older ones that restate the RoPE included (``extend`` writes them in step). ``config`` is returned as it is where
+    transformers is not installed, does not know the model type or refuses the dict, or where the RoPE lives in
+    ``text_config``.
+    """
+    try:
+        loaded = read_config(config)
+    except (ImportError, ValueError):
+        return dict(config)
+    if loaded is None or isinstance(config.get("text_config"), Mapping):
+        return dict(config)
+    params = getattr(loaded, "rope_parameters", None)
+    if not isinstance(params, Mapping) or not params:
+        return dict(config)
+    folded = ("rope_scaling",) if "rope_type" in params else ("rope_scaling", "rope_theta", "rope_local_base_freq")
+    read = {key: value for key, value in config.items() if key not in folded}  # per layer type: each dict its base
+    read["rope_parameters"] = json.loads(json.dumps(dict(params)))
+    return read

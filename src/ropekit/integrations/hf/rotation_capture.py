@@ -1,6 +1,7 @@
-"""transformers' own rotation of one attention layer, captured from a real forward of its model (the reference).
+"""transformers' own rotation of attention layers, captured from a real forward of its model (the reference of
+``ropekit engines`` and of ``extend``'s preservation check).
 
-A short forward of the model records, for the compared layer, the call its modeling file makes to its own rotation
+A short forward of the model records, for each attention layer asked for, the first call its modeling file makes to its own rotation
 function (``apply_rotary_pos_emb``, ``apply_rotary_emb``, ``apply_rotary_pos_emb_interleave``, ...) and the calls
 of its rotary module (``*RotaryEmbedding``) whose outputs that function is given. The function is then replayed on
 basis vectors, with the rotary module's outputs for each served length (``position_ids`` 0 … n − 1, a fresh copy of
@@ -38,33 +39,49 @@ class _Recorded:
 
 
 class RotationCapture:
-    """The compared layer's rotation function and the rotary-module calls it reads, recorded in one forward."""
+    """The rotation function each asked-for attention layer calls, and the rotary-module calls it reads, recorded in
+    one forward.
 
-    def __init__(self, model: Any, attention: Any) -> None:
-        self.model, self.attention = model, attention
+    Attributes:
+        apply_calls: per asked-for layer (its position in ``attentions``), its first rotation call; a layer that
+            calls none (a NoPE layer) has no entry.
+    """
+
+    def __init__(self, model: Any, attentions: Any) -> None:
+        self.model = model
+        self.attentions = list(attentions) if isinstance(attentions, (list, tuple)) else [attentions]
         self.rotary_calls: list[_Recorded] = []
-        self.apply_call: _Recorded | None = None
+        self.apply_calls: dict[int, _Recorded] = {}
+        self.replayed: dict[tuple, dict] = {}
 
-    def record(self) -> RotationCapture:
-        """Run the forward with the hooks in place; raise ``ValueError`` where no rotation function was seen."""
+    @property
+    def apply_call(self) -> _Recorded | None:
+        """The first asked-for layer's rotation call."""
+        return self.apply_calls.get(0)
+
+    def record(self, *, required: bool = True, tokens: Any = None) -> RotationCapture:
+        """Run the forward (on ``tokens``, default :data:`FORWARD_TOKENS` zeros) with the hooks in place; raise
+        ``ValueError`` where ``required`` and the first asked-for layer called no rotation function."""
         import torch
 
-        state = {"in_layer": False, "depth": 0}
+        state = {"in_layer": None, "depth": 0}
         patched = self._patch_functions(state)
-        handles = [self.attention.register_forward_pre_hook(lambda *a: state.update(in_layer=True))]
-        handles.append(self.attention.register_forward_hook(lambda *a: state.update(in_layer=False)))
+        handles = []
+        for number, attention in enumerate(self.attentions):
+            handles.append(attention.register_forward_pre_hook(lambda *a, n=number: state.update(in_layer=n)))
+            handles.append(attention.register_forward_hook(lambda *a: state.update(in_layer=None)))
         for module in self.model.modules():
             if type(module).__name__.endswith("RotaryEmbedding"):
                 handles.append(module.register_forward_hook(self._rotary_hook(module), with_kwargs=True))
         try:
             with torch.no_grad():
-                self.model(torch.zeros(1, FORWARD_TOKENS, dtype=torch.long))
+                self.model(torch.zeros(1, FORWARD_TOKENS, dtype=torch.long) if tokens is None else tokens)
         finally:
             for handle in handles:
                 handle.remove()
             for module, name, original in patched:
                 setattr(module, name, original)
-        if self.apply_call is None:
+        if required and self.apply_call is None:
             raise ValueError(f"{type(self.model).__name__}: no RoPE function of its modeling file ran in its attention")
         return self
 
@@ -76,8 +93,9 @@ class RotationCapture:
 
     def _patch_functions(self, state: dict) -> list[tuple[Any, str, Any]]:
         """Wrap every ``apply*rotary*`` / ``apply*rope*`` function of the model's and the attention's modeling files;
-        the outermost call made inside the compared attention layer is recorded."""
-        modules = {sys.modules[type(self.model).__module__], sys.modules[type(self.attention).__module__]}
+        the outermost call made inside each asked-for attention layer is recorded."""
+        modules = {sys.modules[type(self.model).__module__]}
+        modules |= {sys.modules[type(attention).__module__] for attention in self.attentions}
         patched = []
         for module in modules:
             for name in dir(module):
@@ -98,8 +116,9 @@ class RotationCapture:
                 output = function(*args, **kwargs)
             finally:
                 state["depth"] -= 1
-            if state["in_layer"] and state["depth"] == 0 and self.apply_call is None:
-                self.apply_call = _Recorded(function, args, kwargs, output)
+            layer = state["in_layer"]
+            if layer is not None and state["depth"] == 0 and layer not in self.apply_calls:
+                self.apply_calls[layer] = _Recorded(function, args, kwargs, output)
             return output
 
         return wrapped
@@ -117,13 +136,14 @@ class Rotation:
 
     capture: RotationCapture
     sources: list[tuple[int, int | None] | None]
+    layer: int = 0
 
     def matrices(self, served: int, positions: np.ndarray) -> np.ndarray:
         """float64 ``(positions, W, W)``: row j is the rotation of e_j at each position (W: the width the modeling
         file passes), run at ``served`` tokens."""
         import torch
 
-        call = self.capture.apply_call
+        call = self.capture.apply_calls[self.layer]
         fresh = self._rotary_outputs(served, positions)
         q = _seq_axis(call.args[0])
         width = call.args[0].shape[-1]
@@ -149,7 +169,12 @@ class Rotation:
 
         needed = {source[0] for source in self.sources if source is not None}
         fresh = {}
+        cache = self.capture.replayed  # layers that read one rotary call share its replay
         for number in needed:
+            key = (number, served, tuple(int(p) for p in positions))
+            if key in cache:
+                fresh.update(cache[key])
+                continue
             recorded = self.capture.rotary_calls[number]
             module = copy.deepcopy(recorded.target)
             args = [_positions_like(a, served) for a in recorded.args]
@@ -159,21 +184,55 @@ class Rotation:
             outputs = output if isinstance(output, tuple) else (output,)
             before = recorded.output if isinstance(recorded.output, tuple) else (recorded.output,)
             picked = torch.as_tensor(positions)
+            replay = {}
             for k, tensor in enumerate(outputs):
-                key = (number, k if isinstance(output, tuple) else None)
-                fresh[key] = tensor.index_select(_seq_axis(before[k]), picked)
+                replay[(number, k if isinstance(output, tuple) else None)] = tensor.index_select(
+                    _seq_axis(before[k]), picked
+                )
+            cache[key] = replay
+            fresh.update(replay)
         return fresh
 
 
 def capture(model: Any, attention: Any) -> Rotation:
     """The compared layer's rotation (:class:`Rotation`) of ``model``, recorded in a short forward."""
-    recorded = RotationCapture(model, attention).record()
-    sources: list[tuple[int, int | None] | None] = []
-    for argument in recorded.apply_call.args:
-        sources.append(_source_of(argument, recorded.rotary_calls))
+    return rotation_of(RotationCapture(model, attention).record(), 0)
+
+
+def capture_layers(model: Any, attentions: list[Any]) -> list[Rotation | None]:
+    """Each layer's rotation (:class:`Rotation`), recorded in one short forward; ``None`` for a layer that calls no
+    rotation function (a NoPE layer)."""
+    recorded = RotationCapture(model, attentions).record(required=False)
+    return [rotation_of(recorded, n) if n in recorded.apply_calls else None for n in range(len(attentions))]
+
+
+def rotation_of(recorded: RotationCapture, layer: int) -> Rotation:
+    """The :class:`Rotation` of asked-for layer ``layer`` of a recorded forward."""
+    sources = [_source_of(argument, recorded.rotary_calls) for argument in recorded.apply_calls[layer].args]
     if not any(sources):
-        raise ValueError(f"{type(model).__name__}: its RoPE function is not given its rotary module's output")
-    return Rotation(recorded, sources)
+        raise ValueError(f"{type(recorded.model).__name__}: its RoPE function is not given its rotary module's output")
+    return Rotation(recorded, sources, layer)
+
+
+def layers_of(model):
+    """``(the decoder's module, its list of layers)`` of a transformers causal LM (``model.model``, GPT-NeoX's
+    ``gpt_neox``, ...: its ``base_model``)."""
+    import torch
+
+    for found in (getattr(model, "model", None), model.base_model):
+        for decoder in (found, getattr(found, "language_model", None)):  # a multimodal model's text part
+            layers = getattr(decoder, "layers", None)
+            if isinstance(layers, torch.nn.ModuleList):
+                return decoder, layers
+    raise ValueError(f"{type(model).__name__}: no decoder layers found (base model {type(model.base_model).__name__})")
+
+
+def attention_of(layer):
+    """The attention module of one decoder layer (``self_attn``, GPT-NeoX's ``attention``, ...)."""
+    for name in ("self_attn", "attention", "attn"):
+        if hasattr(layer, name):
+            return getattr(layer, name)
+    raise ValueError(f"{type(layer).__name__}: no attention module (self_attn, attention, attn)")
 
 
 def _source_of(argument: Any, calls: list[_Recorded]) -> tuple[int, int | None] | None:

@@ -1,0 +1,67 @@
+"""RoPE keys that only some architectures' transformers classes read, beyond the rules every model shares
+(:mod:`ropekit.hf_format`); this module never imports transformers.
+
+* ``rotary_dim`` (MiniMax-M2): a count of rotated dims; ``MiniMaxM2Config`` reads it as ``partial_rotary_factor`` =
+  ``rotary_dim / head_dim`` where neither the rope dict nor the top level states ``partial_rotary_factor``.
+* NTK-alpha (Hunyuan dense, Hunyuan MoE, Hunyuan-VL): ``{"rope_type": "dynamic", "alpha": a}``. transformers'
+  ``HunYuan*RotaryEmbedding`` computes it in its modeling file, not in ``ROPE_INIT_FUNCTIONS``: plain RoPE at the base
+  b·a^(d/(d−2)) with d the head size, up to ``max_position_embeddings`` (beyond it ``dynamic_rope_update`` recomputes
+  from ``ROPE_INIT_FUNCTIONS["dynamic"]``, which reads no ``alpha``). ropekit reads it as plain RoPE at that base: what
+  transformers computes at every length the model serves, the dict's other keys (``factor``, ``beta_fast``, ``mscale``,
+  ...: the released configs carry them) unread as there; ``alpha`` elsewhere, or with partial rotary (the modeling
+  file then rotates the whole head), is refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: model types whose config class reads a top-level ``rotary_dim`` as the partial rotary factor
+ROTARY_DIM_TYPES = frozenset({"minimax_m2", "minimax_m3_vl_text"})
+#: model types whose modeling file computes ``dynamic`` with ``alpha`` as NTK-alpha
+NTK_ALPHA_TYPES = frozenset({"hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl"})
+#: the keys of an NTK-alpha dict its modeling file reads (``factor``, ``beta_fast``, ``mscale``, ... it does not)
+_READ_WITH_ALPHA = ("rope_theta", "partial_rotary_factor")
+
+
+def rotary_dim_factor(top: Mapping[str, Any], head_dim: int) -> float | None:
+    """``rotary_dim / head_dim`` where ``top``'s model type reads ``rotary_dim`` so, else ``None``."""
+    dims = top.get("rotary_dim")
+    if top.get("model_type") not in ROTARY_DIM_TYPES or dims is None:
+        return None
+    if not isinstance(dims, int) or isinstance(dims, bool) or not 2 <= dims <= head_dim or dims % 2:
+        raise ValueError(f"rotary_dim must be an even number of dims in [2, head_dim={head_dim}], got {dims!r}")
+    return dims / head_dim
+
+
+def ntk_alpha_base(
+    params: dict[str, Any], top: Mapping[str, Any], base: float, head_dim: int, dim: int
+) -> float | None:
+    """The base b·a^(d/(d−2)) of an NTK-alpha rope dict (``alpha`` removed from ``params``), ``None`` for any other.
+
+    Raises:
+        ValueError: ``alpha`` on a model type whose modeling file does not read it, with a rope type other than
+            ``dynamic``, with partial rotary, or not a number above 0.
+    """
+    if "alpha" not in params:
+        return None
+    alpha = params.pop("alpha")
+    model_type = top.get("model_type")
+    kind = params.get("rope_type", params.get("type"))
+    if model_type not in NTK_ALPHA_TYPES or kind != "dynamic":
+        raise ValueError(
+            f"alpha (NTK-alpha) is read by the modeling files of {sorted(NTK_ALPHA_TYPES)} with rope_type 'dynamic' "
+            f"only, got model_type {model_type!r} with rope_type {kind!r}"
+        )
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0:
+        raise ValueError(f"alpha (NTK-alpha) must be a number above 0, got {alpha!r}")
+    if dim != head_dim:
+        raise ValueError(
+            f"NTK-alpha with partial rotary ({dim} of {head_dim} dims): {model_type}'s modeling file rotates the "
+            "whole head, ignoring partial_rotary_factor; refused"
+        )
+    for key in [key for key in params if key not in _READ_WITH_ALPHA]:  # the modeling file reads none of them
+        params.pop(key)
+    params["rope_type"] = "default"
+    return base * alpha ** (head_dim / (head_dim - 2))

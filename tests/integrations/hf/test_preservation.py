@@ -1,0 +1,174 @@
+"""`extend` on the RoPE keys released checkpoints ship: the written model rotates exactly the dims and pairs the
+source rotates in every layer, scales the layers the source scales and slows the lowest-frequency pair by s, as
+measured from transformers' own forward (tiny random models built in code; nothing downloaded).
+
+The keys of each architecture (:data:`SHIPPED`) and where they were read:
+
+* MiniMax-M2 (MiniMaxAI/MiniMax-M2 config.json): ``head_dim`` 128, ``rotary_dim`` 64, ``rope_theta`` 5e6, 196,608
+  positions; transformers' ``MiniMaxM2Config.convert_rope_params_to_dict`` reads ``rotary_dim`` as partial rotary
+  ("Released MiniMax-M2 checkpoints express partial RoPE through a legacy `rotary_dim` field"), its class defaults the
+  same sizes.
+* OLMo 3 (allenai/Olmo-3-1025-7B config.json): ``rope_theta`` 5e5, ``rope_scaling`` YaRN x8 from 8,192 (attention
+  factor 1.2079, beta 32/1), 65,536 positions, three sliding layers then one full; ``Olmo3Config`` gives
+  ``rope_scaling`` to the full-attention layers only.
+* Hunyuan dense (tencent/Hunyuan-7B-Instruct config.json): ``rope_scaling`` ``{"type": "dynamic", "alpha": 1000, ...}``,
+  ``rope_theta`` 1e4, ``head_dim`` 128, 32,768 positions; NTK-alpha in ``modeling_hunyuan_v1_dense.py``.
+* Pythia (EleutherAI/pythia-160m config.json): ``rotary_pct`` 0.25, ``rotary_emb_base`` 1e4, head 64, 2,048 positions.
+* StableLM 2 (stabilityai/stablelm-2-1_6b config.json): ``partial_rotary_factor`` 0.25, ``rope_theta`` 1e4, head 64,
+  4,096 positions.
+* Phi-2 (microsoft/phi-2 config.json): ``partial_rotary_factor`` 0.4, ``rope_theta`` 1e4, head 80, 2,048 positions.
+* Gemma 3 (google/gemma-3-4b-it text config): ``rope_theta`` 1e6, ``rope_local_base_freq`` 1e4,
+  ``sliding_window_pattern`` 6, ``rope_scaling`` linear x8, head 256, 131,072 positions.
+* SmolLM3 (HuggingFaceTB/SmolLM3-3B config.json): ``rope_theta`` 5e6, every fourth layer NoPE
+  (``no_rope_layer_interval`` 4), head 128, 65,536 positions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from ropekit.integrations.hf.extend import extend
+from ropekit.integrations.hf.preservation import measured_layers
+from ropekit.scaling import LinearScaling, YarnScaling
+
+transformers = pytest.importorskip("transformers")
+
+S = 16.0
+_OLMO3_YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+               "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1}  # fmt: skip
+_HUNYUAN = {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+            "type": "dynamic"}  # fmt: skip
+
+#: name → (model type, head size, layers, hub RoPE keys, L0, unscaled base, rotated dims, scaled layer type)
+SHIPPED = {
+    "minimax-m2": ("minimax_m2", 128, 2, {"head_dim": 128, "rotary_dim": 64, "rope_theta": 5e6,
+                   "max_position_embeddings": 196608}, 196608, 5e6, 64, None),
+    "olmo3": ("olmo3", 128, 4, {"rope_theta": 5e5, "rope_scaling": _OLMO3_YARN, "max_position_embeddings": 65536,
+              "sliding_window": 4096}, 8192, 5e5, 128, "full_attention"),
+    "hunyuan-dense": ("hunyuan_v1_dense", 128, 2, {"head_dim": 128, "rope_theta": 1e4, "rope_scaling": _HUNYUAN,
+                      "max_position_embeddings": 32768}, 32768, 1e4 * 1000.0 ** (128 / 126), 128, None),
+    "pythia": ("gpt_neox", 64, 2, {"rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048},
+               2048, 1e4, 16, None),
+    "stablelm2": ("stablelm", 64, 2, {"partial_rotary_factor": 0.25, "rope_theta": 10000,
+                  "max_position_embeddings": 4096}, 4096, 1e4, 16, None),
+    "phi2": ("phi", 80, 2, {"partial_rotary_factor": 0.4, "rope_theta": 10000.0, "max_position_embeddings": 2048},
+             2048, 1e4, 32, None),
+    "gemma3": ("gemma3_text", 256, 6, {"head_dim": 256, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+               "sliding_window_pattern": 6, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+               "max_position_embeddings": 131072, "sliding_window": 1024}, 131072, 1e6, 256, "full_attention"),
+    "smollm3": ("smollm3", 128, 4, {"rope_theta": 5e6, "no_rope_layer_interval": 4,
+                "max_position_embeddings": 65536}, 65536, 5e6, 128, None),
+}  # fmt: skip
+_ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_pct", "rotary_emb_base")
+
+
+def shipped_folder(name: str, path):
+    """A tiny random model of :data:`SHIPPED` ``[name]`` saved to ``path``, its config.json holding the hub's keys."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+
+    model_type, head, layers, hub, *_ = SHIPPED[name]
+    sizes = {"vocab_size": 64, "hidden_size": head, "intermediate_size": 32, "num_hidden_layers": layers,
+             "num_attention_heads": 1, "num_key_value_heads": 1, "bos_token_id": None, "eos_token_id": None,
+             "pad_token_id": None}  # fmt: skip
+    sizes |= {key: hub[key] for key in ("head_dim", "sliding_window") if key in hub}
+    if model_type == "minimax_m2":
+        sizes |= {"num_local_experts": 2, "num_experts_per_tok": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = CONFIG_MAPPING[model_type](**sizes)
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(config).save_pretrained(path)
+    written = json.loads((path / "config.json").read_text())
+    written = {key: value for key, value in written.items() if key not in (*_ROPE_KEYS, "layer_types")}
+    (path / "config.json").write_text(json.dumps(written | hub, indent=2))
+    return path
+
+
+def _method(kind: str, original: int):
+    return (
+        YarnScaling(factor=S, original_max_position_embeddings=original) if kind == "yarn" else LinearScaling(factor=S)
+    )
+
+
+@pytest.mark.parametrize("kind", ["yarn", "linear"])
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_extend_preserves_the_shipped_layout(name, kind, tmp_path) -> None:
+    _, _, layers, _, original, base, dims, scaled_type = SHIPPED[name]
+    source = shipped_folder(name, tmp_path / "source")
+    result = extend(source, _method(kind, original), tmp_path / "out")
+    assert not [note for note in result.notes if "preservation not checked" in note]
+    before = measured_layers(json.loads((source / "config.json").read_text()), layers)
+    after = measured_layers(json.loads((tmp_path / "out" / "config.json").read_text()), layers)
+    types = transformers.AutoConfig.from_pretrained(source).layer_types if scaled_type else None
+    for index, (old, new) in enumerate(zip(before, after, strict=True)):
+        if old is None:  # NoPE (SmolLM3's every fourth layer) stays NoPE
+            assert name == "smollm3" and index % 4 == 3 and new is None
+            continue
+        assert new.pairs == old.pairs and 2 * len(old.pairs) == dims, (index, old.describe(), new.describe())
+        if scaled_type is not None and types[index] != scaled_type:
+            np.testing.assert_allclose(new.freqs, old.freqs, rtol=1e-6)  # a sliding layer keeps its own base
+            continue
+        pairs = dims // 2
+        lowest = base ** (-(pairs - 1) / pairs)  # closed form: plain RoPE at the unscaled base
+        assert math.isclose(new.by_frequency()[-1], lowest / S, rel_tol=1e-4), (index, new.by_frequency()[-1])
+        highest = 1.0 if kind == "yarn" else 1.0 / S
+        assert math.isclose(new.by_frequency()[0], highest, rel_tol=1e-5)
+
+
+def test_minimax_m2_is_read_with_its_64_rotated_dims(tmp_path) -> None:
+    from ropekit.integrations.hf.model_layout import model_layout
+
+    source = shipped_folder("minimax-m2", tmp_path / "source")
+    shown = dict(
+        (label, value) for label, value, _ in model_layout(json.loads((source / "config.json").read_text())).rows
+    )
+    assert "rotary dim 64 of head 128" in shown["RoPE"]
+    result = extend(source, YarnScaling(factor=S, original_max_position_embeddings=196608), tmp_path / "out")
+    assert result.config["rotary_dim"] == 64  # the user's key, kept
+
+
+def test_olmo3_writes_the_per_layer_form(tmp_path) -> None:
+    source = shipped_folder("olmo3", tmp_path / "source")
+    result = extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=8192), tmp_path / "out")
+    read = transformers.AutoConfig.from_pretrained(tmp_path / "out").rope_parameters
+    assert read["full_attention"]["rope_type"] == "yarn" and read["full_attention"]["factor"] == 32.0
+    assert read["sliding_attention"]["rope_type"] == "default" and read["sliding_attention"]["rope_theta"] == 5e5
+    assert "rope_local_base_freq" not in result.config  # a Gemma 3 key OLMo 3 does not read
+
+
+def test_hunyuan_ntk_alpha_is_transformers_own_rotary(tmp_path) -> None:
+    """float64 against transformers' own HunYuanDenseV1RotaryEmbedding (its modeling file's NTK-alpha)."""
+    from transformers.models.hunyuan_v1_dense.modeling_hunyuan_v1_dense import HunYuanDenseV1RotaryEmbedding
+
+    from ropekit.integrations.hf.model_config import rope_of
+    from ropekit.scaling.registry import frequencies
+
+    source = shipped_folder("hunyuan-dense", tmp_path / "source")
+    theirs = HunYuanDenseV1RotaryEmbedding(transformers.AutoConfig.from_pretrained(source)).inv_freq.double().numpy()
+    ours = frequencies(rope_of(json.loads((source / "config.json").read_text()))).inv_freq
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6)
+    np.testing.assert_allclose(ours, SHIPPED["hunyuan-dense"][5] ** (-np.arange(64) / 64), rtol=1e-12)
+
+
+def test_a_writer_that_drops_the_partial_rotary_key_is_refused(tmp_path, monkeypatch) -> None:
+    from ropekit.integrations.hf import extend as extend_module
+
+    written = extend_module.write_config
+
+    def dropping(out, config):
+        config = json.loads(json.dumps(dict(config)))
+        for params in (config, config.get("rope_parameters") or {}, config.get("rope_scaling") or {}):
+            params.pop("partial_rotary_factor", None)
+        written(out, config)
+
+    monkeypatch.setattr(extend_module, "write_config", dropping)
+    source = shipped_folder("phi2", tmp_path / "source")  # without the key, PhiConfig's default 0.5 applies
+    with pytest.raises(ValueError, match=r"^layer 0: the output rotates 40 dims .*, the source 32 dims"):
+        extend(source, LinearScaling(factor=S), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
