@@ -119,3 +119,18 @@ def test_gguf(smollm2_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rope = json.loads(result.stdout)["layout"]["rope"]
     assert (rope["base"], rope["head_dim"], rope["rotary_dim"]) == (100000.0, 64, 64)
+
+
+def test_inspect_and_plan_read_the_bundled_tiny_model_as_search_and_eval_do() -> None:
+    """``--model tiny``: the tiny model's own RoPE (head 32 = d_model 128 / 4 heads, base 10000, trained at 256),
+    read from its checkpoint, not refused as a missing path."""
+    from ropekit.model.checkpoint import load_tiny_config
+
+    tiny = load_tiny_config("tiny")
+    result = CliRunner().invoke(app, ["inspect", "--model", "tiny", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["head_dim"] == tiny.d_model // tiny.n_heads == data["rotary_dim"]
+    assert data["base"] == tiny.rope_base and data["train_length"] == tiny.train_length
+    planned = CliRunner().invoke(app, ["plan", "--model", "tiny", "--target-length", "1k"])
+    assert planned.exit_code == 0, planned.output
