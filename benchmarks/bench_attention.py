@@ -111,8 +111,8 @@ def call_table(length: int, rounds: int, methods: tuple[str, ...]) -> list[dict]
 
 def time_table(model_spec: str, length: int, rounds: int, methods: tuple[str, ...]) -> tuple[list[dict], str]:
     from ropekit.attention import get_attention
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.methods import set_attention
-    from ropekit.eval.models import load_eval_model
 
     model = load_eval_model(model_spec)
     ids = torch.randint(0, min(model.vocab_size, 50000), (1, length), generator=torch.Generator().manual_seed(0))

@@ -233,7 +233,7 @@ def main() -> None:
     settings_cpp = [llamacpp_setting(spec) for spec in args.llamacpp or ["flash_attn=off,batch=512"]]
     torch.set_num_threads(args.threads)
     from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     path = smollm2()
     engines = {

@@ -41,7 +41,7 @@ def child(variant: str, length: int, windows: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.model.corpus import heldout_bytes
 
@@ -88,7 +88,7 @@ def interleaved(length: int, rounds: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.model.corpus import heldout_bytes
 
     torch.set_grad_enabled(False)

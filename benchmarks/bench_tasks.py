@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.tasks.decode import greedy_answer, make_decoder
 from ropekit.eval.tasks.run import model_pieces, stop_tokens
 from ropekit.eval.text import shipped_text, tokenize

@@ -93,10 +93,10 @@ def smollm2_path() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_model(smollm2_path: Path):
-    """SmolLM2-135M dequantised once per session (``ropekit.eval.models.load_eval_model`` of the GGUF file: about
+    """SmolLM2-135M dequantised once per session (``ropekit.eval.loader.load_eval_model`` of the GGUF file: about
     30 s), shared by every module that runs it; tests take it through :func:`smollm2`, which resets its RoPE."""
     pytest.importorskip("transformers")
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     return load_eval_model(smollm2_path)

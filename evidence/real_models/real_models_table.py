@@ -39,8 +39,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.methods import factor_for, scaling_for
-    from ropekit.eval.models import load_eval_model
     from ropekit.eval.passkey import passkey_grid
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.model.corpus import heldout_bytes

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.finetune.data import pack, tokenize_text
 from ropekit.finetune.run import measure
 from ropekit.integrations.hf.load import load_tokenizer

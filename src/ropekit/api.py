@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ropekit.eval.models import EvalModel
+    from ropekit.eval.protocol import EvalModel
     from ropekit.eval.tasks.run import TaskResult
     from ropekit.integrations.hf.extend import ExtendResult
     from ropekit.scaling import ScalingConfig
@@ -179,7 +179,7 @@ def evaluate(
 
     Args:
         model: ``"tiny"`` (the bundled model), a transformers folder, a ``.gguf`` file, or an evaluation model
-            already loaded (:func:`ropekit.eval.models.load_eval_model`).
+            already loaded (:func:`ropekit.eval.loader.load_eval_model`).
         tasks: task names (default: every task).
         lengths: lengths in tokens (default: ``multiples`` of the training length).
         methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``; default: the
@@ -207,8 +207,8 @@ def evaluate(
         [('none', 256, 'niah_single_1', 2)]
     """
     from ropekit.eval.checks import prepare_tasks
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.methods import default_methods
-    from ropekit.eval.models import load_eval_model
     from ropekit.eval.run import run_task_suite
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings

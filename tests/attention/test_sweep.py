@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ropekit.attention.self_extend import suggest
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.sweep import SweepSettings, run_sweep
 
 

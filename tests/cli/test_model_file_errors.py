@@ -77,7 +77,7 @@ def test_a_truncated_gguf_is_a_one_line_error(tmp_path, smollm2_path, size):
 
 def test_loading_errors_carry_the_model_argument(tmp_path):
     from ropekit.errors import InvalidArgument, MissingFile
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.integrations.gguf.file import check_gguf
     from ropekit.integrations.hf.load import load_config
     from ropekit.integrations.hf.model_config import rope_of

@@ -14,7 +14,7 @@ from ropekit.errors import InvalidArgument
 from ropekit.eval import run as eval_run
 from ropekit.eval import sweep as eval_sweep
 from ropekit.eval.checks import PreparedTasks, check_sweep, prepare_tasks
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.run import evaluate
 from ropekit.eval.sweep import SweepSettings
 from ropekit.eval.tasks.run import TaskSettings, fitting_tasks, make_samples

@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from helpers.hf_models import LOGIT_TRANSFORMS, random_hf_model
-from ropekit.eval.models import TinyEvalModel, load_eval_model
+from ropekit.eval.loader import load_eval_model
+from ropekit.eval.models import TinyEvalModel
 from ropekit.eval.passkey import episode_batch_correct
 from ropekit.eval.perplexity import perplexity_at
 from ropekit.integrations.hf.output_head import LOGIT_TRANSFORM_KEYS, chunk_positions
@@ -114,7 +115,7 @@ def test_transformers_predictions_and_perplexity_equal_full_logits(saved: Path) 
 
 @pytest.mark.hf
 def test_unknown_logit_transform_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     build("llama").save_pretrained(tmp_path)
     forward = transformers.LlamaForCausalLM.forward

@@ -1,4 +1,4 @@
-"""Every evaluation backend implements :class:`ropekit.eval.models.EvalModel`; the evaluations ask no model what it
+"""Every evaluation backend implements :class:`ropekit.eval.protocol.EvalModel`; the evaluations ask no model what it
 has."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pytest
 
 import ropekit.eval
 from ropekit.attention.registry import get_attention
-from ropekit.eval.models import AnswersAll, EvalModel, HFEvalModel, TinyEvalModel
+from ropekit.eval.hf_model import HFEvalModel
+from ropekit.eval.models import TinyEvalModel
+from ropekit.eval.protocol import AnswersAll, EvalModel
 from ropekit.eval.tasks.decode import TinyDecoder
 
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from ropekit.cli.app import app
 from ropekit.errors import InvalidArgument
 from ropekit.eval.engine_choice import Server
-from ropekit.eval.models import TinyEvalModel, load_eval_model
+from ropekit.eval.loader import load_eval_model
+from ropekit.eval.models import TinyEvalModel
 
 
 @pytest.mark.parametrize(

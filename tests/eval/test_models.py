@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from ropekit.eval.models import TinyEvalModel, is_out_of_memory, load_eval_model
+from ropekit.eval.loader import load_eval_model
+from ropekit.eval.model_support import is_out_of_memory
+from ropekit.eval.models import TinyEvalModel
 
 TRAIN_LENGTH = 128  # of the conftest's tiny_checkpoint
 

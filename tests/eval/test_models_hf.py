@@ -28,7 +28,8 @@ def yarn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_eval_model_reads_the_saved_directory(yarn_dir: Path) -> None:
-    from ropekit.eval.models import HFEvalModel, load_eval_model
+    from ropekit.eval.hf_model import HFEvalModel
+    from ropekit.eval.loader import load_eval_model
 
     model = load_eval_model(yarn_dir)
     assert isinstance(model, HFEvalModel)
@@ -45,7 +46,7 @@ def test_eval_model_reads_the_saved_directory(yarn_dir: Path) -> None:
 def test_eval_model_logits_match_transformers_for_native_and_plain(yarn_dir: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
     native = AutoModelForCausalLM.from_pretrained(yarn_dir, local_files_only=True).eval()
@@ -61,7 +62,7 @@ def test_eval_model_logits_match_transformers_for_native_and_plain(yarn_dir: Pat
 
 def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
     pytest.importorskip("accelerate")
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     mapped, direct = HFEvalModel(yarn_dir, device_map="auto"), HFEvalModel(yarn_dir)
     ids = ids_of(64, batch=1)
@@ -69,7 +70,7 @@ def test_device_map_auto_loads_through_accelerate(yarn_dir: Path) -> None:
 
 
 def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     gpt2().save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="GPT2LMHeadModel is not a RoPE model"):
@@ -77,7 +78,8 @@ def test_non_rope_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_missing_directory_and_missing_config_are_file_errors(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel, load_eval_model
+    from ropekit.eval.hf_model import HFEvalModel
+    from ropekit.eval.loader import load_eval_model
 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_eval_model(tmp_path / "nowhere")
@@ -86,7 +88,7 @@ def test_missing_directory_and_missing_config_are_file_errors(tmp_path: Path) ->
 
 
 def test_small_vocabulary_without_tokenizer_cannot_take_bytes(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     llama({"rope_type": "default", "rope_theta": BASE}, vocab_size=100).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="no tokenizer"):
@@ -102,7 +104,7 @@ def test_small_vocabulary_without_tokenizer_cannot_take_bytes(tmp_path: Path) ->
     ],
 )
 def test_out_of_memory_becomes_a_clear_error(yarn_dir: Path, monkeypatch, error: BaseException) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
 
@@ -116,7 +118,7 @@ def test_out_of_memory_becomes_a_clear_error(yarn_dir: Path, monkeypatch, error:
 
 
 def test_other_runtime_errors_pass_through(yarn_dir: Path, monkeypatch) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     model = HFEvalModel(yarn_dir)
 
@@ -129,7 +131,7 @@ def test_other_runtime_errors_pass_through(yarn_dir: Path, monkeypatch) -> None:
 
 
 def test_eval_model_reports_the_scaled_layer_types(tmp_path: Path) -> None:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     gemma3().save_pretrained(tmp_path)
     model = HFEvalModel(tmp_path)

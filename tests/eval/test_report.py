@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.report import perplexity_matrix, summary_lines, theory_view, write_sweep_report
 from ropekit.eval.sweep import SweepResult, SweepSettings, run_sweep
 

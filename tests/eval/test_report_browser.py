@@ -19,7 +19,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.report import write_sweep_report
 from ropekit.eval.sweep import SweepSettings, run_sweep
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ropekit.cli.app import app
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.run import Evaluation, evaluate, write_report
 from ropekit.eval.sweep import SweepSettings
 from ropekit.eval.tasks.run import TaskSettings

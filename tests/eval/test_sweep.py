@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import ropekit
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length, count_steps, run_sweep
 from ropekit.model import load
 from ropekit.model.corpus import heldout_bytes

@@ -225,7 +225,7 @@ def test_checkpoint_round_trip_keeps_gates(tmp_path, seed):
 
 
 def test_evaluation_harness_scores_an_infini_checkpoint_and_skips_scalings(tmp_path, seed):
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.sweep import SweepSettings, evaluation_text, run_sweep
     from ropekit.model import save
 

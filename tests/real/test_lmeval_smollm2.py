@@ -35,7 +35,7 @@ def smollm2_folder(smollm2_path, tmp_path_factory):
 
 
 def test_lm_eval_scores_on_smollm2_equal_ropekits(smollm2_folder, tmp_path):
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.eval.tasks.run import TaskSettings, run_tasks
 
     lengths = ",".join(map(str, LENGTHS))

@@ -25,7 +25,7 @@ def free_memory(monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny():
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     return load_eval_model("tiny")
 

@@ -24,7 +24,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
     from conftest import smollm2_gguf
     from ropekit.eval.backends.llamacpp import LlamaCppEvalModel
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.perplexity import perplexity_at
     from ropekit.eval.sweep import evaluation_text
     from ropekit.eval.tasks.decode import greedy_answer

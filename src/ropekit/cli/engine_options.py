@@ -1,6 +1,6 @@
 """``--engine``, ``--url``, ``--concurrency``, ``--served-model``, ``--timeout``: which engine answers an evaluation
 (torch here, llama.cpp on a GGUF file, or an OpenAI-compatible completions server), as the ``engine`` and ``server``
-arguments of :func:`ropekit.eval.models.load_eval_model`, checked before anything loads."""
+arguments of :func:`ropekit.eval.loader.load_eval_model`, checked before anything loads."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class EngineChoice:
 
     @property
     def server(self) -> Server:
-        """The ``server`` argument of :func:`~ropekit.eval.models.load_eval_model`."""
+        """The ``server`` argument of :func:`~ropekit.eval.loader.load_eval_model`."""
         return Server(url=self.url, concurrency=self.concurrency, served_model=self.served_model, timeout=self.timeout)
 
     def check(self, *, device_map: str | None, dtype: str) -> None:

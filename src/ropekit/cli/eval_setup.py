@@ -15,12 +15,13 @@ from ropekit.cli.engine_options import EngineChoice
 def open_eval_model(
     model: str, device_map: str | None, *, dtype: str = "auto", before_weights=None, engine=None, tokenizer_only=False
 ):
-    """:func:`ropekit.eval.models.load_eval_model`, its errors naming the options.
+    """:func:`ropekit.eval.loader.load_eval_model`, its errors naming the options.
 
     ``before_weights`` runs once the tokenizer is ready and before a transformers model's weights load.
     ``engine``: the :class:`~ropekit.cli.engine_options.EngineChoice` of ``--engine`` (``None``: torch).
     """
-    from ropekit.eval.models import DTYPES, load_eval_model
+    from ropekit.eval.loader import load_eval_model
+    from ropekit.eval.model_support import DTYPES
 
     choice = engine or EngineChoice()
     choice.check(device_map=device_map, dtype=dtype)
@@ -51,7 +52,7 @@ def _engine_model(model: str, choice: EngineChoice):
     """The evaluation model of a non-torch engine (its errors name ``--model``, ``--url`` or ``--served-model``)."""
     from ropekit.errors import InvalidArgument
     from ropekit.eval.backends.openai import ServerError
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     try:
         return load_eval_model(model, engine=choice.name, server=choice.server)

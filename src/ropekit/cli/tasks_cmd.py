@@ -22,7 +22,7 @@ from ropekit.cli.method_options import ATTENTION_PARAM, DEFAULT_METHODS, PARAM, 
 from ropekit.eval.tasks.limits import RULER_THRESHOLD, SAMPLES
 
 if TYPE_CHECKING:
-    from ropekit.eval.models import AnswersAll
+    from ropekit.eval.protocol import AnswersAll
 
 METHODS = typer.Option(
     DEFAULT_METHODS,
@@ -68,7 +68,7 @@ def tasks_command(
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
     from ropekit.cli.eval_progress import rich_progress, tasks_failed
     from ropekit.cli.eval_show import print_task_summary
-    from ropekit.eval.models import AnswersAll
+    from ropekit.eval.protocol import AnswersAll
     from ropekit.eval.run import run_task_suite
     from ropekit.eval.text import read_text, shipped_text, tokenize
 

@@ -107,7 +107,7 @@ def check_methods_run(
                 train_length=model.train_length,
                 native=model.native_scaling,
                 extra=method_extra(method, params),
-                rope=getattr(model, "rope", None),
+                rope=model.rope,
             )
         except LookupError as error:
             skipped[method] = str(error)

@@ -1,6 +1,6 @@
 """Which engine answers an evaluation: ropekit's own forward pass (``torch``), llama.cpp on a GGUF file
 (``llamacpp``) or an OpenAI-compatible completions server (``openai``), each an
-:class:`~ropekit.eval.protocol.EvalModel`. :func:`ropekit.eval.models.load_eval_model` takes the choice as its
+:class:`~ropekit.eval.protocol.EvalModel`. :func:`ropekit.eval.loader.load_eval_model` takes the choice as its
 ``engine`` and ``server`` arguments and checks them here before anything loads.
 
 Example:

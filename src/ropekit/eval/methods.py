@@ -21,7 +21,7 @@ from ropekit.scaling.registry import MissingParameters, ScalingConfig, get_scali
 
 if TYPE_CHECKING:
     from ropekit.config import RopeConfig
-    from ropekit.eval.models import EvalModel
+    from ropekit.eval.protocol import EvalModel
 
 #: the attention methods evaluated by default (after the scalings): Self-Extend, the family's most cited member, which
 #: needs no parameters beyond the training length (its group follows the length by the authors' rule)
@@ -200,7 +200,7 @@ def configure(
         train_length=train_length,
         native=model.native_scaling,
         extra=method_extra(method, params),
-        rope=getattr(model, "rope", None),
+        rope=model.rope,
     )
     model.set_scaling(scaling)  # a model without RoPE refuses every scaling but 'none' (LookupError)
     attention = attention_for(method, train_length=train_length, length=length, params=params)

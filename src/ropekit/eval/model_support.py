@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
 from ropekit.errors import InvalidArgument
 
@@ -51,7 +51,7 @@ def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.T
 
 def is_tiny_checkpoint(spec: str | Path) -> bool:
     """Whether ``spec`` names the bundled tiny model (``"tiny"``) or a tiny checkpoint folder (``model.safetensors``
-    beside a ``config.json`` holding a ``model`` entry), which :func:`~ropekit.eval.models.load_eval_model` loads as
+    beside a ``config.json`` holding a ``model`` entry), which :func:`~ropekit.eval.loader.load_eval_model` loads as
     :class:`~ropekit.eval.models.TinyEvalModel`."""
     import json
 
@@ -90,7 +90,7 @@ def tokenizer_stops(tokenizer: Any) -> frozenset[int]:
 
 
 def hf_description(model: HFEvalModel) -> dict[str, Any]:
-    """What an :class:`~ropekit.eval.models.HFEvalModel` is (its ``describe()``): kind, architecture, size, dtype,
+    """What an :class:`~ropekit.eval.hf_model.HFEvalModel` is (its ``describe()``): kind, architecture, size, dtype,
     attention, RoPE, tokenizer, and its layer types, RoPE layout and GGUF metadata where it has them."""
     description = {
         "kind": "gguf" if model.gguf is not None else "transformers",

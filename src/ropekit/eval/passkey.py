@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ropekit._validate import require_float, require_int
-from ropekit.eval.models import EvalModel, LogitsFunction
+from ropekit.eval.protocol import EvalModel, LogitsFunction
 from ropekit.model.tokenizer import byte_ids
 from ropekit.synthetic.passkey import Episode, passkey_episode
 
@@ -63,7 +63,7 @@ def episode_batch_correct(model: EvalModel | LogitsFunction, episodes: list[Epis
     """For equal-length episodes, whether each one's answer tokens are all predicted (argmax) correctly.
 
     Args:
-        model: an :class:`ropekit.eval.models.EvalModel` (logits only for the answer positions), or a callable
+        model: an :class:`ropekit.eval.protocol.EvalModel` (logits only for the answer positions), or a callable
             ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits.
     """
     ids = torch.from_numpy(np.stack([e.ids for e in episodes]))  # (batch, length)
@@ -95,7 +95,7 @@ def passkey_grid(
     """Accuracy for every (length, depth); episode ``t`` of a cell is a function of (seed, length, depth, t).
 
     Args:
-        model: an :class:`ropekit.eval.models.EvalModel`, or a callable ``(batch, seq)`` ids →
+        model: an :class:`ropekit.eval.protocol.EvalModel`, or a callable ``(batch, seq)`` ids →
             ``(batch, seq, vocab)`` logits.
         filler: token ids of filler text.
         encode: text → ids for the needle and question (bytes by default).

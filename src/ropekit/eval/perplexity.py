@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from ropekit._validate import require_choice, require_int
-from ropekit.eval.models import EvalModel, LogitsFunction
+from ropekit.eval.protocol import EvalModel, LogitsFunction
 
 MODES = ("nonoverlap", "sliding")
 
@@ -64,7 +64,7 @@ def _require_finite(losses: torch.Tensor, length: int, start: int) -> None:
 def full_logits_losses(logits_fn, ids: torch.Tensor) -> torch.Tensor:
     """Per-token negative log-likelihood of ``ids[1:]`` given the prefix from full logits: ``(len(ids) - 1,)`` float64.
 
-    For a short input or a synthetic model; an :class:`ropekit.eval.models.EvalModel` scores in chunks of positions
+    For a short input or a synthetic model; an :class:`ropekit.eval.protocol.EvalModel` scores in chunks of positions
     instead (its ``token_losses``), never holding ``(seq × vocab)`` logits.
     """
     logits = logits_fn(ids[None, :-1])[0].float()  # (seq, vocab)
@@ -106,7 +106,7 @@ def perplexity_at(
     """Perplexity of ``data`` (1-D ids) at context ``length``.
 
     Args:
-        model: an :class:`ropekit.eval.models.EvalModel` (scored in chunks of positions), or a callable
+        model: an :class:`ropekit.eval.protocol.EvalModel` (scored in chunks of positions), or a callable
             ``(1, seq)`` ids → ``(1, seq, vocab)`` logits.
         data: evaluation token ids.
         length: window length (tokens of context).

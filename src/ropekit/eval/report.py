@@ -14,8 +14,8 @@ from typing import Any
 
 from ropekit.eval.figures import passkey_figure, perplexity_figure
 from ropekit.eval.methods import scaling_for
-from ropekit.eval.models import EvalModel
 from ropekit.eval.page import html_page
+from ropekit.eval.protocol import EvalModel
 from ropekit.eval.summary import summary_table, verdict
 from ropekit.eval.sweep import SweepResult, SweepSettings, best_by_length
 from ropekit.scaling.registry import frequencies, ranked_scalings

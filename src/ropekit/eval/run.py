@@ -2,7 +2,7 @@
 
 ``ropekit eval perplexity|passkey|tasks`` and ``ropekit report`` all run through here; a script does the same::
 
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.run import evaluate, write_report
     from ropekit.eval.sweep import SweepSettings
 
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ropekit.eval.checks import PreparedTasks
-    from ropekit.eval.models import EvalModel
     from ropekit.eval.parallel import Launched, OneProcess
+    from ropekit.eval.protocol import EvalModel
     from ropekit.eval.sweep import SweepResult, SweepSettings
     from ropekit.eval.tasks.run import TaskResult, TaskSettings
     from ropekit.eval.text import TokenizedText

@@ -28,10 +28,10 @@ from ropekit._defaults import (
 from ropekit._free_memory import available_memory
 from ropekit._validate import require_choice, require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.perplexity import MODES
 from ropekit.eval.perplexity import perplexity_windows as perplexity_windows  # the sweep cost is said here too
+from ropekit.eval.protocol import EvalModel
 from ropekit.eval.text import TokenizedText, read_text, shipped_text, tokenize
 from ropekit.integrations.hf.output_head import EVAL_CHUNK_BYTES
 

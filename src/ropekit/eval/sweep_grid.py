@@ -18,7 +18,7 @@ from ropekit.eval.passkey import passkey_grid
 from ropekit.eval.perplexity import perplexity_at, perplexity_windows
 
 if TYPE_CHECKING:
-    from ropekit.eval.models import EvalModel
+    from ropekit.eval.protocol import EvalModel
     from ropekit.eval.sweep import SweepSettings
     from ropekit.eval.text import TokenizedText
 

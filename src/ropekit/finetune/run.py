@@ -207,7 +207,7 @@ def before_after(
     model as shipped (the baseline: at the original length the fine-tuned model should not be worse), the source
     with the method applied training-free ("before") and ``out`` loaded natively by transformers ("after").
     """
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     rows = []
 

@@ -13,7 +13,7 @@ Reading is by line, as the served-evaluation journal reads its own:
 * a header that differs from this search's is refused, naming what changed, unless ``replace`` (then the journal
   starts again);
 * a later line that is not a scored candidate (cut short by a run that died, a foreign line, an entry without a
-  finite ``score``, a repeated index) is skipped, counted in :attr:`Journal.skipped`, and scored again.
+  finite ``score``, a repeated index) is skipped, counted in ``Journal.skipped``, and scored again.
 
 The journal is never read or written through a symbolic link (even a dangling one): the scores stay in ``--out``.
 When a search starts, the file is rewritten whole (header with this run's plan, then the entries kept) beside itself

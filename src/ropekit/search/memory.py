@@ -22,7 +22,7 @@ def rows_per_forward(model: Any, request: Any, target: int) -> int | None:
     (``None``: every sample in one forward). Where the model's size or the free memory is unknown, the request's.
 
     Args:
-        model: the :class:`~ropekit.eval.models.EvalModel`.
+        model: the :class:`~ropekit.eval.protocol.EvalModel`.
         request: the :class:`~ropekit.search.request.SearchRequest`.
         target: the sample length in tokens.
 

@@ -71,7 +71,7 @@ def answer_losses(model, samples: NeedleSamples, *, batch_size: int | None = Non
     positions.
 
     Args:
-        model: an :class:`~ropekit.eval.models.EvalModel` with ``hidden_states``/``output_logits`` (both
+        model: an :class:`~ropekit.eval.protocol.EvalModel` with ``hidden_states``/``output_logits`` (both
             implementations have them).
 
     Shapes:

@@ -30,7 +30,7 @@ class SearchRequest:
         batch_size: rows per forward (``None``: all samples in one).
         population, parents: the evolution's sizes (:class:`~ropekit.search.evolve.SearchSettings`).
         switch: write ``short_factor`` as ones (plain RoPE up to L0) instead of equal to ``long_factor``.
-        dtype: the evaluation dtype (:data:`ropekit.eval.models.DTYPES`).
+        dtype: the evaluation dtype (:data:`ropekit.eval.model_support.DTYPES`).
     """
 
     model: str = "tiny"

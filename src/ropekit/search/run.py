@@ -91,7 +91,7 @@ def prepare(request: SearchRequest) -> Prepared:
         ValueError: a bad model, target or text, or a target that does not fit in memory (an
             :class:`~ropekit.errors.InvalidArgument` where it is about one).
     """
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
     from ropekit.eval.text import read_text, shipped_text, tokenize
     from ropekit.search.identity import model_identity
     from ropekit.search.memory import rows_per_forward

@@ -34,7 +34,7 @@ def engine(smollm2_path):
 
 @pytest.fixture(scope="module")
 def torch_model(smollm2_path):
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     return load_eval_model(smollm2_path)
 

@@ -33,7 +33,7 @@ def assert_token_for_token(folder, model_path, tasks: tuple[str, ...]) -> None:
     """The folder's documents, tokenized by the tokenizer it holds, are ropekit's samples' ids."""
     from transformers import AutoTokenizer
 
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.eval.tasks.run import TaskSettings, make_samples
 
     model = HFEvalModel(model_path)

@@ -8,7 +8,7 @@ import pytest
 from helpers.lmeval_run import cli
 from ropekit.errors import InvalidArgument
 from ropekit.eval.lmeval.export import export_lm_eval
-from ropekit.eval.models import load_eval_model
+from ropekit.eval.loader import load_eval_model
 from ropekit.eval.tasks.run import TaskSettings
 
 pytestmark = pytest.mark.hf

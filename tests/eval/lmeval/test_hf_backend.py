@@ -33,7 +33,7 @@ def model_path(request, byte_model, family_model):
 @pytest.fixture(scope="module")
 def own(model_path, settings):
     """ropekit's own run on the same samples: the model, its samples and its result."""
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.eval.tasks.run import make_samples, run_tasks
 
     model = HFEvalModel(model_path)

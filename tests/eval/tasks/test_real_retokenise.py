@@ -22,7 +22,7 @@ def smollm2_tokenizer(smollm2_path):
 @pytest.fixture(scope="module")
 def samples(smollm2_tokenizer):
     """Two samples of every task at each length, as ``eval tasks`` makes them (its pieces, the shipped text)."""
-    from ropekit.eval.models import tokenizer_ids
+    from ropekit.eval.model_support import tokenizer_ids
     from ropekit.eval.tasks.run import model_pieces
     from ropekit.eval.text import shipped_text, tokenize
     from ropekit.synthetic.suite import TASKS, make_sample

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ropekit.config import RopeConfig
-from ropekit.eval.models import EvalModel
+from ropekit.eval.protocol import EvalModel
 from ropekit.eval.tasks.run import TaskSettings, run_tasks
 from ropekit.model.tokenizer import byte_ids, byte_text
 from ropekit.synthetic.suite import TASKS

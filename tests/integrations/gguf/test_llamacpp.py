@@ -196,7 +196,7 @@ def test_load_time_flags_equal_the_files_metadata(name: str, smollm2_path: Path,
 def test_ropekit_reads_an_extended_file_as_llamacpp_runs_it(ids, ropekit_model, extended) -> None:
     """Per-pair factors and an attention factor in the file (YaRN with the paper's ramp, through rope_freqs): the
     model ropekit loads from the extended file is the patched model, which matches llama.cpp (test above)."""
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
 
     spec = METHODS["yarn-paper"]
     written, _, _ = extended("yarn-paper")

@@ -69,7 +69,7 @@ def test_extend_output_without_full_attention_is_what_eval_applies(all_sliding: 
     """``extend`` scales the sliding layers of a model without full-attention layers; ``eval`` applies the same
     method to the same layers (so its training-free row is the extended model), and the extended model can be
     evaluated and scaled again."""
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.integrations.hf.extend import extend
 
     scaling = LinearScaling(factor=2.0)
@@ -98,7 +98,7 @@ def test_extend_output_without_full_attention_is_what_eval_applies(all_sliding: 
 def test_eval_json_names_the_scaled_layer_types(mixed: Path) -> None:
     """the sweep records the model before any method is applied; its ``scaled_layer_types``
     must name the layers every method of the sweep goes to, not ``null``."""
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.eval.sweep import SweepSettings, run_sweep
 
     model = HFEvalModel(mixed)

@@ -120,7 +120,7 @@ def test_the_temperature_and_the_chunks_act_within_the_test_length() -> None:
 def test_the_evaluation_model_gives_transformers_logits(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from ropekit.eval.models import load_eval_model
+    from ropekit.eval.loader import load_eval_model
 
     llama4().save_pretrained(tmp_path)
     own = logits(AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval())

@@ -99,7 +99,7 @@ def test_extend_writes_a_folder_transformers_loads_as_the_patched_model(factory,
 
 def test_the_evaluation_model_and_the_report_say_which_layers_take_the_methods(tmp_path: Path) -> None:
     from ropekit.attention import get_attention
-    from ropekit.eval.models import HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
     from ropekit.eval.report import model_line
     from ropekit.integrations.hf.patch_attention import describe_attention
 

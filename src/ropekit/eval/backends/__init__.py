@@ -1,5 +1,5 @@
 """Evaluation backends beyond the torch models of :mod:`ropekit.eval.models`: the same samples through the engine a
-model is served with, each an implementation of the evaluation-model protocol (:class:`ropekit.eval.models.EvalModel`).
+model is served with, each an implementation of the evaluation-model protocol (:class:`ropekit.eval.protocol.EvalModel`).
 
 Nothing is imported here (llama-cpp-python, torch and the HTTP client load with the modules):
 

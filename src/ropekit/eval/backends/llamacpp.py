@@ -1,6 +1,6 @@
 """Evaluation through llama.cpp (llama-cpp-python): a GGUF file run by the engine users serve it with.
 
-:class:`LlamaCppEvalModel` implements the evaluation-model protocol (:class:`ropekit.eval.models.EvalModel`), so
+:class:`LlamaCppEvalModel` implements the evaluation-model protocol (:class:`ropekit.eval.protocol.EvalModel`), so
 ``run_tasks``, ``perplexity_at`` and ``passkey_grid`` drive it as they drive the torch models:
 
 - token ids come from transformers' reading of the file's tokenizer, as on the torch path, so the samples are the
@@ -62,7 +62,7 @@ def transformers_tokenizer(path: Path) -> Any:
 
 
 class LlamaCppEvalModel(EvalModel):
-    """A GGUF file evaluated by llama.cpp; the :class:`~ropekit.eval.models.EvalModel` protocol.
+    """A GGUF file evaluated by llama.cpp; the :class:`~ropekit.eval.protocol.EvalModel` protocol.
 
     The weights load when the first context is made (sized to the longest input so far plus
     :data:`CONTEXT_MARGIN`), and again when a method changes llama.cpp's RoPE options.

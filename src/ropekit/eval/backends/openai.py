@@ -44,7 +44,7 @@ _UNCHECKED = object()
 
 
 class OpenAIEvalModel(EvalModel, AnswersAll):
-    """A model behind an OpenAI-compatible server; the :class:`~ropekit.eval.models.EvalModel` protocol plus
+    """A model behind an OpenAI-compatible server; the :class:`~ropekit.eval.protocol.EvalModel` protocol plus
     :meth:`answer_all`.
 
     Args:

@@ -212,7 +212,7 @@ def export_lm_eval(
     """Make every sample of ``settings`` for ``model``'s tokenizer and write them as an lm-eval task folder.
 
     ``model`` needs no weights: ``load_eval_model(path, tokenizer_only=True)``
-    (:func:`ropekit.eval.models.load_eval_model`). The folder is staged and published whole; files already there
+    (:func:`ropekit.eval.loader.load_eval_model`). The folder is staged and published whole; files already there
     are replaced only with ``force``.
 
     Args:

@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 
 if TYPE_CHECKING:
-    from ropekit.eval.models import HeadScoring, HFEvalModel
+    from ropekit.eval.hf_model import HFEvalModel
+    from ropekit.eval.models import HeadScoring
     from ropekit.model.tiny import TinyLM
 
 

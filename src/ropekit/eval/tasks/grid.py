@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ropekit.eval.methods import configured_groups
-from ropekit.eval.models import AnswersAll, EvalModel
+from ropekit.eval.protocol import AnswersAll, EvalModel
 from ropekit.eval.tasks.decode import greedy_answer
 from ropekit.eval.tasks.scoring import cell, score
 from ropekit.synthetic.base import Sample

@@ -23,8 +23,8 @@ from typing import Any
 from ropekit._free_memory import available_memory
 from ropekit._validate import require_float, require_int
 from ropekit.eval.methods import check_params
-from ropekit.eval.models import EvalModel
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
+from ropekit.eval.protocol import EvalModel
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES

@@ -3,7 +3,7 @@
 Held-out perplexity at the context (per-window losses from :func:`ropekit.eval.perplexity.losses_function`),
 passkey retrieval binned by needle distance (:func:`ropekit.eval.passkey.episode_batch_correct`, Wilson intervals
 from :class:`~ropekit.eval.passkey.PasskeyCell`) and B_m(base) over the same distances. ``model`` is an
-:class:`~ropekit.eval.models.EvalModel` (chunked scoring, as :func:`~ropekit.experiments.base_bound.run_experiment`
+:class:`~ropekit.eval.protocol.EvalModel` (chunked scoring, as :func:`~ropekit.experiments.base_bound.run_experiment`
 uses) or any ``(batch, seq)`` ids → ``(batch, seq, vocab)`` logits callable such as a
 :class:`~ropekit.model.tiny.TinyLM`.
 """

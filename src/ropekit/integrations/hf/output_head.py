@@ -1,7 +1,7 @@
 """The output head of a transformers causal LM, a chunk of positions at a time: one place for evaluation and training.
 
 transformers' ``*ForCausalLM.forward`` is ``body → lm_head → final-logit transforms → cross-entropy``. Evaluation
-(:class:`ropekit.eval.models.HFEvalModel`) and fine-tuning (:class:`ropekit.finetune.loss.ChunkedCausalLM`) both
+(:class:`ropekit.eval.hf_model.HFEvalModel`) and fine-tuning (:class:`ropekit.finetune.loss.ChunkedCausalLM`) both
 stop at the body's final hidden states and form the logits here, ``chunk`` positions at a time, so ``(seq × vocab)``
 logits never exist at once — at 32k tokens and a 49k vocabulary they would be 6.4 GB in float32.
 

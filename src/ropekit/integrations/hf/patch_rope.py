@@ -18,7 +18,7 @@ writes a checkpoint that transformers alone loads with the same logits. Where no
 model whose method needs ``longrope``, pairs with frequency 0) the model's ``save_pretrained`` refuses instead of
 writing a config that describes a different model.
 
-The evaluation adapter for transformers models is :class:`ropekit.eval.models.HFEvalModel`; this module knows
+The evaluation adapter for transformers models is :class:`ropekit.eval.hf_model.HFEvalModel`; this module knows
 nothing about evaluation.
 """
 
