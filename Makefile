@@ -66,7 +66,7 @@ screenshot: setup
 # two packages its rotary imports need
 VLLM_DEPS = packaging pydantic regex numpy cbor2 psutil pyzmq urllib3 "transformers==5.18.0" aiohttp requests \
 	openai-harmony openai pillow pybase64 cachetools cloudpickle msgspec uvloop py-cpuinfo prometheus_client \
-	xgrammar fastapi partial_json_parser llguidance
+	xgrammar fastapi partial_json_parser llguidance einops compressed-tensors
 $(VLLM_READY):
 	( $(PYTHON) -m venv .venv-vllm \
 	  && .venv-vllm/bin/pip install --quiet "torch==2.13.0" \
