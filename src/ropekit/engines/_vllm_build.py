@@ -48,9 +48,12 @@ def built(request: dict) -> dict:
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.models.registry import ModelRegistry
 
-    config = vllm_config(request)
-    model_config = config.model_config
-    model_class, architecture = ModelRegistry.resolve_model_cls(model_config.architectures, model_config)
+    try:  # vLLM inspects the class in a subprocess first: an import its model file needs may be missing here
+        config = vllm_config(request)
+        model_config = config.model_config
+        model_class, architecture = ModelRegistry.resolve_model_cls(model_config.architectures, model_config)
+    except Exception as error:
+        raise Unbuilt(f"{type(error).__name__}: {' '.join(str(error).split())[:300]}") from None
     if model_class.__name__.startswith("Transformers"):
         return {"backend": "transformers"}
     import torch

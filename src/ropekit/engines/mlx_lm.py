@@ -158,7 +158,7 @@ def reads_no_scaling(case: Case) -> str | None:
     from ropekit.engines.transformers_ref import rope_parameters
 
     kind = str(case.config.get("model_type"))
-    params = rope_parameters(case.folder)
+    params = rope_parameters(case.folder, case.reference.rope_key)
     if not scaled(params):
         return None
     path, reads = mlx_reads_scaling(kind)

@@ -204,7 +204,7 @@ def request_for(case: Case) -> dict[str, Any]:
     head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
     architectures = config.get("architectures") or [""]
     try:
-        read: dict[str, Any] = model_rope(config, rope_parameters(case.folder), head)
+        read: dict[str, Any] = model_rope(config, rope_parameters(case.folder, case.reference.rope_key), head)
     except ValueError as error:  # a rope dict keyed by other names than layer types: the built class chooses
         read = {"unreadable": str(error)}
     return {
@@ -274,7 +274,7 @@ def compared_params(case: Case) -> dict[str, Any]:
     from ropekit.engines.transformers_ref import rope_parameters
 
     try:
-        return rope_parameters(case.folder)
+        return rope_parameters(case.folder, case.reference.rope_key)
     except ValueError:
         return {}
 
