@@ -4,15 +4,18 @@ line that names what it refuses."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).parents[1] / "evidence" / "engines_matrix"))
 
 import matrix
+import shipped
 
 pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 
@@ -36,3 +39,49 @@ def test_fast_subset_has_no_traceback() -> None:
 @pytest.mark.slow
 def test_every_rope_architecture_has_no_traceback() -> None:
     _check(matrix.run(matrix.rope_architectures(), engines="MLX-LM"))
+
+
+def _yarn_inv_freq(base: float, dim: int, factor: float, original: int, fast: float, slow: float) -> np.ndarray:
+    """YaRN's frequencies (arXiv 2309.00071, eq. 23; the correction range rounded outwards, as transformers' default
+    ``truncate``), in float64 from the paper's formula."""
+    pairs = np.arange(dim // 2)
+    plain = base ** (-2.0 * pairs / dim)
+
+    def boundary(rotations: float) -> float:
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = max(math.floor(boundary(fast)), 0), min(math.ceil(boundary(slow)), dim - 1)
+    ramp = np.clip((pairs - low) / max(high - low, 1e-3), 0, 1)
+    return plain / factor * ramp + plain * (1 - ramp)
+
+
+def _shipped_oracle(name: str) -> np.ndarray:
+    """The frequencies of every pair of the compared layer, from each release's keys by the published formula."""
+    pairs = np.arange(32)
+    if name in ("qwen3_5", "qwen3_5_moe", "qwen3_next"):  # 256 x 0.25 rotating dims; M-RoPE at text positions
+        return 1e7 ** (-2.0 * pairs / 64)
+    if name == "gemma4_text":  # its full-attention layer: proportional, 512 x 0.25 rotating of a 512 head
+        return np.concatenate([1e6 ** (-2.0 * np.arange(64) / 512), np.zeros(192)])
+    if name == "deepseek_v4":  # a compressed layer: the compress rope (base 160,000), YaRN x16 from 65,536
+        return _yarn_inv_freq(160_000.0, 64, 16.0, 65_536, 32.0, 1.0)
+    base = 1e4 * 1000.0 ** (128 / 126)  # Hunyuan's NTK-alpha: base x alpha^(d / (d - 2))
+    return base ** (-2.0 * np.arange(64) / 128)
+
+
+@pytest.mark.parametrize("name", sorted(shipped.SHIPPED))
+def test_each_shipped_family_builds_and_gets_transformers_reference(name, tmp_path) -> None:
+    """Each 2026 family built from its shipped keys gives a measured reference: transformers' own rotation of its
+    attention layer, equal to the release's frequencies by the published formula (a closed form, in float64)."""
+    from ropekit.engines.probe import make_probe, positions_below
+    from ropekit.engines.transformers_ref import reference_answer
+
+    folder = matrix.tiny_folder(shipped.SHIPPED[name].model_type, tmp_path / name, shipped.SHIPPED[name].keys)
+    probe = make_probe(256, 256, ())
+    answer = reference_answer(folder, probe)
+    table = answer.tables[256]
+    angles = positions_below(probe, 256)[:, None] * _shipped_oracle(name)[None, :]
+    expected = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
+    assert table.shape == expected.shape
+    np.testing.assert_allclose(table, expected, atol=1e-4)
+    if name == "deepseek_v4":  # its rope dict is keyed main/compress: the layer's own choice, recorded
+        assert answer.rope_key == "compress"

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 METHODS = ("none", "linear", "yarn", "llama3", "longrope", "dynamic")
+#: a ``@shipped`` row's first cell: the tiny model as its release ships it, compared by ``engines`` without ``extend``
+SHIPPED_METHOD = "shipped"
 #: what shrinks a config (key → value), applied where the config class has the key
 SHRINK = {
     "num_hidden_layers": 2,
@@ -78,17 +80,19 @@ def rope_architectures() -> list[str]:
     return found
 
 
-def tiny_folder(model_type: str, path: Path) -> Path:
-    """A tiny random ``model_type`` model (its config class's defaults, shrunk) saved at ``path``."""
+def tiny_folder(model_type: str, path: Path, keys: dict[str, Any] | None = None) -> Path:
+    """A tiny random ``model_type`` model saved at ``path``: its config class's defaults, or ``keys`` given to it as
+    arguments (a release's shipped keys, :mod:`shipped`), shrunk where the keys leave a size unset."""
     import torch
     import transformers
     from transformers import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    config = CONFIG_MAPPING[model_type]()
+    config = CONFIG_MAPPING[model_type](**(keys or {}))
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    kept = set(keys or {}) | set((keys or {}).get("text_config", {}))
     for target in {id(config): config, id(text): text}.values():
-        shrink(target)
+        shrink(target, kept=kept)
     torch.manual_seed(0)
     model_class = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
     # a composite config's causal LM is its text model (Llama 4, Qwen3.5): built from the config class it takes
@@ -97,21 +101,23 @@ def tiny_folder(model_type: str, path: Path) -> Path:
     return path
 
 
-def shrink(config: Any, depth: int = 0) -> None:
+def shrink(config: Any, depth: int = 0, kept: set[str] = frozenset()) -> None:
     """``config`` and its sub-configs (BLT's encoder, decoder, ...) with :data:`SHRINK`'s sizes where they have the
-    key, every per-layer list cut to the layers kept, MLA's key/value heads as many as its query heads (its keys
-    are per head), a hybrid's attention on its last kept layer, and token ids inside the vocabulary."""
+    key (but the ``kept`` keys, given as shipped), every per-layer list cut to the layers kept, MLA's key/value heads
+    as many as its query heads (its keys are per head), a hybrid's attention on its last kept layer, and token ids
+    inside the vocabulary."""
     from transformers import PretrainedConfig
 
     layers = getattr(config, "num_hidden_layers", None)
     for key, value in SHRINK.items():
-        if getattr(config, key, None) is not None:
+        if key not in kept and _get(config, key) is not None:
             _set(config, key, value)
-    if hasattr(config, "head_dim") and config.head_dim is None and getattr(config, "num_attention_heads", None):
+    unset_head = "head_dim" in vars(config) and vars(config)["head_dim"] is None
+    if "head_dim" not in kept and unset_head and _get(config, "num_attention_heads"):
         _set(config, "head_dim", SHRINK["head_dim"])  # classes that read it unset (Ministral, Hunyuan v1)
-    if getattr(config, "kv_lora_rank", None) is not None and getattr(config, "num_key_value_heads", None):
+    if _get(config, "kv_lora_rank") is not None and _get(config, "num_key_value_heads"):
         _set(config, "num_key_value_heads", SHRINK["num_attention_heads"])
-    if getattr(config, "mamba_n_heads", None) and getattr(config, "mamba_d_head", None):  # heads x size = expand x d
+    if _get(config, "mamba_n_heads") and _get(config, "mamba_d_head"):  # heads x size = expand x d
         expand = getattr(config, "mamba_expand", 2)
         _set(config, "mamba_d_head", expand * SHRINK["hidden_size"] // config.mamba_n_heads)
     if hasattr(config, "attn_layer_indices"):
@@ -120,10 +126,18 @@ def shrink(config: Any, depth: int = 0) -> None:
         if isinstance(value, list) and layers and len(value) == layers and layers > SHRINK["num_hidden_layers"]:
             _set(config, key, value[: SHRINK["num_hidden_layers"]])
         elif isinstance(value, PretrainedConfig) and depth < 3:
-            shrink(value, depth + 1)
+            shrink(value, depth + 1, kept)
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
         if isinstance(getattr(config, key, None), int):
             _set(config, key, 0)
+
+
+def _get(config: Any, key: str) -> Any:
+    """``config.key``, ``None`` where it has none or it is per layer (Gemma 4's ``head_dim``)."""
+    try:
+        return getattr(config, key, None)
+    except Exception:  # transformers' AmbiguousGlobalPerLayerAttributeError: the key differs between layers
+        return None
 
 
 def _set(config: Any, key: str, value: Any) -> None:
@@ -170,21 +184,29 @@ def _extend_args(method: str, source: Path) -> list[str]:
     return args
 
 
-def arch_row(model_type: str, workdir: Path, engines: str | None = None) -> Row:
-    """One architecture's row: build, then ``extend`` and ``engines`` per method."""
-    row = Row(model_type)
-    source = workdir / model_type
+def arch_row(name: str, workdir: Path, engines: str | None = None) -> Row:
+    """One row: build, then ``extend`` and ``engines`` per method. ``name``: a model type (its config class's
+    defaults), or ``<model type>@shipped`` (the keys its released checkpoints ship: :data:`shipped.SHIPPED`)."""
+    from shipped import SHIPPED
+
+    row = Row(name)
+    model_type, _, variant = name.partition("@")
+    keys = SHIPPED[model_type].keys if variant == "shipped" else None
+    source = workdir / name.replace("@", "-")
     try:
-        tiny_folder(model_type, source)
+        tiny_folder(model_type, source, keys)
     except Exception as error:
         row.built = f"not built: {type(error).__name__}: {' '.join(str(error).split())[:160]}"
         return row
-    for method in METHODS:
-        out = workdir / f"{model_type}-{method}"
-        status, result = _invoke("extend", "--model", source, *_extend_args(method, source), "-o", out, "--force")
-        if status != "ok":
-            row.cells.append(Cell(method, "extend", status, result))
-            continue
+    for method in (SHIPPED_METHOD, *METHODS) if keys else METHODS:
+        out = workdir / f"{source.name}-{method}"
+        if method == SHIPPED_METHOD:
+            out = source  # the checkpoint as it ships, compared as it is
+        else:
+            status, result = _invoke("extend", "--model", source, *_extend_args(method, source), "-o", out, "--force")
+            if status != "ok":
+                row.cells.append(Cell(method, "extend", status, result))
+                continue
         args = ["engines", "--model", out, "--logits", "0", "--json"] + (["--engines", engines] if engines else [])
         status, result = _invoke(*args)
         if status != "ok":
@@ -205,6 +227,14 @@ def _detail(entry: dict[str, Any]) -> str:
     return " ".join(str(entry.get("detail") or "").split())
 
 
-def run(model_types: list[str], engines: str | None = None) -> list[Row]:
+def shipped_rows() -> list[str]:
+    """The rows built from shipped keys: ``<model type>@shipped`` for each family of :data:`shipped.SHIPPED`."""
+    from shipped import SHIPPED
+
+    return [f"{model_type}@shipped" for model_type in SHIPPED]
+
+
+def run(names: list[str], engines: str | None = None) -> list[Row]:
+    """The rows of ``names`` (model types, or ``<model type>@shipped``: :func:`arch_row`)."""
     with tempfile.TemporaryDirectory() as workdir:
-        return [arch_row(model_type, Path(workdir), engines) for model_type in model_types]
+        return [arch_row(name, Path(workdir), engines) for name in names]

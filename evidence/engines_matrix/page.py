@@ -116,13 +116,12 @@ def summary(rows: list[Row], commands: list[str], findings: str) -> str:
     lines = [
         "# The engines conformance matrix",
         "",
-        f"{len(rows)} architectures ({built} built): each causal-LM architecture of transformers' "
+        f"{len(rows)} rows ({built} built): each causal-LM architecture of transformers' "
         "`MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` whose config has RoPE, as a tiny random model of its config class's "
-        "defaults (2 layers, hidden size 64, head size 16), and the 2026 families again with the RoPE keys their "
-        "released checkpoints ship (rows named `…@shipped`, keys and sources in "
-        "[shipped.py](../evidence/engines_matrix/shipped.py)). Each is extended with each method (factor "
-        f"{FACTOR}) by `ropekit extend`, then compared by `ropekit engines --logits 0` against the rotation "
-        "transformers' own modeling code applies.",
+        "defaults (2 layers, hidden size 64, head size 16)"
+        + (_SHIPPED if any(row.arch.endswith("@shipped") for row in rows) else "")
+        + f". Each is extended with each method (factor {FACTOR}) by `ropekit extend`, then compared by "
+        "`ropekit engines --logits 0` against the rotation transformers' own modeling code applies.",
         "",
         "This page is the summary: per architecture and engine, the verdicts over the six methods "
         f'({", ".join(METHODS)}), and every verdict other than "same" with a label for its reason, each reason '
@@ -153,6 +152,14 @@ def summary(rows: list[Row], commands: list[str], findings: str) -> str:
     lines += ["", "## The reasons", ""]
     lines += reason_lines(cells, named)
     return "\n".join(lines) + "\n"
+
+
+#: what the summary says of the ``@shipped`` rows, where it has some
+_SHIPPED = (
+    ", and the 2026 families again with the RoPE keys, head sizes and layer kinds their released checkpoints ship "
+    "(rows named `…@shipped`, keys and sources in [shipped.py](../evidence/engines_matrix/shipped.py); their first "
+    "cell, `shipped`, compares the checkpoint as it ships, before any `extend`)"
+)
 
 
 def reason_lines(cells: list[Keyed], named: dict[tuple[str, str, str], str]) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from matrix import Cell, Row, rope_architectures, run
+from matrix import Cell, Row, rope_architectures, run, shipped_rows
 from page import full_table, summary
 
 ROWS = Path(__file__).with_name("rows.json")
@@ -31,7 +31,11 @@ FINDINGS = Path(__file__).with_name("findings.md")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", help="comma-separated model types (default: every RoPE architecture)")
+    parser.add_argument(
+        "--only",
+        help="comma-separated rows: model types, or <model type>@shipped (default: every RoPE architecture, then "
+        "every family of shipped.py)",
+    )
     parser.add_argument("--engines", help="comma-separated engines (default: all)")
     parser.add_argument("--skip-done", action="store_true", help="leave architectures rows.json already holds")
     parser.add_argument("--out", default="docs/engines_matrix.md")
@@ -44,7 +48,7 @@ def main() -> None:
 
     transformers.logging.set_verbosity_error()
     stored = json.loads(ROWS.read_text()) if ROWS.is_file() else {}
-    types = args.only.split(",") if args.only else rope_architectures()
+    types = args.only.split(",") if args.only else rope_architectures() + shipped_rows()
     command = "python " + " ".join(sys.argv)
     for model_type in types:
         if args.skip_done and model_type in stored:

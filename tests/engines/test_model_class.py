@@ -1,4 +1,4 @@
-"""What ropekit reads from an engine's model file (``_model_class``), checked against the files as installed: the
+"""What ropekit reads from an engine's model file (``source_reader``, the labelled fallback), checked against the files as installed: the
 ``is_neox_style``, the scaling and the dual-chunk config each one passes to its ``get_rope``."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ here = Path(sys.argv[1])
 def load(name):
     spec = importlib.util.spec_from_file_location(name, here / f"{name}.py")
     module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); return module
-probe, reader = load("_vllm_probe"), load("_model_class")
+probe, reader = load("_vllm_probe"), load("source_reader")
 from vllm.model_executor.layers.rotary_embedding import get_rope as vllm_rope
 from sglang.srt.layers.rotary_embedding import get_rope as sglang_rope
 models = Path(importlib.util.find_spec("sglang").origin).parent / "srt" / "models"

@@ -22,7 +22,7 @@ the engine with this RoPE. :func:`~ropekit.engines.compare.compare_folder` makes
 
 The reference is the rotation transformers' own modeling code applies (:mod:`~ropekit.integrations.hf.rotation_capture`), read
 in its own pairing; vLLM's and SGLang's modules are built as the architecture's model file builds them
-(:mod:`~ropekit.engines._model_class`, :mod:`~ropekit.engines.model_class`).
+(:mod:`~ropekit.engines.source_reader`, :mod:`~ropekit.engines.model_class`).
 """
 
 from ropekit.engines.compare import Verdict, compare_engines

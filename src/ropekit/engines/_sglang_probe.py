@@ -3,7 +3,7 @@ architecture's model class builds it, on the probe vectors.
 
 Reads the same JSON requests as :mod:`ropekit.engines._vllm_probe` and answers each with one line: SGLang's version, its
 model file for the architecture (the one whose ``EntryClass`` names it) and what that file passes to ``get_rope``
-(:mod:`ropekit.engines._model_class`), the module's ``mscale`` and, per served length, the table of A·cos, A·sin it
+(:mod:`ropekit.engines.source_reader`), the module's ``mscale`` and, per served length, the table of A·cos, A·sin it
 applies (the vLLM probe's ``rotated_tables``). SGLang's ``get_rope(head_size, rotary_dim, max_position, base,
 is_neox_style, rope_scaling, dtype, partial_rotary_factor, dual_chunk_attention_config)`` takes the base apart and
 ``None`` for plain RoPE. An architecture no SGLang model file names answers ``"backend": "transformers"`` (SGLang's
@@ -33,7 +33,7 @@ def answer(request: dict) -> dict:
     from importlib.metadata import version
 
     shared = vllm_probe()
-    reader = shared.shared("_model_class")
+    reader = shared.shared("source_reader")
     reply = {"version": version("sglang")}
     models = Path(importlib.util.find_spec("sglang").origin).parent / "srt" / "models"
     path = reader.sglang_model_file(str(models), request["architecture"])

@@ -13,6 +13,7 @@ as source, and says so). Standard library at import; vLLM and torch inside the f
 """
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -48,6 +49,9 @@ def built(request: dict) -> dict:
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.models.registry import ModelRegistry
 
+    missing = unimportable(request.get("architecture") or "")
+    if missing is not None:
+        raise Unbuilt(missing)
     config = vllm_config(request)
     model_config = config.model_config
     model_class, architecture = ModelRegistry.resolve_model_cls(model_config.architectures, model_config)
@@ -72,6 +76,23 @@ def built(request: dict) -> dict:
         "calls": calls,
         "stubbed": stubbed,
     }
+
+
+@functools.cache
+def unimportable(architecture: str) -> str | None:
+    """Why vLLM's model file for ``architecture`` does not import here (a package its imports need is not in this
+    environment), ``None`` where it does or the registry has no class of that name; asked once a process, before
+    vLLM's own inspection (which says only that the class "failed to be inspected")."""
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    registered = ModelRegistry.models.get(architecture)
+    if registered is None:
+        return None
+    try:
+        registered.load_model_cls()
+    except ImportError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
 
 
 def vllm_config(request: dict):

@@ -6,7 +6,7 @@ folder, the launch line's ``hf_overrides`` and ``max_model_len``, the compared `
 (``interleaved``) and rotary width, and ``served``: served length → positions. vLLM's model class for the folder is
 built on CPU as vLLM builds it, its ``get_rope`` calls recorded (:mod:`ropekit.engines._vllm_build`), and the rotary
 module of the compared layer, as built, applied to the probe vectors: ``"source": "built class"``. Where the class
-cannot be built here, the model file is read as source instead (:mod:`ropekit.engines._model_class`) and
+cannot be built here, the model file is read as source instead (:mod:`ropekit.engines.source_reader`) and
 ``get_rope`` called with what its first call passes (the request's ``rope_parameters``, ``head_size``,
 ``is_neox_style``, ``class_rule``, ``config``): ``"source": "read from source"``, with ``build_error``. The reply:
 vLLM's version, the model file, the module's class, its ``mscale``, the pairing it says and the one it rotates, and
@@ -34,7 +34,7 @@ def shared(name: str):
     return module
 
 
-#: the facts of the model file a reply carries (:mod:`ropekit.engines._model_class`; SGLang's probe shares them)
+#: the facts of the model file a reply carries (:mod:`ropekit.engines.source_reader`; SGLang's probe shares them)
 FACT_KEYS = ("calls", "neox", "scaling", "dual_chunk", "line", "permutes_qk", "neox_config")
 #: what starts a reply line (:data:`ropekit.engines.probe_worker.MARK`)
 MARK = "ropekit-reply "
@@ -171,7 +171,7 @@ def rotates_neox(rope, head: int) -> bool:
 
 
 def answer_from_source(request: dict, reply: dict) -> dict:
-    """vLLM's reply from its model file read as source (:mod:`ropekit.engines._model_class`): ``get_rope`` built
+    """vLLM's reply from its model file read as source (:mod:`ropekit.engines.source_reader`): ``get_rope`` built
     with the arguments the file's first call passes, ``"source": "read from source"``."""
     import torch
     from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
@@ -236,8 +236,8 @@ def model_file(architecture: str):
 
 
 def class_facts(path: str, get_rope) -> dict:
-    """What the model file passes to ``get_rope`` (:func:`ropekit.engines._model_class.follow`)."""
-    return shared("_model_class").follow(path, get_rope, "rope_parameters", "vllm.model_executor.models.")
+    """What the model file passes to ``get_rope`` (:func:`ropekit.engines.source_reader.follow`)."""
+    return shared("source_reader").follow(path, get_rope, "rope_parameters", "vllm.model_executor.models.")
 
 
 def class_pairing(facts: dict, config: dict) -> bool:

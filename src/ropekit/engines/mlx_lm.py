@@ -158,7 +158,7 @@ def reads_no_scaling(case: Case) -> str | None:
     from ropekit.engines.transformers_ref import rope_parameters
 
     kind = str(case.config.get("model_type"))
-    params = rope_parameters(case.folder)
+    params = rope_parameters(case.folder, case.reference.rope_key)
     if not scaled(params):
         return None
     path, reads = mlx_reads_scaling(kind)
@@ -169,29 +169,15 @@ def reads_no_scaling(case: Case) -> str | None:
 
 def file_rule(model_type: str, scaling: str, layer_type: str | None, interleaved: bool = False) -> str | None:
     """What MLX-LM's model file for ``model_type`` does instead of ``scaling`` on the compared layer, where it
-    names a scaling but does not run this one (read in mlx-lm 0.32's files; ``None``: nothing known).
-    ``interleaved``: transformers rotates pairs (2i, 2i + 1) on this model."""
+    names a scaling but does not run this one: its ``file`` rows of :data:`ropekit.engines.rules.RULES` (``None``:
+    nothing known). ``interleaved``: transformers rotates pairs (2i, 2i + 1) on this model."""
     from ropekit.engines.model_class import mlx_source
+    from ropekit.engines.rules import Context, reasons
 
-    if model_type == "minicpm3" and scaling != "longrope":
-        return (
-            "MLX-LM's minicpm3.py runs every rope_scaling as LongRoPE (SuScaledRoPE with its short/long factors, "
-            f"1.0 where absent): not {scaling}"
-        )
-    if model_type == "qwen2_moe":
-        return "MLX-LM's qwen2_moe.py accepts only a linear rope_scaling, then builds nn.RoPE without its factor"
-    name, source = mlx_source(model_type)
-    if scaling == "longrope" and interleaved and "traditional=True" in source:
-        return (
-            f"MLX-LM's rope_utils.py builds LongRoPE (SuScaledRoPE) without the traditional=True its "
-            f"{Path(str(name)).name} passes: it rotates pairs (i, i + d/2) where the model rotates (2i, 2i + 1)"
-        )
-    if model_type in ("gemma3", "gemma3_text") and layer_type == "sliding_attention":
-        return (
-            "MLX-LM's gemma3_text.py builds its sliding layers' RoPE from rope_local_base_freq alone (its "
-            f"rope_scaling goes to the global layers only): no {scaling} on a sliding layer"
-        )
-    return None
+    _, source = mlx_source(model_type)
+    params, config = {"rope_type": scaling}, {"model_type": model_type}
+    found = reasons(NAME, "file", version(), Context(params, config, layer_type, interleaved, source))
+    return found[0] if found else None
 
 
 def answer(folder: Path, probe: Probe, half: int, interleaved: bool = False) -> Answer:

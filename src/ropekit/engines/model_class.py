@@ -1,7 +1,7 @@
 """What an engine's model class for the architecture does with the configuration, beyond its rotary module.
 
 vLLM's and SGLang's probes report what their model file passes to ``get_rope``
-(:mod:`ropekit.engines._model_class`); :func:`class_verdict` turns what the file drops into the reasons a row
+(:mod:`ropekit.engines.source_reader`); :func:`class_verdict` turns what the file drops into the reasons a row
 cannot express the configuration, naming the file. MLX-LM's model files are read here, where MLX-LM is installed:
 :func:`mlx_reads_scaling` says whether the architecture's file reads any scaling key at all.
 """

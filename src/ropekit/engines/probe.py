@@ -73,6 +73,9 @@ class Answer:
         notes: what the engine chose (e.g. which LongRoPE list at which length).
         interleaved: the pairs the tables are read in: (2i, 2i + 1), else (i, i + d/2). The reference's is
             transformers' own; every engine is asked in it, so an engine that pairs other dimensions differs.
+        rope_key: the ``layer_type`` transformers' rotary module was given for the compared layer, recorded from
+            its forward (a layer type, or a key of a rope dict keyed by other names: DeepSeek-V4's ``main`` and
+            ``compress``); ``None`` where it was given none.
     """
 
     tables: dict[int, np.ndarray] = field(default_factory=dict)
@@ -80,6 +83,7 @@ class Answer:
     logits: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     interleaved: bool = False
+    rope_key: str | None = None
 
 
 @dataclass(frozen=True)

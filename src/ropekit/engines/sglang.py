@@ -45,45 +45,6 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
-def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
-    """What SGLang's model class does otherwise than the configuration says, beyond what its probe reads from the
-    file (:func:`ropekit.engines.vllm.class_rewrites` for vLLM's): nothing is documented here."""
-    return []
-
-
-def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
-    """The documented SGLang behaviours (module docstring) that apply to ``params``, the rope dict it is given."""
-    kind = params.get("rope_type")
-    reasons = []
-    if kind == "dynamic":
-        reasons.append(
-            "SGLang's dynamic is static NTK: one table for max_position_embeddings × factor positions with the "
-            "base of that length, at every position"
-        )
-    has_mscales = params.get("mscale") is not None and params.get("mscale_all_dim") is not None
-    if kind == "yarn" and params.get("attention_factor") is not None and not has_mscales:
-        reasons.append("SGLang ignores yarn's attention_factor (it reads attn_factor, or mscale/mscale_all_dim)")
-    if kind == "yarn" and params.get("truncate") is False:
-        reasons.append("SGLang ignores yarn's truncate: false (it always rounds the correction range)")
-    if kind == "longrope" and params.get("attention_factor") is not None:
-        reasons.append(
-            "SGLang ignores longrope's attention_factor (it reads short_mscale/long_mscale, else derives "
-            "sqrt(1 + ln(M/L0)/ln L0) from max_position_embeddings M)"
-        )
-    if kind == "longrope":
-        reasons.append(
-            "SGLang's LongRoPE keeps a batch whose last position is exactly L0 on its short cache, which holds "
-            "positions 0 to L0 - 1, so position L0 reads the next row of the joined caches: the long cache's "
-            "position 0 (rope_variant.py, Phi3LongRoPEScaledRotaryEmbedding.forward: positions > L0)"
-        )
-    if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
-        reasons.append(
-            "SGLang picks LongRoPE's long list for a whole batch once a position in it exceeds L0 (L0 + 1 tokens "
-            "still get the short list), transformers once the length exceeds L0"
-        )
-    return reasons
-
-
 def row(case: Case) -> EngineRow:
     """SGLang's verdict: its rotary module, given what vLLM's is given, against transformers' tables."""
     where = launch(case.config, case.probe, case.folder)

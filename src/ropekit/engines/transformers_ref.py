@@ -35,29 +35,42 @@ def read_config(folder: Path):
     return config.get_text_config()
 
 
+#: layer types whose layers have no RoPE attention (transformers' ``ALLOWED_ATTN_LAYER_TYPES`` that are recurrent,
+#: convolutional or MLP-only; Bamba's and Zamba2's older names)
+NO_ATTENTION = frozenset({"linear_attention", "conv", "moe", "mamba"})
+
+
 def compared_layer(folder: Path) -> tuple[int, str | None]:
     """``(layer index, layer type)`` whose RoPE is compared: the first ``full_attention`` layer of a per-layer-type
-    model (the one ropekit scales by default), else its layer 0 with that layer's type, else layer 0 with no type
-    (one RoPE for every layer, or a rope dict keyed by other names than layer types: DeepSeek-V4's ``main`` and
-    ``compress``)."""
+    model (the one ropekit scales by default), else its layer 0 with that layer's type; with one rope dict for every
+    layer, the first layer that has attention (layer 0, or the first after a hybrid's recurrent layers: Qwen3-Next,
+    Qwen3.5), with no type; with a rope dict keyed by other names than layer types (DeepSeek-V4's ``main`` and
+    ``compress``, which the model class chooses per layer: :func:`rope_parameters`), the first attention layer that
+    does not slide, with no type."""
     config = read_config(folder)
     params = getattr(config, "rope_parameters", None) or {}
     types = list(getattr(config, "layer_types", None) or [])
+    attending = [i for i, kind in enumerate(types) if kind not in NO_ATTENTION]
     if not isinstance(params, dict) or "rope_type" in params:
-        return 0, None
+        return (attending[0] if attending else 0), None
     if "full_attention" in types:
         return types.index("full_attention"), "full_attention"
     if types and types[0] in params:  # every layer kept is of another type (Gemma 3's first layers slide)
         return 0, types[0]
-    return 0, None
+    wide = [i for i in attending if "sliding" not in types[i]]
+    return (wide or attending or [0])[0], None
 
 
-def rope_parameters(folder: Path) -> dict:
+def rope_parameters(folder: Path, key: str | None = None) -> dict:
     """The rope dict transformers runs on the compared layer (:func:`compared_layer`), JSON-clean: what an engine
-    that loads the folder through transformers' config (vLLM, SGLang) is given."""
+    that loads the folder through transformers' config (vLLM, SGLang) is given. Where the dict is keyed by other
+    names than layer types (DeepSeek-V4's ``main``/``compress``), the model class chooses one per layer: ``key`` is
+    the one the compared layer ran in transformers' forward (:attr:`~ropekit.engines.probe.Answer.rope_key`)."""
     config = read_config(folder)
     params, layer_type = config.rope_parameters, compared_layer(folder)[1]
     if layer_type is None and "rope_type" not in params:
+        if key in params:
+            return json.loads(json.dumps(params[key]))
         raise ValueError(
             f"{type(config).__name__}'s rope dict is keyed by {sorted(params)}, which are not its layer types: "
             "which one a layer runs is its model class's choice, so no engine is given one here"
@@ -81,15 +94,40 @@ def reference_answer(folder: Path, probe: Probe) -> Answer:
     scaling = getattr(attention, "scaling", None)
     answer = Answer(softmax_scale=None if scaling is None else float(scaling))
     rotation = capture(model, attention)
-    half = _pairs(decoder, layer_type, rotation)
+    answer.rope_key = _rope_key(rotation)
+    half = _pairs(decoder, layer_type or answer.rope_key, rotation)
     for served in probe.served_lengths:
         positions = positions_below(probe, served)
-        table, answer.interleaved = pair_table(rotation.matrices(served, positions), half)
+        table, answer.interleaved = pair_table(_rotating_block(rotation.matrices(served, positions), half), half)
         answer.tables[served] = table
     if probe.ids:
         with torch.no_grad():
             answer.logits = model(torch.tensor([probe.ids])).logits[0].double().numpy()
     return answer
+
+
+def _rotating_block(matrices, half: int):
+    """``matrices`` (``(positions, W, W)``) cut to the trailing ``2·half`` dims where those rotate and the leading
+    ones do not (DeepSeek-V4 lays each head out as ``[nope | rope]``); unchanged otherwise."""
+    import numpy as np
+
+    width = matrices.shape[-1]
+    if width <= 2 * half:
+        return matrices
+    moved = np.abs(matrices - matrices[:1]).max(axis=(0, 2)) > 1e-6  # per input dim: rotated at some position
+    if moved[: 2 * half].any() or not moved[width - 2 * half :].any():
+        return matrices
+    return matrices[:, width - 2 * half :, width - 2 * half :]
+
+
+def _rope_key(rotation) -> str | None:
+    """The ``layer_type`` the compared layer's rotary call was given where it names no layer type of the config but
+    a key of its rope dict (DeepSeek-V4's ``main``/``compress``), recorded in the forward; else ``None``."""
+    for source in rotation.sources:
+        if source is not None:
+            kind = rotation.capture.rotary_calls[source[0]].kwargs.get("layer_type")
+            return kind if isinstance(kind, str) else None
+    return None
 
 
 def _pairs(decoder, layer_type: str | None, rotation) -> int:

@@ -9,7 +9,7 @@ then ``forward_native(positions, q, k)`` on the probe vectors: vLLM's own arithm
 
 The module is built as the architecture's model class builds it: the probe finds vLLM's model file for the
 architecture in its registry and reads what that file passes to ``get_rope`` (``is_neox_style``, the scaling or
-none, ``dual_chunk_attention_config``: :mod:`ropekit.engines._model_class`); an architecture vLLM serves through its
+none, ``dual_chunk_attention_config``: :mod:`ropekit.engines.source_reader`); an architecture vLLM serves through its
 Transformers backend runs transformers' own RoPE code. By design vLLM builds one static table for
 ``--max-model-len``: LongRoPE's list is chosen by it (long when it exceeds L0, at every position), and its LongRoPE
 reads ``short_mscale``/``long_mscale``, not ``attention_factor``, and refuses pairs other than NeoX's. Its
@@ -37,12 +37,6 @@ PROBE = "_vllm_probe.py"
 ENVIRONMENT = ".venv-vllm"
 #: the variable that names the vLLM environment's interpreter (an absolute path)
 VARIABLE = "ROPEKIT_VLLM_PYTHON"
-
-
-#: model types vLLM builds with DeepSeek's latent-attention classes (its registry's files for them: deepseek_v2.py,
-#: the deepseek_v32 package, glm4_moe_lite.py, which imports deepseek_v2.py's); other latent-attention models
-#: (MiniCPM3, Hunyuan) have files of their own
-DEEPSEEK_MLA = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe_lite"})
 
 
 def python() -> Path | None:
@@ -85,29 +79,6 @@ def launch(config: dict[str, Any], probe: Probe, folder: Path) -> str:
     return launch_lines(config, probe.target_length, folder=folder)[NAME].text()
 
 
-def known_behaviours(params: dict[str, Any], probe: Probe) -> list[str]:
-    """The documented vLLM behaviours (module docstring) that apply to ``params``, the rope dict its model class
-    is given (what the class itself drops or rewrites: :func:`ropekit.engines.model_class.class_verdict`)."""
-    kind = params.get("rope_type")
-    reasons = []
-    if kind == "longrope" and params.get("short_factor") != params.get("long_factor"):
-        reasons.append(
-            f"vLLM chooses LongRoPE's list once by --max-model-len ({probe.target_length:,} > L0: long at every "
-            "position), transformers by the current length"
-        )
-    if kind == "longrope" and params.get("attention_factor") is not None:
-        reasons.append(
-            "vLLM ignores longrope's attention_factor (it reads short_mscale/long_mscale, else derives "
-            "sqrt(1 + ln(M/L0)/ln L0) from --max-model-len M)"
-        )
-    if kind == "dynamic":
-        reasons.append(
-            "vLLM 0.33's dynamic class (dynamic_ntk_scaling_rope.py) keeps the base: max_trained_positions defaults "
-            "to max_position, so it runs plain RoPE at every length"
-        )
-    return reasons
-
-
 def version() -> str | None:
     """vLLM's version in its environment (from its installed metadata), or ``None`` without one."""
     return installed("vllm") or ("unknown" if python() is not None else None)
@@ -127,14 +98,17 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
     """``{"head_size", "rope_parameters", "is_neox_style"}``: what vLLM 0.33's model class passes to ``get_rope``
     for ``rope`` (transformers' rope dict of the compared layer), where the class rewrites it:
 
-    * DeepSeek's latent attention (:data:`DEEPSEEK_MLA`: DeepSeek-V2/V3's ``deepseek_v2.py``, DeepSeek-V3.2's and
-      GLM-MoE-DSA's ``deepseek_v32``, GLM-4-MoE-Lite's, which builds ``deepseek_v2.py``'s): the rope part of the head
+    * DeepSeek's latent attention (:data:`~ropekit.engines.rules.DEEPSEEK_MLA`: DeepSeek-V2/V3's ``deepseek_v2.py``,
+      DeepSeek-V3.2's and GLM-MoE-DSA's ``deepseek_v32``, GLM-4-MoE-Lite's, which builds ``deepseek_v2.py``'s): the
+      rope part of the head
       (``qk_rope_head_dim``), pairs (2i, 2i + 1) whatever ``rope_interleave`` says, and a scaled ``rope_type``
       becomes ``deepseek_llama_scaling`` when ``attention_factor`` is 1.0, else ``deepseek_yarn`` (whose attention
       factor is the mscale ratio: it reads no ``attention_factor``);
     * gpt-oss (``gpt_oss.py``): only ``rope_theta``, ``factor``, ``original_max_position_embeddings``, the betas and
       ``truncate`` (``rope_type`` yarn).
     """
+    from ropekit.engines.rules import DEEPSEEK_MLA
+
     kind = config.get("model_type")
     if kind in DEEPSEEK_MLA:
         passed = dict(rope)
@@ -147,18 +121,6 @@ def model_rope(config: dict[str, Any], rope: dict[str, Any], head_size: int) -> 
         passed = {"rope_type": "yarn", **{key: rope[key] for key in kept}, "truncate": rope.get("truncate", True)}
         return {"head_size": head_size, "rope_parameters": passed, "is_neox_style": True, "class_rule": "ropekit"}
     return {"head_size": head_size, "rope_parameters": rope, "is_neox_style": True}
-
-
-def class_rewrites(config: dict[str, Any], params: dict[str, Any]) -> list[str]:
-    """What vLLM's model class does otherwise than the configuration says (:func:`model_rope`): its latent-attention
-    classes run every scaled ``rope_type`` but YaRN as DeepSeek's YaRN, in pairs (2i, 2i + 1) always."""
-    kind = params.get("rope_type", "default")
-    reasons = []
-    if config.get("model_type") in DEEPSEEK_MLA and kind not in ("default", "yarn"):
-        reasons.append(f"vLLM's latent-attention classes run every scaled rope_type as DeepSeek's YaRN: not {kind}")
-    if config.get("model_type") in DEEPSEEK_MLA and config.get("rope_interleave") is False:
-        reasons.append("vLLM's latent-attention classes rotate pairs (2i, 2i + 1) and read no rope_interleave")
-    return reasons
 
 
 def row(case: Case) -> EngineRow:
@@ -174,8 +136,8 @@ def row(case: Case) -> EngineRow:
 def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: str) -> EngineRow:
     """The verdict of an engine whose rotary module runs in the vLLM environment (vLLM's, SGLang's): its
     ``PROBE`` script beside this file answers ``request`` (as :func:`request_for` makes it) in a process that serves
-    every request of the run (:mod:`ropekit.engines.probe_worker`); ``engine``
-    gives ``NAME``, ``version()``, ``known_behaviours(params, probe)`` and ``class_rewrites(config, params)``."""
+    every request of the run (:mod:`ropekit.engines.probe_worker`); ``engine`` gives ``NAME`` and ``version()``, and
+    its hand-kept facts are its rows of :data:`ropekit.engines.rules.RULES`."""
     from dataclasses import replace
 
     from ropekit.engines.probe_worker import ask
@@ -204,7 +166,7 @@ def request_for(case: Case) -> dict[str, Any]:
     head = int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
     architectures = config.get("architectures") or [""]
     try:
-        read: dict[str, Any] = model_rope(config, rope_parameters(case.folder), head)
+        read: dict[str, Any] = model_rope(config, rope_parameters(case.folder, case.reference.rope_key), head)
     except ValueError as error:  # a rope dict keyed by other names than layer types: the built class chooses
         read = {"unreadable": str(error)}
     return {
@@ -246,8 +208,12 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
         line = f" (get_rope at line {reply['line']})" if reply.get("line") and not reply.get("class_rule") else ""
         why = f"{engine.NAME}'s {reply['model_file']}{line} refuses it ({source}): {reply['refused']}"
         return EngineRow(engine.NAME, reply["version"], "cannot express", why, where, base)
+    from ropekit.engines.rules import Context, reasons
+
     params = compared_params(case)
-    dropped = class_verdict(engine.NAME, reply, params, case.config) + engine.class_rewrites(case.config, params)
+    context = Context(params, case.config, interleaved=case.reference.interleaved, target=case.probe.target_length)
+    rewrites = reasons(engine.NAME, "rewrite", reply.get("version"), context)
+    dropped = class_verdict(engine.NAME, reply, params, case.config) + rewrites
     if "failed" in reply:
         verdict = "cannot express" if dropped else "cannot run here"
         failing = f"not measured here: {reply.get('model_file')}'s module fails on CPU ({source}): {reply['failed']}"
@@ -257,7 +223,7 @@ def row_from_reply(engine: ModuleType, reply: dict[str, Any], case: Case, where:
     wrong = serves_wrong(engine.NAME, reply)
     pairing = wrong or pairing_reason(engine.NAME, rotated, case.reference.interleaved)
     dropped += past_table(engine.NAME, reply, case.probe)
-    known = dropped + pairing + engine.known_behaviours(params, case.probe)
+    known = dropped + pairing + reasons(engine.NAME, "behaviour", reply.get("version"), context)
     verdict, detail, numbers = judge(case.reference, theirs, case.probe, known=known)
     kept = ("mscale", "neox", "neox_found", "scaling", "class", "model_class", "permutes_qk", "recorded", "stubbed")
     numbers.update(base | {key: reply.get(key) for key in kept if key in reply})
@@ -274,7 +240,7 @@ def compared_params(case: Case) -> dict[str, Any]:
     from ropekit.engines.transformers_ref import rope_parameters
 
     try:
-        return rope_parameters(case.folder)
+        return rope_parameters(case.folder, case.reference.rope_key)
     except ValueError:
         return {}
 

@@ -1,4 +1,5 @@
-"""Run inside the vLLM environment (standard library only): what an engine's model file passes to its ``get_rope``.
+"""The labelled fallback, run inside the vLLM environment (standard library only) where an engine's model class cannot
+be built there: what its model file passes to its ``get_rope``, read as source (its rows say "read from source").
 
 The file is read as source (``ast``), not imported: for each ``get_rope(...)`` call, its arguments bound to the
 names of the engine's own ``get_rope`` signature, and from them
