@@ -161,10 +161,12 @@ def test_dual_chunk_over_yarn_is_not_yarn(tmp_path) -> None:
 @needs_vllm
 def test_a_flipped_pairing_turns_the_row_to_differs(tmp_path, monkeypatch) -> None:
     """The check has teeth: vLLM's module built with is_neox_style flipped for Llama pairs other dimensions than
-    transformers' rotation, and the row says so."""
+    transformers' rotation, and the row says so (through the source-reading fallback, where ropekit passes the
+    pairing; the built class's own recorded arguments: tests/engines/test_vllm_built.py)."""
     folder = held_out_folder("llama", tmp_path / "llama", YARN)
     assert _verdicts(folder, "vLLM")["vLLM"].verdict == "same"
-    built = vllm.model_rope
+    made, built = vllm.request_for, vllm.model_rope
+    monkeypatch.setattr(vllm, "request_for", lambda case: {k: v for k, v in made(case).items() if k != "folder"})
     flipped = lambda *a: {**built(*a), "is_neox_style": False, "class_rule": "ropekit"}  # noqa: E731
     monkeypatch.setattr(vllm, "model_rope", flipped)
     row = _verdicts(folder, "vLLM")["vLLM"]
