@@ -7,21 +7,28 @@ import math
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ropekit.errors import InvalidArgument
 from ropekit.search.evolve import SearchSettings, SearchTrace, run_search
 from ropekit.search.journal import Journal
+from ropekit.search.needles import HELDOUT_KINDS, SEARCH_KINDS
 from ropekit.search.objective import (
     HELDOUT_STREAM,
     SEARCH_STREAM,
+    SHORT_HELDOUT_STREAM,
+    SHORT_SEARCH_STREAM,
     NeedleSamples,
+    ShortWindows,
     disjoint,
     longrope_of,
     needle_loss,
     needle_samples,
+    short_change,
+    short_term,
+    short_windows,
 )
 from ropekit.search.request import SearchRequest
 from ropekit.search.space import Candidate, seed_candidates, theory_critical_pair
@@ -43,6 +50,11 @@ class Prepared:
     heldout: NeedleSamples
     seeds: dict[str, Candidate]
     text: dict[str, Any]
+    #: plain-text windows of L0 tokens the short-length term is measured on (search), and reported on (held-out)
+    short: ShortWindows | None = None
+    heldout_short: ShortWindows | None = None
+    #: per scored candidate (its key): the objective's parts, ``needle`` and ``short_change`` (nats)
+    parts: dict[tuple, dict[str, float]] = field(default_factory=dict)
 
 
 def _check_model(request: SearchRequest) -> Callable[[Any], None]:
@@ -83,16 +95,23 @@ def prepare(request: SearchRequest) -> Prepared:
         return model.encode(data).numpy()
 
     common = {"seed": request.seed, "encode": encode}
-    search = needle_samples(filler, target, request.samples, stream=SEARCH_STREAM, **common)
-    heldout = needle_samples(filler, target, request.heldout_samples, stream=HELDOUT_STREAM, **common)
+    search = needle_samples(filler, target, request.samples, stream=SEARCH_STREAM, kinds=SEARCH_KINDS, **common)
+    heldout = needle_samples(
+        filler, target, request.heldout_samples, stream=HELDOUT_STREAM, kinds=HELDOUT_KINDS, **common
+    )
     if not disjoint(search, heldout):
         raise InvalidArgument(
             "seed", request.seed, message="the search and held-out samples share a sample; use a longer text"
         )
     original = int(model.train_length)
     factor = target / original
-    seeds = seed_candidates(model.rope, original, factor)
-    return Prepared(request, model, original, target, factor, search, heldout, seeds, tokens.describe())
+    seeds = seed_candidates(model.rope, original, factor, request.space)
+    windows = {"seed": request.seed, "model": model, "filler": filler, "length": original, "factor": factor}
+    windows["batch_size"] = request.batch_size
+    short = short_windows(count=request.samples, stream=SHORT_SEARCH_STREAM, **windows)
+    heldout_short = short_windows(count=request.heldout_samples, stream=SHORT_HELDOUT_STREAM, **windows)
+    described = tokens.describe()
+    return Prepared(request, model, original, target, factor, search, heldout, seeds, described, short, heldout_short)
 
 
 def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> float:
@@ -104,6 +123,22 @@ def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> f
         switch=prepared.request.switch,
     )
     return needle_loss(prepared.model, samples, spec, batch_size=prepared.request.batch_size)
+
+
+def objective(prepared: Prepared, candidate: Candidate) -> float:
+    """What the search minimises: the needle loss on the search samples plus the short-length term
+    (:func:`~ropekit.search.objective.short_term`) of the 1x change on the search windows; the parts are kept in
+    ``prepared.parts``."""
+    needle = score(prepared, candidate, prepared.search)
+    spec = longrope_of(
+        candidate.factors,
+        original_length=prepared.original_length,
+        factor=prepared.factor,
+        switch=prepared.request.switch,
+    )
+    change = float(short_change(prepared.model, prepared.short, spec).mean())
+    prepared.parts[candidate.key()] = {"needle": needle, "short_change": change}
+    return needle + short_term(change, prepared.short.floor, prepared.request.short_tolerance)
 
 
 def peak_memory_bytes() -> int:
@@ -118,7 +153,7 @@ def peak_memory_bytes() -> int:
 def plan(prepared: Prepared) -> dict[str, Any]:
     """Time one candidate (the first seed on the search samples) and say what the budget buys."""
     start = time.perf_counter()
-    score(prepared, next(iter(prepared.seeds.values())), prepared.search)
+    objective(prepared, next(iter(prepared.seeds.values())))
     seconds = time.perf_counter() - start
     request = prepared.request
     if request.budget_seconds is not None:
@@ -136,14 +171,21 @@ def plan(prepared: Prepared) -> dict[str, Any]:
         "target_length": prepared.target_length,
         "original_length": prepared.original_length,
         "factor": prepared.factor,
+        **short_floor(prepared),
     }
+
+
+def short_floor(prepared: Prepared) -> dict[str, float]:
+    """The 1x perplexity change of longrope's attention factor alone (every factor 1), which every engine derives
+    from s: no factor list costs less at L0 (``short_floor``); the factors may add ``short_tolerance`` to it."""
+    return {"short_floor": math.expm1(prepared.short.floor), "short_tolerance": prepared.request.short_tolerance}
 
 
 def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
     """Each formula of :data:`FORMULAS` as its own method (its own attention factor and attention), on both sets;
     a method the model cannot run is recorded with why."""
     from ropekit.eval.methods import configure, restore
-    from ropekit.search.objective import answer_losses
+    from ropekit.search.objective import sample_scores
 
     rows: dict[str, dict[str, float | str]] = {}
     for method in FORMULAS:
@@ -155,7 +197,7 @@ def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
             continue
         try:
             rows[method] = {
-                name: float(answer_losses(prepared.model, samples, batch_size=prepared.request.batch_size).mean())
+                name: float(sample_scores(prepared.model, samples, batch_size=prepared.request.batch_size)[0].mean())
                 for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
             }
         finally:
@@ -181,7 +223,7 @@ def execute(
         evaluations=int(planned), population=request.population, parents=request.parents, seed=request.seed
     )
     trace = run_search(
-        lambda c: score(prepared, c, prepared.search),
+        lambda c: objective(prepared, c),
         prepared.seeds,
         settings,
         factor=prepared.factor,
