@@ -27,6 +27,14 @@ from ropekit.search.space import Candidate, seed_candidates
 SEARCHED = "searched"
 
 
+def measure_factors(prepared, factors: list[float]) -> dict[str, np.ndarray]:
+    """One row of :func:`measured_rows` for a factor list written as ``longrope`` (as the search writes it)."""
+    spec = longrope_of(
+        factors, original_length=prepared.original_length, factor=prepared.factor, switch=prepared.request.switch
+    )
+    return _measure(prepared, lambda: prepared.model.set_scaling(spec))
+
+
 def _measure(prepared, setup: Callable[[], None]) -> dict[str, np.ndarray]:
     setup()
     losses, correct = sample_scores(prepared.model, prepared.heldout, batch_size=prepared.request.batch_size)
@@ -46,17 +54,11 @@ def measured_rows(prepared, best: Candidate, extra: Mapping[str, list[float]] | 
     from ropekit.eval.methods import configure, restore
     from ropekit.search.run import FORMULAS
 
-    def factors_setup(factors: list[float]) -> Callable[[], None]:
-        spec = longrope_of(
-            factors, original_length=prepared.original_length, factor=prepared.factor, switch=prepared.request.switch
-        )
-        return lambda: prepared.model.set_scaling(spec)
-
     lists = {SEARCHED: best.factors}
     seeds = seed_candidates(prepared.model.rope, prepared.original_length, prepared.factor)
     lists.update({f"longrope[{name}]": seed.factors for name, seed in seeds.items()})
     lists.update(dict(extra or {}))
-    rows = {name: _measure(prepared, factors_setup(factors)) for name, factors in lists.items()}
+    rows = {name: measure_factors(prepared, factors) for name, factors in lists.items()}
     options = {"length": prepared.target_length, "train_length": prepared.original_length, "params": {}}
     for method in FORMULAS:
         try:
