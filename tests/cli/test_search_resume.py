@@ -59,7 +59,7 @@ def test_same_inputs_resume_and_an_edited_text_is_refused(tmp_path):
 def test_a_resume_with_another_budget_records_what_ran(tmp_path, flag):
     """A count other than the journal's continues the search to that count; search.json and its command say it."""
     model = small_tiny(tmp_path / "m", seed=1)
-    base = ("search", "--model", model, "--target-length", "2x", "--samples", "1", "--heldout-samples", "1")
+    base = ("search", "--model", model, "--target-length", "3x", "--samples", "1", "--heldout-samples", "1")
     first = run(*base, "--evaluations", "2", "--out", tmp_path / "o")
     assert first.exit_code == 0, first.output
     _stopped(tmp_path / "o")
@@ -81,7 +81,7 @@ def test_the_cli_and_the_api_write_the_same_search_json(tmp_path):
     model = small_tiny(tmp_path / "m")
     assert run("search", "--model", model, *SMALL, "--out", tmp_path / "cli").exit_code == 0
     returned = ropekit.search(
-        model, out=tmp_path / "api", target_multiple=2, evaluations=2, samples=1, heldout_samples=1
+        model, out=tmp_path / "api", target_multiple=3, evaluations=2, samples=1, heldout_samples=1
     )
     cli, api = (json.loads((tmp_path / name / "search.json").read_text()) for name in ("cli", "api"))
     assert json.loads(json.dumps(returned)) == api

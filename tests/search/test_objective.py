@@ -7,7 +7,14 @@ import math
 import numpy as np
 import torch
 
-from ropekit.search.objective import NeedleSamples, answer_losses, disjoint, needle_loss, needle_samples
+from ropekit.search.objective import (
+    NeedleSamples,
+    answer_losses,
+    disjoint,
+    needle_loss,
+    needle_samples,
+    sample_scores,
+)
 
 
 class FixedLogits:
@@ -46,7 +53,14 @@ def test_loss_is_on_answer_tokens_only_by_hand():
     model = FixedLogits(ids, logits)
     got = answer_losses(model, samples)
     np.testing.assert_allclose(got.numpy(), by_hand, rtol=1e-6)
-    assert needle_loss(model, samples, None) == got.mean().item()
+    # the objective: each sample's mean answer loss, then the mean over samples (row 0's two tokens count once)
+    by_sample = [(by_hand[0] + by_hand[1]) / 2, by_hand[2]]
+    assert math.isclose(needle_loss(model, samples, None), sum(by_sample) / 2, rel_tol=1e-6)
+    losses, hits = sample_scores(model, samples)
+    np.testing.assert_allclose(losses, by_sample, rtol=1e-6)
+    # greedy: row 0 predicts argmax 0 (of 9, 9, 9: the first) then 0 (argmax of [1, 2, 0.5] is 1): not all right;
+    # row 1 predicts 0 where 2 is the answer
+    assert hits.tolist() == [False, False]
     np.testing.assert_allclose(answer_losses(model, samples, batch_size=1).numpy(), by_hand, rtol=1e-6)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, option_errors, output_error, parse_length, print_json
+from ropekit.cli.search_table_view import print_table
 
 _NAMES = {
     "model": "--model",
@@ -30,6 +31,8 @@ _NAMES = {
     "population": "--population",
     "parents": "--parents",
     "dtype": "--dtype",
+    "space": "--space",
+    "short_tolerance": "--short-tolerance",
     "out": "--out",
     "force": "--force",
 }
@@ -76,6 +79,12 @@ def search_command(
         False, "--switch", help="Write short_factor as ones (plain RoPE up to L0; engines switch by their own rule)."
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
+    space: str = typer.Option(
+        "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."
+    ),
+    short_tolerance: float = typer.Option(
+        0.02, help="1x perplexity rise the factors may add to the attention factor's before the objective counts it."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Load, time one candidate, print the plan and exit."),
     force: bool = typer.Option(
         False, "--force", help="Replace search.json and the model files in OUT (a journal of this same search resumes)."
@@ -109,6 +118,8 @@ def search_command(
         "parents": parents,
         "switch": switch,
         "dtype": dtype,
+        "space": space,
+        "short_tolerance": short_tolerance,
     }
     try:
         with option_errors(**_NAMES), search_progress() as progress:
@@ -169,7 +180,8 @@ def _print_plan(planned: dict[str, Any]) -> None:
         f"plan: {planned['evaluations']} candidates × {planned['seconds_per_candidate']:.2f} s "
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
         f"{planned['samples']} search + {planned['heldout_samples']} held-out samples at {planned['target_length']:,} "
-        f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB{rows}",
+        f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB; at 1x the attention factor alone "
+        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}",
         err=True,
     )
 
@@ -186,6 +198,7 @@ def _print_result(result: dict[str, Any], out: Path) -> None:
     for name, row in result["seeds"].items():
         label = f"{name} (as longrope factors)"
         typer.echo(f"    {label:<30}{row['search']:>8.4f}  {row['heldout']:>8.4f}")
+    print_table(result["table"])
     if result["launch"]:
         typer.echo(f"  launch it at {result['target_length']:,} tokens:")
         for engine, line in result["launch"].items():

@@ -108,4 +108,5 @@ def command_line(request: SearchRequest, out: Path, evaluations: int) -> str:
             flags += [f"--{name}", str(getattr(request, name))]
     if request.dtype != "auto":
         flags += ["--dtype", request.dtype]
+    flags += ["--space", request.space, "--short-tolerance", f"{request.short_tolerance:g}"]
     return "ropekit search " + " ".join([*flags, *(["--switch"] if request.switch else [])])

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ropekit._validate import require_float, require_int
+from ropekit._validate import require_choice, require_float, require_int
 from ropekit.errors import InvalidArgument
+from ropekit.search.space import SPACES
 
 #: the defaults (why: docs/search.md)
 SAMPLES, HELDOUT_SAMPLES, POPULATION, PARENTS, EVALUATIONS = 16, 32, 16, 6, 96
+#: the 1x perplexity change a candidate may cost before the objective's short-length term counts
+SHORT_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +34,9 @@ class SearchRequest:
         population, parents: the evolution's sizes (:class:`~ropekit.search.evolve.SearchSettings`).
         switch: write ``short_factor`` as ones (plain RoPE up to L0) instead of equal to ``long_factor``.
         dtype: the evaluation dtype (:data:`ropekit.eval.model_support.DTYPES`).
+        space: the candidates' form (:data:`ropekit.search.space.SPACES`): ``free`` or ``longrope2``.
+        short_tolerance: the 1x perplexity change (0.02: 2%) a candidate may cost before the short-length term of
+            the objective counts (:mod:`ropekit.search.objective`).
     """
 
     model: str = "tiny"
@@ -47,6 +53,8 @@ class SearchRequest:
     parents: int = PARENTS
     switch: bool = False
     dtype: str = "auto"
+    space: str = "free"
+    short_tolerance: float = SHORT_TOLERANCE
 
     def __post_init__(self) -> None:
         if (self.target_length is None) == (self.target_multiple is None):
@@ -73,6 +81,8 @@ class SearchRequest:
         require_int("parents", self.parents, minimum=1)
         if self.batch_size is not None:
             require_int("batch_size", self.batch_size, minimum=1)
+        require_choice("space", self.space, SPACES)
+        require_float("short_tolerance", self.short_tolerance, at_least=0.0)
 
     def target_for(self, original_length: int) -> int:
         """T in tokens for a model trained at ``original_length``."""

@@ -13,10 +13,15 @@ Top-level keys::
     long_factor       the best candidate's factors, one per rotary pair (>= 1, non-decreasing)
     short_factor      = long_factor (default), or all ones (``--switch``)
     critical_pair     {"found": the best candidate's, "theory": Liu et al.'s}
-    scores            {"search": ..., "heldout": ...}: the best candidate's needle loss (nats per answer token)
+    space             the candidates' form, "free" or "longrope2"; ntk_base: b' of the tied pairs (longrope2), else null
+    scores            {"search", "objective", "heldout", "short_change"}: the best candidate's needle loss (nats per
+                      answer token) on the search kinds, its objective (with the short-length term), its needle loss
+                      on the held-out kinds, and its 1x perplexity change on held-out L0 windows
     seeds             {name: {"critical_pair", "factors", "search", "heldout"}}: each formula as longrope factors
+    table             the final table on the held-out kinds (:mod:`ropekit.search.table`): per row loss, accuracy,
+                      1x change, the paired difference against the search, each with its 95% interval; winner; verdict
     formulas          {method: {"search", "heldout"} or {"skipped"}}: each formula as its own method
-    samples           {"search", "heldout", "seed", "text", "depths"}
+    samples           {"search", "heldout", "seed", "text", "depths", "search_kinds", "heldout_kinds"}
     evaluations       candidates scored; trace: one row per candidate (index, generation, score, best so far,
                       critical_pair, factors)
     settings          the request; seconds; launch (engine → line, for a transformers folder); folder
@@ -28,31 +33,34 @@ import math
 from typing import Any
 
 from ropekit.search.evolve import SearchTrace
-from ropekit.search.objective import MAX_DEPTH
+from ropekit.search.needles import MAX_DEPTH
 from ropekit.search.run import Prepared, score, theory_pair
+from ropekit.search.space import ntk_base, seed_candidates
+from ropekit.search.table import final_table
 
 FORMAT = "ropekit-search/1"
 
 
 def describe(prepared: Prepared, trace: SearchTrace, formulas: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """The ``search.json`` dict (every number a plain float or int); scores the best and the seeds on the held-out
-    samples."""
+    """The ``search.json`` dict (every number a plain float or int); scores the best, the seeds and the formulas on
+    the held-out samples and windows (:func:`~ropekit.search.table.final_table`)."""
     from dataclasses import asdict
 
     best, best_score = trace.best
-    scores = {key: score for key, score in ((c.key(), s) for c, s, _ in trace.scored)}
+    table = final_table(prepared, best)
+    rows = table["rows"]
+    parts = prepared.parts.get(best.key(), {})
     seeds = {}
-    for name, candidate in prepared.seeds.items():
+    original, factor = prepared.original_length, prepared.factor
+    rope = prepared.model.rope
+    for name, candidate in seed_candidates(rope, original, factor).items():
+        known = prepared.parts.get(candidate.key())
         seeds[name] = {
             "critical_pair": candidate.critical_pair,
             "factors": candidate.factors,
-            "search": scores[candidate.key()]
-            if candidate.key() in scores
-            else score(prepared, candidate, prepared.search),
-            "heldout": score(prepared, candidate, prepared.heldout),
+            "search": known["needle"] if known else score(prepared, candidate, prepared.search),
+            "heldout": rows[f"longrope[{name}]"]["loss"],
         }
-    original, factor = prepared.original_length, prepared.factor
-    rope = prepared.model.rope
     return {
         "format": FORMAT,
         "model": prepared.request.model,
@@ -64,15 +72,25 @@ def describe(prepared: Prepared, trace: SearchTrace, formulas: dict[str, Any], s
         "long_factor": best.factors,
         "short_factor": [1.0] * len(best.factors) if prepared.request.switch else best.factors,
         "critical_pair": {"found": best.critical_pair, "theory": theory_pair(prepared)},
-        "scores": {"search": best_score, "heldout": score(prepared, best, prepared.heldout)},
+        "space": prepared.request.space,
+        "ntk_base": ntk_base(best, rope.base),
+        "scores": {
+            "search": parts["needle"] if parts else score(prepared, best, prepared.search),
+            "objective": best_score,
+            "heldout": rows["searched"]["loss"],
+            "short_change": rows["searched"]["short_change"],
+        },
         "seeds": seeds,
         "formulas": formulas,
+        "table": table,
         "samples": {
             "search": prepared.request.samples,
             "heldout": prepared.request.heldout_samples,
             "seed": prepared.request.seed,
             "text": prepared.text,
             "depths": [0.0, MAX_DEPTH],
+            "search_kinds": sorted(set(prepared.search.kinds)),
+            "heldout_kinds": sorted(set(prepared.heldout.kinds)),
         },
         "evaluations": len(trace.scored),
         "settings": asdict(prepared.request),

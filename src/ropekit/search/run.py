@@ -7,20 +7,27 @@ import math
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ropekit.errors import InvalidArgument
 from ropekit.search.evolve import SearchSettings, SearchTrace, run_search
 from ropekit.search.journal import Journal
+from ropekit.search.needles import HELDOUT_KINDS, SEARCH_KINDS
 from ropekit.search.objective import (
     HELDOUT_STREAM,
     SEARCH_STREAM,
+    SHORT_HELDOUT_STREAM,
+    SHORT_SEARCH_STREAM,
     NeedleSamples,
+    ShortWindows,
     disjoint,
     longrope_of,
     needle_loss,
     needle_samples,
+    short_change,
+    short_term,
+    short_windows,
 )
 from ropekit.search.request import EVALUATIONS, SearchRequest
 from ropekit.search.space import Candidate, seed_candidates, theory_critical_pair
@@ -44,6 +51,11 @@ class Prepared:
     text: dict[str, Any]
     identity: dict[str, str]
     batch_size: int | None = None
+    #: plain-text windows of L0 tokens the short-length term is measured on (search), and reported on (held-out)
+    short: ShortWindows | None = None
+    heldout_short: ShortWindows | None = None
+    #: per scored candidate (its key): the objective's parts, ``needle`` and ``short_change`` (nats)
+    parts: dict[tuple, dict[str, float]] = field(default_factory=dict)
 
     def header(self) -> dict[str, Any]:
         """The journal's header (:mod:`ropekit.search.identity`): the model, the text and every setting that decides
@@ -62,6 +74,8 @@ class Prepared:
             "parents": request.parents,
             "switch": request.switch,
             "dtype": request.dtype,
+            "space": request.space,
+            "short_tolerance": request.short_tolerance,
             "operators": asdict(Operators()),
         }
         return {"model": self.identity, "text": {"sha256": self.text["sha256"]}, "settings": settings}
@@ -109,18 +123,37 @@ def prepare(request: SearchRequest) -> Prepared:
         return model.encode(data).numpy()
 
     common = {"seed": request.seed, "encode": encode}
-    search = needle_samples(filler, target, request.samples, stream=SEARCH_STREAM, **common)
-    heldout = needle_samples(filler, target, request.heldout_samples, stream=HELDOUT_STREAM, **common)
+    search = needle_samples(filler, target, request.samples, stream=SEARCH_STREAM, kinds=SEARCH_KINDS, **common)
+    heldout = needle_samples(
+        filler, target, request.heldout_samples, stream=HELDOUT_STREAM, kinds=HELDOUT_KINDS, **common
+    )
     if not disjoint(search, heldout):
         raise InvalidArgument(
             "seed", request.seed, message="the search and held-out samples share a sample; use a longer text"
         )
     original = int(model.train_length)
     factor = target / original
-    seeds = seed_candidates(model.rope, original, factor)
+    seeds = seed_candidates(model.rope, original, factor, request.space)
     identity = model_identity(request.model)
+    windows = {"seed": request.seed, "model": model, "filler": filler, "length": original, "factor": factor}
+    windows["batch_size"] = batch_size
+    short = short_windows(count=request.samples, stream=SHORT_SEARCH_STREAM, **windows)
+    heldout_short = short_windows(count=request.heldout_samples, stream=SHORT_HELDOUT_STREAM, **windows)
+    described = tokens.describe()
     return Prepared(
-        request, model, original, target, factor, search, heldout, seeds, tokens.describe(), identity, batch_size
+        request,
+        model,
+        original,
+        target,
+        factor,
+        search,
+        heldout,
+        seeds,
+        described,
+        identity,
+        batch_size,
+        short,
+        heldout_short,
     )
 
 
@@ -170,6 +203,22 @@ def score(prepared: Prepared, candidate: Candidate, samples: NeedleSamples) -> f
         ) from None
 
 
+def objective(prepared: Prepared, candidate: Candidate) -> float:
+    """What the search minimises: the needle loss on the search samples plus the short-length term
+    (:func:`~ropekit.search.objective.short_term`) of the 1x change on the search windows; the parts are kept in
+    ``prepared.parts``."""
+    needle = score(prepared, candidate, prepared.search)
+    spec = longrope_of(
+        candidate.factors,
+        original_length=prepared.original_length,
+        factor=prepared.factor,
+        switch=prepared.request.switch,
+    )
+    change = float(short_change(prepared.model, prepared.short, spec).mean())
+    prepared.parts[candidate.key()] = {"needle": needle, "short_change": change}
+    return needle + short_term(change, prepared.short.floor, prepared.request.short_tolerance)
+
+
 def peak_memory_bytes() -> int:
     """This process's peak memory: the accelerator's allocations when there is one, else resident memory."""
     import torch
@@ -186,7 +235,7 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         recorded: the plan of the journal being resumed (:func:`planned_evaluations`).
     """
     start = time.perf_counter()
-    score(prepared, next(iter(prepared.seeds.values())), prepared.search)
+    objective(prepared, next(iter(prepared.seeds.values())))
     seconds = time.perf_counter() - start
     request = prepared.request
     evaluations = planned_evaluations(request, seconds, recorded)
@@ -203,6 +252,7 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         "target_length": prepared.target_length,
         "original_length": prepared.original_length,
         "factor": prepared.factor,
+        **short_floor(prepared),
     }
 
 
@@ -225,11 +275,17 @@ def planned_evaluations(request: SearchRequest, seconds: float, recorded: dict[s
     return max(1, math.floor(request.budget_seconds / seconds))
 
 
+def short_floor(prepared: Prepared) -> dict[str, float]:
+    """The 1x perplexity change of longrope's attention factor alone (every factor 1), which every engine derives
+    from s: no factor list costs less at L0 (``short_floor``); the factors may add ``short_tolerance`` to it."""
+    return {"short_floor": math.expm1(prepared.short.floor), "short_tolerance": prepared.request.short_tolerance}
+
+
 def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
     """Each formula of :data:`FORMULAS` as its own method (its own attention factor and attention), on both sets;
     a method the model cannot run is recorded with why."""
     from ropekit.eval.methods import configure, restore
-    from ropekit.search.objective import answer_losses
+    from ropekit.search.objective import sample_scores
 
     rows: dict[str, dict[str, float | str]] = {}
     for method in FORMULAS:
@@ -241,7 +297,7 @@ def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
             continue
         try:
             rows[method] = {
-                name: float(answer_losses(prepared.model, samples, batch_size=prepared.batch_size).mean())
+                name: float(sample_scores(prepared.model, samples, batch_size=prepared.batch_size)[0].mean())
                 for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
             }
         finally:
@@ -262,7 +318,7 @@ def execute(
         evaluations=evaluations, population=request.population, parents=request.parents, seed=request.seed
     )
     return run_search(
-        lambda c: score(prepared, c, prepared.search),
+        lambda c: objective(prepared, c),
         prepared.seeds,
         settings,
         factor=prepared.factor,
