@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ropekit._validate import require_int
-from ropekit.errors import MissingFile
+from ropekit.errors import InvalidArgument, MissingFile
 from ropekit.finetune.data import PackedText
 from ropekit.finetune.settings import FinetuneSettings
 from ropekit.finetune.train import fsdp_fallback_note, make_accelerator
@@ -132,6 +132,15 @@ def prepare(
 
     if not out_checked:
         check_run_out(request.out, request.model, request.text, resume=request.resume, force=request.force)
+    if request.settings.sharding is not None:  # the plan only, for now: the engines' run path is not wired yet
+        kind, degree = request.settings.sharding
+        raise InvalidArgument(
+            f"{kind}_parallel",
+            degree,
+            message=lambda n: (
+                f"{n(f'{kind}_parallel', degree)} plans only (with --dry-run); the sharded run itself is not available"
+            ),
+        )
     original, config, notes, documents = _check_inputs(request)
     identity = {
         "model": str(request.model.resolve()),
