@@ -85,7 +85,8 @@ def finetune_command(
     context_parallel: int | None = typer.Option(
         None,
         "--context-parallel",
-        help="Shard each sequence over N GPUs with torch's ring attention (configs/context_parallel.yaml; GPUs only).",
+        help="Shard each sequence over N GPUs with torch's ring attention: the plan (--dry-run) only; the run is "
+        "refused.",
     ),
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
     eval_tokens: str = typer.Option("16k", help="Tokens scored per perplexity length in the table."),
@@ -131,7 +132,8 @@ def _run(options: SimpleNamespace) -> None:
         _sharded_plan(request, console, o.dry_run, o.json_output)
     with option_errors(**_NAMES):  # every other check the run makes before training, --dry-run included
         prepared = prepare(request, log=lambda message: console.print(message, highlight=False), out_checked=True)
-    _plan(request, console, options.dry_run)
+    if request.settings.sharding is None:  # a sharded run's plan was made above
+        _plan(request, console, options.dry_run)
     with option_errors(**_NAMES):
         report = run_prepared(prepared)
     if not prepared.accelerator.is_main_process:

@@ -89,4 +89,8 @@ def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
     model.config.use_cache = False
     if settings.lora_rank:
         model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
+    if getattr(settings, "sequence_parallel", None) is not None:  # one shard of each row per process
+        from ropekit.finetune.sharded import ShardedCausalLM
+
+        return ShardedCausalLM(model)
     return ChunkedCausalLM(model)

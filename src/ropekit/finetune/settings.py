@@ -50,7 +50,7 @@ class FinetuneSettings:
             packed from short documents (positions reset per document, the short list) or from long ones (the long
             list), chosen per row by ``max(position_ids) + 1 > L0``; needs a ``longrope`` scaling.
         sequence_parallel: train on accelerate's DeepSpeed engine, each row's sequence sharded over this many
-            processes by Ulysses (:mod:`ropekit.finetune.sharded`; 1: the same engine, unsharded); ``None``: not.
+            processes by Ulysses (:mod:`ropekit.finetune.sharded`; 1: the same engine, each row on one process); ``None``: not.
         context_parallel: each row sharded over this many GPUs by torch's ring attention (accelerate's ``cp_size``,
             FSDP2); ``None``: not.
 

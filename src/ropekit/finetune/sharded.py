@@ -1,0 +1,203 @@
+"""Training with each row's sequence sharded over processes, on the engines: DeepSpeed Ulysses / ALST through
+accelerate (``ParallelismConfig(sp_backend="deepspeed", sp_size=N)``), with ropekit supplying what the engine asks of
+its caller.
+
+* **The engine.** :func:`sequence_parallel_accelerator` is the :class:`accelerate.Accelerator` of a
+  ``--sequence-parallel N`` run: DeepSpeed (ZeRO-2, gradient clipping, accumulation) with Ulysses over groups of
+  ``N`` processes. accelerate's ``prepare`` registers Ulysses' attention with transformers (two all-to-alls around
+  the model's own attention kernel) and wraps the data loader in DeepSpeed's ``UlyssesSPDataLoaderAdapter``, which
+  cuts each row into ``N`` contiguous shards and shifts the labels before cutting.
+* **What the engine asks of the caller** (:func:`sharded_rows`, :class:`ShardedCausalLM`): position ids in every
+  batch (PoSE's skipping ones as they are), labels for the adapter to pre-shift, each row's whole length for the RoPE
+  (:mod:`ropekit.integrations.hf.shard_length`: LongRoPE's list and dynamic NTK's base follow the row, not the
+  shard), and a token-weighted loss: each shard's summed cross-entropy over the group's count of predictions, so the
+  gradient the engine sums is the row's mean and the loss every rank reports is the row's.
+* **What it refuses** (:func:`refusal`), by name: mixed windows (Ulysses drops the attention mask, and transformers'
+  sdpa then attends across packed documents), FSDP (one engine at a time: DeepSpeed shards the weights here), a
+  resumed run (the adapter's data order is not the one ``skip_first_batches`` skips), and context parallelism on a
+  machine without GPUs (torch's ring attention runs only on the flash, efficient and cuDNN SDPA kernels).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from ropekit.errors import InvalidArgument
+from ropekit.finetune.loss import ChunkedCausalLM
+from ropekit.integrations.hf.output_head import causal_lm, decoder, head_logits
+
+#: DeepSpeed's ZeRO stage for sequence-parallel runs (weights replicated; AdamW state and gradients sharded)
+ZERO_STAGE = 2
+#: the label the engine pads a shard with, and the cross-entropy ignores
+IGNORED = -100
+
+
+def refusal(settings: Any, *, resume: bool = False) -> InvalidArgument | None:
+    """Why a sharded run cannot start here (see the module docstring), or ``None``."""
+    if settings.sharding is None:
+        return None
+    kind, degree = settings.sharding
+    name = f"{kind}_parallel"
+
+    def refused(reason: str) -> InvalidArgument:
+        return InvalidArgument(name, degree, message=lambda n: f"{n(name, degree)}: {reason}")
+
+    if kind == "context":
+        if not torch.cuda.is_available():
+            return refused(
+                "torch's ring attention (accelerate's cp_size) runs only on GPUs (flash, efficient or cuDNN SDPA); "
+                "this machine has none: use --sequence-parallel (DeepSpeed Ulysses runs on CPU over gloo)"
+            )
+        return refused("the ring-attention run is not wired yet (its plan is: --dry-run); use --sequence-parallel")
+    if settings.mixed_window:
+        return refused(
+            "--mixed-window packs documents, and DeepSpeed Ulysses drops the attention mask that keeps them apart "
+            "(transformers' sdpa then attends across documents): train mixed windows without sequence parallelism"
+        )
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
+        return refused(
+            "the launch asks for FSDP, and DeepSpeed is the engine here: launch with configs/sequence_parallel.yaml"
+        )
+    if resume:
+        return refused(
+            "a sharded run does not resume (the engine's data adapter reorders batches): start over with --force"
+        )
+    return None
+
+
+def sequence_parallel_accelerator(settings: Any):
+    """The :class:`accelerate.Accelerator` of a ``--sequence-parallel N`` run (see the module docstring).
+
+    Raises:
+        ValueError: the launch's process count is not a multiple of ``N``.
+    """
+    from accelerate import Accelerator
+    from accelerate.utils import DeepSpeedPlugin, DeepSpeedSequenceParallelConfig, ParallelismConfig
+
+    from ropekit.finetune.settings import resolved_mixed_precision
+
+    degree = settings.sequence_parallel
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    if processes % degree:
+        raise InvalidArgument(
+            "sequence_parallel",
+            degree,
+            message=lambda n: f"{n('sequence_parallel', degree)} must divide the launch's {processes} processes",
+        )
+    parallelism = None
+    if degree > 1:  # 1: the same engine, each row whole on one process
+        handler = DeepSpeedSequenceParallelConfig(sp_seq_length_is_variable=True, sp_attn_implementation="sdpa")
+        parallelism = ParallelismConfig(sp_backend="deepspeed", sp_size=degree, sp_handler=handler)
+    if (
+        processes > 1 and not torch.cuda.is_available()
+    ):  # accelerate names no backend for DeepSpeed on CPU and counts one process:
+        from accelerate import PartialState  # gloo, as DeepSpeed's CPU accelerator uses, joins the launch's processes
+
+        os.environ["ACCELERATE_USE_DEEPSPEED"] = "true"
+        PartialState(backend="gloo")
+    plugin = DeepSpeedPlugin(
+        zero_stage=ZERO_STAGE, gradient_accumulation_steps=settings.grad_accum, gradient_clipping=settings.max_grad_norm
+    )
+    return Accelerator(
+        mixed_precision=resolved_mixed_precision(settings.mixed_precision),
+        deepspeed_plugin=plugin,
+        parallelism_config=parallelism,
+    )
+
+
+def sharded_rows(ids: torch.Tensor, positions: torch.Tensor | None = None) -> list[dict[str, torch.Tensor]]:
+    """Training rows as the engine's data adapter takes them: ``input_ids``, ``position_ids`` (``0 … seq − 1``
+    unless given: PoSE's), ``labels`` (the ids: the adapter shifts them before it cuts the row) and
+    ``rope_lengths`` (each row's whole length, repeated along the row so that every shard carries it).
+
+    Shapes:
+        ids ``(n, seq)``, positions ``(n, seq)`` or ``None`` → n dicts of ``(seq,)`` tensors.
+    """
+    from ropekit.integrations.hf.shard_length import row_lengths
+
+    if positions is None:
+        positions = torch.arange(ids.shape[1]).expand_as(ids)  # (n, seq)
+    lengths = row_lengths(positions)[:, None].expand_as(ids)  # (n, seq)
+    return [
+        {"input_ids": i, "position_ids": p, "labels": i, "rope_lengths": n}
+        for i, p, n in zip(ids, positions.contiguous(), lengths.contiguous(), strict=True)
+    ]
+
+
+class ShardedCausalLM(ChunkedCausalLM):
+    """:class:`ropekit.finetune.loss.ChunkedCausalLM` whose training forward takes one shard of each row.
+
+    ``forward(input_ids, position_ids, shift_labels, rope_lengths)`` (one shard, labels pre-shifted by the engine)
+    returns a loss whose value is the whole row's mean next-token cross-entropy (the same on every rank of the group)
+    and whose gradient is this shard's share of it (the engine sums the shares). The logits of the shard are formed
+    at once (the engines' convention; :mod:`ropekit.finetune.fit_parallel` counts them). Called with the ids alone
+    it is the unsharded loss of its parent (held-out windows outside training).
+
+    Shapes:
+        input_ids, position_ids, shift_labels, rope_lengths ``(batch, shard)`` → scalar.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__(model)
+        self.config = causal_lm(model).config  # what the engine reads to register its attention
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor | None = None,
+        documents: torch.Tensor | None = None,
+        shift_labels: torch.Tensor | None = None,
+        rope_lengths: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if shift_labels is None:
+            return super().forward(input_ids, position_ids, documents)
+        from ropekit.integrations.hf.shard_length import sequence_lengths
+
+        with sequence_lengths(self.model, None if rope_lengths is None else rope_lengths[:, 0]):
+            body = decoder(self.model)(input_ids=input_ids, position_ids=position_ids, use_cache=False)
+        logits = head_logits(self.model, body.last_hidden_state)  # (batch, shard, vocab) float32
+        summed = nn.functional.cross_entropy(
+            logits.flatten(0, 1), shift_labels.flatten(), ignore_index=IGNORED, reduction="sum"
+        )
+        counts = torch.stack([summed.detach(), (shift_labels != IGNORED).sum().to(summed.dtype)])
+        if torch.distributed.is_initialized():
+            torch.distributed.all_reduce(counts, group=_sequence_group())  # the whole row's sum and count
+        count = counts[1].clamp(min=1.0)
+        share = summed / count
+        return share + (counts[0] / count - share).detach()  # value: the row's mean; gradient: this shard's share
+
+
+def heldout_shard(window: torch.Tensor, degree: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """This rank's shard of one held-out window, cut as the engine's data adapter cuts a training row (contiguous
+    shards; labels shifted before the cut, the last one ignored): every rank holds the same held-out windows.
+
+    Shapes:
+        window ``(seq,)`` → a dict of ``(1, seq / degree)`` tensors for :class:`ShardedCausalLM`.
+    """
+    row = sharded_rows(window[None])[0]
+    shifted = torch.cat([row["labels"][1:], torch.tensor([IGNORED])])  # (seq,)
+    size, rank = len(window) // degree, _sequence_rank() if degree > 1 else 0
+    cut = slice(rank * size, (rank + 1) * size)
+    return {
+        "input_ids": row["input_ids"][None, cut].to(device),
+        "position_ids": row["position_ids"][None, cut].to(device),
+        "shift_labels": shifted[None, cut].to(device),
+        "rope_lengths": row["rope_lengths"][None, cut].to(device),
+    }
+
+
+def _sequence_rank() -> int:
+    from deepspeed.utils import groups
+
+    return groups._get_sequence_parallel_rank()
+
+
+def _sequence_group():
+    """The process group of this rank's sequence-parallel group (DeepSpeed's)."""
+    from deepspeed.utils import groups
+
+    return groups._get_sequence_parallel_group()
