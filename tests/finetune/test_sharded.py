@@ -107,8 +107,9 @@ def test_sequence_parallel_matches_one_process(llama_dir, phi3_dir, text_file, t
     [
         (["--sequence-parallel", "2", "--mixed-window"], "drops the attention mask"),
         (["--context-parallel", "2"], "runs only on GPUs"),
+        (["--sequence-parallel", "1"], "runs under a launcher"),
     ],
-    ids=["mixed-window", "context-parallel-on-cpu"],
+    ids=["mixed-window", "context-parallel-on-cpu", "no-launcher"],
 )
 def test_refused_by_name_before_training(phi3_dir, text_file, tmp_path, extra, said):
     import torch

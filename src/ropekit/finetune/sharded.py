@@ -73,7 +73,7 @@ def sequence_parallel_accelerator(settings: Any):
     """The :class:`accelerate.Accelerator` of a ``--sequence-parallel N`` run (see the module docstring).
 
     Raises:
-        ValueError: the launch's process count is not a multiple of ``N``.
+        ValueError: no launcher started this process, or the launch's process count is not a multiple of ``N``.
     """
     from accelerate import Accelerator
     from accelerate.utils import DeepSpeedPlugin, DeepSpeedSequenceParallelConfig, ParallelismConfig
@@ -81,6 +81,16 @@ def sequence_parallel_accelerator(settings: Any):
     from ropekit.finetune.settings import resolved_mixed_precision
 
     degree = settings.sequence_parallel
+    if "LOCAL_RANK" not in os.environ:  # DeepSpeed joins a launch's process group, even of one process
+        raise InvalidArgument(
+            "sequence_parallel",
+            degree,
+            message=lambda n: (
+                f"{n('sequence_parallel', degree)} trains on DeepSpeed, which runs under a launcher: accelerate "
+                "launch --config_file configs/sequence_parallel.yaml -m ropekit.cli finetune ... (--dry-run plans "
+                "without one)"
+            ),
+        )
     processes = int(os.environ.get("WORLD_SIZE", "1"))
     if processes % degree:
         raise InvalidArgument(
