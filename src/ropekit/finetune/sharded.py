@@ -43,28 +43,42 @@ def refusal(settings: Any, *, resume: bool = False) -> InvalidArgument | None:
     kind, degree = settings.sharding
     name = f"{kind}_parallel"
 
-    def refused(reason: str) -> InvalidArgument:
-        return InvalidArgument(name, degree, message=lambda n: f"{n(name, degree)}: {reason}")
+    def refused(reason) -> InvalidArgument:  # reason: the namer → the sentence after the option
+        return InvalidArgument(name, degree, message=lambda n: f"{n(name, degree)}: {reason(n)}")
 
     if kind == "context":
         if not torch.cuda.is_available():
             return refused(
-                "torch's ring attention (accelerate's cp_size) runs only on GPUs (flash, efficient or cuDNN SDPA); "
-                "this machine has none: use --sequence-parallel (DeepSpeed Ulysses runs on CPU over gloo)"
+                lambda n: (
+                    "torch's ring attention (accelerate's cp_size) runs only on GPUs (flash, efficient or cuDNN "
+                    f"SDPA); this machine has none: use {n('sequence_parallel')} (DeepSpeed Ulysses runs on CPU over gloo)"
+                )
             )
-        return refused("the ring-attention run is not wired yet (its plan is: --dry-run); use --sequence-parallel")
+        return refused(
+            lambda n: (
+                f"the ring-attention run is not wired yet (a dry run gives its plan); use {n('sequence_parallel')}"
+            )
+        )
     if settings.mixed_window:
         return refused(
-            "--mixed-window packs documents, and DeepSpeed Ulysses drops the attention mask that keeps them apart "
-            "(transformers' sdpa then attends across documents): train mixed windows without sequence parallelism"
+            lambda n: (
+                f"{n('mixed_window')} packs documents, and DeepSpeed Ulysses drops the attention mask that keeps "
+                "them apart (transformers' sdpa then attends across documents): train mixed windows without sequence "
+                "parallelism"
+            )
         )
     if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
         return refused(
-            "the launch asks for FSDP, and DeepSpeed is the engine here: launch with configs/sequence_parallel.yaml"
+            lambda n: (
+                "the launch asks for FSDP, and DeepSpeed is the engine here: launch with configs/sequence_parallel.yaml"
+            )
         )
     if resume:
         return refused(
-            "a sharded run does not resume (the engine's data adapter reorders batches): start over with --force"
+            lambda n: (
+                f"a sharded run does not {n('resume')} (the engine's data adapter reorders batches): start over "
+                f"with {n('force')}"
+            )
         )
     return None
 
@@ -87,7 +101,7 @@ def sequence_parallel_accelerator(settings: Any):
             degree,
             message=lambda n: (
                 f"{n('sequence_parallel', degree)} trains on DeepSpeed, which runs under a launcher: accelerate "
-                "launch --config_file configs/sequence_parallel.yaml -m ropekit.cli finetune ... (--dry-run plans "
+                "launch --config_file configs/sequence_parallel.yaml -m ropekit.cli finetune ... (a dry run plans "
                 "without one)"
             ),
         )
