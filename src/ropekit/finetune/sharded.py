@@ -7,7 +7,7 @@ its caller.
   ``N`` processes. accelerate's ``prepare`` registers Ulysses' attention with transformers (two all-to-alls around
   the model's own attention kernel) and wraps the data loader in DeepSpeed's ``UlyssesSPDataLoaderAdapter``, which
   cuts each row into ``N`` contiguous shards and shifts the labels before cutting.
-* **What the engine asks of the caller** (:func:`sharded_rows`, :class:`ShardedCausalLM`): position ids in every
+* **What the engine asks of the caller** (:func:`sharded_rows`, :class:`ropekit.finetune.loss.ShardedCausalLM`): position ids in every
   batch (PoSE's skipping ones as they are), labels for the adapter to pre-shift, each row's whole length for the RoPE
   (:mod:`ropekit.integrations.hf.shard_length`: LongRoPE's list and dynamic NTK's base follow the row, not the
   shard), and a token-weighted loss: each shard's summed cross-entropy over the group's count of predictions, so the
@@ -24,16 +24,12 @@ import os
 from typing import Any
 
 import torch
-from torch import nn
 
 from ropekit.errors import InvalidArgument
-from ropekit.finetune.loss import ChunkedCausalLM
-from ropekit.integrations.hf.output_head import causal_lm, decoder, head_logits
+from ropekit.finetune.loss import IGNORED
 
 #: DeepSpeed's ZeRO stage for sequence-parallel runs (weights replicated; AdamW state and gradients sharded)
 ZERO_STAGE = 2
-#: the label the engine pads a shard with, and the cross-entropy ignores
-IGNORED = -100
 
 
 def refusal(settings: Any, *, resume: bool = False) -> InvalidArgument | None:
@@ -152,55 +148,12 @@ def sharded_rows(ids: torch.Tensor, positions: torch.Tensor | None = None) -> li
     ]
 
 
-class ShardedCausalLM(ChunkedCausalLM):
-    """:class:`ropekit.finetune.loss.ChunkedCausalLM` whose training forward takes one shard of each row.
-
-    ``forward(input_ids, position_ids, shift_labels, rope_lengths)`` (one shard, labels pre-shifted by the engine)
-    returns a loss whose value is the whole row's mean next-token cross-entropy (the same on every rank of the group)
-    and whose gradient is this shard's share of it (the engine sums the shares). The logits of the shard are formed
-    at once (the engines' convention; :mod:`ropekit.finetune.fit_parallel` counts them). Called with the ids alone
-    it is the unsharded loss of its parent (held-out windows outside training).
-
-    Shapes:
-        input_ids, position_ids, shift_labels, rope_lengths ``(batch, shard)`` → scalar.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__(model)
-        self.config = causal_lm(model).config  # what the engine reads to register its attention
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        position_ids: torch.Tensor | None = None,
-        documents: torch.Tensor | None = None,
-        shift_labels: torch.Tensor | None = None,
-        rope_lengths: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        if shift_labels is None:
-            return super().forward(input_ids, position_ids, documents)
-        from ropekit.integrations.hf.shard_length import sequence_lengths
-
-        with sequence_lengths(self.model, None if rope_lengths is None else rope_lengths[:, 0]):
-            body = decoder(self.model)(input_ids=input_ids, position_ids=position_ids, use_cache=False)
-        logits = head_logits(self.model, body.last_hidden_state)  # (batch, shard, vocab) float32
-        summed = nn.functional.cross_entropy(
-            logits.flatten(0, 1), shift_labels.flatten(), ignore_index=IGNORED, reduction="sum"
-        )
-        counts = torch.stack([summed.detach(), (shift_labels != IGNORED).sum().to(summed.dtype)])
-        if torch.distributed.is_initialized():
-            torch.distributed.all_reduce(counts, group=_sequence_group())  # the whole row's sum and count
-        count = counts[1].clamp(min=1.0)
-        share = summed / count
-        return share + (counts[0] / count - share).detach()  # value: the row's mean; gradient: this shard's share
-
-
 def heldout_shard(window: torch.Tensor, degree: int, device: torch.device) -> dict[str, torch.Tensor]:
     """This rank's shard of one held-out window, cut as the engine's data adapter cuts a training row (contiguous
     shards; labels shifted before the cut, the last one ignored): every rank holds the same held-out windows.
 
     Shapes:
-        window ``(seq,)`` → a dict of ``(1, seq / degree)`` tensors for :class:`ShardedCausalLM`.
+        window ``(seq,)`` → a dict of ``(1, seq / degree)`` tensors for :class:`ropekit.finetune.loss.ShardedCausalLM`.
     """
     row = sharded_rows(window[None])[0]
     shifted = torch.cat([row["labels"][1:], torch.tensor([IGNORED])])  # (seq,)
@@ -218,10 +171,3 @@ def _sequence_rank() -> int:
     from deepspeed.utils import groups
 
     return groups._get_sequence_parallel_rank()
-
-
-def _sequence_group():
-    """The process group of this rank's sequence-parallel group (DeepSpeed's)."""
-    from deepspeed.utils import groups
-
-    return groups._get_sequence_parallel_group()
