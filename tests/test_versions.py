@@ -41,7 +41,7 @@ RANGED = sorted(package for package in CHECKED if _declared(package, pinned=Fals
 
 
 def test_the_engine_extras_declare_ranges():
-    assert RANGED == ["llama-cpp-python", "lm-eval", "mlx-lm", "transformers"]
+    assert RANGED == ["deepspeed", "llama-cpp-python", "lm-eval", "mlx-lm", "transformers"]
 
 
 @pytest.mark.parametrize("package", RANGED)

@@ -23,6 +23,7 @@ CHECKED = {
     "mlx-lm": "0.32.2",
     "vllm": "0.33.0",
     "lm-eval": "0.4.13",
+    "deepspeed": "0.19.8",
 }
 
 #: the engine names ``ropekit engines`` prints → their package in :data:`CHECKED`

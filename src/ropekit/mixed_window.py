@@ -104,18 +104,31 @@ class MixedWindowRotary(nn.Module):
     def rotary_dim(self) -> int:
         return self.long.rotary_dim
 
-    def long_rows(self, positions: torch.Tensor) -> torch.Tensor:
-        """``(batch,)`` bool: which sequences take the long list (``max(position_ids) + 1 > L0``)."""
+    def long_rows(self, positions: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """``(batch,)`` bool: which sequences take the long list (``max(position_ids) + 1 > L0``, or ``lengths > L0``
+        where the rows' whole lengths are given: a shard of a sharded row decides by its row, not by itself)."""
         rows = positions.reshape(-1, positions.shape[-1]) if positions.dim() else positions.reshape(1, 1)
-        largest = rows.amax(dim=-1).tolist() if rows.shape[-1] else [-1] * rows.shape[0]
-        return torch.tensor([self.spec.uses_long_factor(int(m) + 1) for m in largest], dtype=torch.bool)
+        if lengths is not None:
+            decided = [int(n) for n in lengths.reshape(-1).tolist()]
+            if len(decided) != rows.shape[0]:
+                raise ValueError(f"lengths must give one length per sequence ({rows.shape[0]}), got {len(decided)}")
+        else:
+            largest = rows.amax(dim=-1).tolist() if rows.shape[-1] else [-1] * rows.shape[0]
+            decided = [int(m) + 1 for m in largest]
+        return torch.tensor([self.spec.uses_long_factor(n) for n in decided], dtype=torch.bool)
 
     def cos_sin(
-        self, positions: torch.Tensor, *, device: torch.device | None = None, dtype: torch.dtype = torch.float32
+        self,
+        positions: torch.Tensor,
+        *,
+        device: torch.device | None = None,
+        dtype: torch.dtype = torch.float32,
+        lengths: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tables for ``positions``, each sequence from its own list (see the class docstring)."""
+        """Tables for ``positions``, each sequence from its own list (see the class docstring); ``lengths``
+        ``(batch,)``: each row's whole length, where ``positions`` are a shard of it."""
         device = device or positions.device
-        long = self.long_rows(positions).to(device)  # (batch,)
+        long = self.long_rows(positions, lengths).to(device)  # (batch,)
         cos_s, sin_s = self.short.cos_sin(positions, device=device, dtype=dtype)
         cos_l, sin_l = self.long.cos_sin(positions, device=device, dtype=dtype)
         pick = long.view(-1, *([1] * (cos_s.dim() - 1))) if positions.dim() == 2 else long.view(*([1] * cos_s.dim()))

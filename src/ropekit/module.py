@@ -102,6 +102,7 @@ class RotaryEmbedding(nn.Module):
         *,
         device: torch.device | None = None,
         dtype: torch.dtype = torch.float32,
+        length: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Tables for ``positions`` (with the attention factor applied).
 
@@ -110,6 +111,9 @@ class RotaryEmbedding(nn.Module):
             device: where the tables go (default ``positions.device``).
             dtype: ``torch.float32`` reads the fp32 cache; ``torch.float64`` computes exact tables directly, so
                 float64 inputs keep float64 accuracy.
+            length: the sequence length the length-following methods (dynamic NTK's base, LongRoPE's switch) decide
+                by; default the largest position + 1. A shard of a sharded sequence passes the whole sequence's
+                (:func:`ropekit.integrations.hf.shard_length.sequence_lengths`): its own largest position is not it.
 
         Returns:
             ``(cos, sin)`` of shape ``positions.shape + (rotary_dim // 2,)``.
@@ -124,8 +128,10 @@ class RotaryEmbedding(nn.Module):
             return empty, empty.clone()
         if self.max_positions is not None and largest >= self.max_positions:
             raise ValueError(f"position {largest} is beyond max_positions={self.max_positions} of this RotaryEmbedding")
+        if length is not None and require_int("length", length, minimum=1) <= largest:
+            raise ValueError(f"length must be above the largest position {largest}, got {length}")
         if self._dynamic:
-            self._update_for_length(largest + 1)
+            self._update_for_length(largest + 1 if length is None else length)
         device = device or positions.device
         if dtype == torch.float64 or largest >= self.cache_limit:
             # Beyond the bounded cache: exact tables for just these positions (never a table of all smaller ones).

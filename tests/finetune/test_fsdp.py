@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 from typer.testing import CliRunner
 
+from helpers.same_training import assert_same_training
 from ropekit.cli.app import app
 
 pytestmark = pytest.mark.distributed
@@ -75,43 +75,7 @@ def test_fsdp2_on_two_cpu_processes_matches_one_process(llama_dir, text_file, tm
     one_weights = load_file(tmp_path / "one" / "model.safetensors")
     assert sharded_weights.keys() == one_weights.keys()
     for name, weight in one_weights.items():
-        _assert_same_training(sharded_weights[name], weight, name, steps=3, lr=1e-3)
-
-
-#: AdamW's betas in ropekit's training loop (``finetune/train.py``)
-BETAS = (0.9, 0.95)
-
-
-def _adam_step_bound(step: int) -> float:
-    """The largest ``|m̂ / sqrt(v̂)|`` Adam can take at 1-based ``step``, whatever the gradients: by Cauchy-Schwarz,
-    ``m̂ = Σ a_i g_i`` and ``v̂ = Σ b_i g_i²`` give ``|m̂| / sqrt(v̂) <= sqrt(Σ a_i² / b_i)`` (1 at the first step)."""
-    b1, b2 = BETAS
-    a = [(1 - b1) * b1 ** (step - i) / (1 - b1**step) for i in range(1, step + 1)]
-    b = [(1 - b2) * b2 ** (step - i) / (1 - b2**step) for i in range(1, step + 1)]
-    return sum(x * x / y for x, y in zip(a, b, strict=True)) ** 0.5
-
-
-def _assert_same_training(sharded: torch.Tensor, one: torch.Tensor, name: str, *, steps: int, lr: float) -> None:
-    """Two trainings of one weight tensor from the same start, which differ only in float32 reduction order.
-
-    - Envelope: each AdamW step moves a weight by at most ``lr · _adam_step_bound(t)`` (the schedule's multiplier is
-      at most 1, weight decay is 0), so the two runs can never part by more than twice the sum over the steps.
-    - Rounding: where a gradient is far from zero, Adam's step ``m̂ / (sqrt(v̂) + ε)`` is a ratio of gradients, and
-      reordered float32 sums change it by a relative few float32 epsilons, far below the weight's own precision; each
-      step's ``w - step`` then rounds to float32 at the weight's magnitude, so the runs may differ by up to one unit
-      in the last place (at most ``eps · max|w|``) per step.
-    - Where a gradient is within rounding of zero beside Adam's ``ε`` (1e-8), the step ``g / (|g| + ε)`` turns with
-      slope ``1/ε``, and the same rounding moves it by up to ``2·lr``: on this processor or another, under load or
-      not, that is a handful of elements (one per tensor here, 1.1e-6 apart). A sharding error (a gradient not
-      reduced, a shard updated twice or never) moves nearly every element of a tensor by about ``lr`` instead, so at
-      most one element in a thousand may leave the rounding bound, and none the envelope.
-    """
-    difference = (sharded.double() - one.double()).abs()
-    envelope = 2 * lr * sum(_adam_step_bound(t) for t in range(1, steps + 1))
-    rounding = steps * torch.finfo(torch.float32).eps * one.abs().max().item()
-    assert difference.max().item() <= envelope, (name, difference.max().item(), envelope)
-    outside = int((difference > rounding).sum())
-    assert outside <= max(1, one.numel() // 1000), (name, outside, one.numel(), difference.max().item(), rounding)
+        assert_same_training(sharded_weights[name], weight, name, steps=3, lr=1e-3)
 
 
 @pytest.mark.slow

@@ -32,6 +32,8 @@ _NAMES = {
     "window": "--window",
     "chunks": "--chunks",
     "mixed_window": "--mixed-window",
+    "sequence_parallel": "--sequence-parallel",
+    "context_parallel": "--context-parallel",
     "fixed_seq_len": "--fixed-seq-len",
     "original_length": "--original-length",
     "model": "--model",
@@ -74,6 +76,18 @@ def finetune_command(
         help="LongRoPE2: rows packed from documents ≤ L0 (positions reset, short list; equal lists: the original "
         "RoPE) or longer ones (long list); needs --scaling longrope.",
     ),
+    sequence_parallel: int | None = typer.Option(
+        None,
+        "--sequence-parallel",
+        help="Shard each sequence over N processes with DeepSpeed Ulysses (accelerate launch --config_file "
+        "configs/sequence_parallel.yaml); 1: the same engine, unsharded.",
+    ),
+    context_parallel: int | None = typer.Option(
+        None,
+        "--context-parallel",
+        help="Shard each sequence over N GPUs with torch's ring attention: the plan (--dry-run) only; the run is "
+        "refused.",
+    ),
     evaluate: bool = typer.Option(True, help="Before/after table (perplexity, passkey) at the end."),
     eval_tokens: str = typer.Option("16k", help="Tokens scored per perplexity length in the table."),
     passkey_trials: int = typer.Option(5, help="Passkey trials at the target length in the table."),
@@ -114,9 +128,12 @@ def _run(options: SimpleNamespace) -> None:
     except (OSError, ValueError) as error:
         raise fail(error_message(error, _NAMES)) from None
     request = _request(o, target, console)
+    if request.settings.sharding is not None:
+        _sharded_plan(request, console, o.dry_run, o.json_output)
     with option_errors(**_NAMES):  # every other check the run makes before training, --dry-run included
         prepared = prepare(request, log=lambda message: console.print(message, highlight=False), out_checked=True)
-    _plan(request, console, options.dry_run)
+    if request.settings.sharding is None:  # a sharded run's plan was made above
+        _plan(request, console, options.dry_run)
     with option_errors(**_NAMES):
         report = run_prepared(prepared)
     if not prepared.accelerator.is_main_process:
@@ -152,6 +169,8 @@ def _request(o: SimpleNamespace, target: int, console):
             window=parse_length(o.window, "--window", minimum=2) if o.window else None,
             chunks=o.chunks,
             mixed_window=o.mixed_window,
+            sequence_parallel=o.sequence_parallel,
+            context_parallel=o.context_parallel,
             **{name: getattr(o, name) for name in fields},
         )
         return FinetuneRequest(
@@ -168,6 +187,34 @@ def _request(o: SimpleNamespace, target: int, console):
             eval_tokens=eval_tokens,
             passkey_trials=o.passkey_trials,
         )
+
+
+def _sharded_plan(request, console, dry_run: bool, json_output: bool) -> None:
+    """The plan of a sharded run (:func:`ropekit.finetune.fit_parallel.plan_sharded_run`), from the config alone: a
+    dry run needs only the model's ``config.json`` (no weights, no tokenizer) and stops here; a run that does not fit
+    is refused, naming the longest sequence that does."""
+    from ropekit.finetune.fit_parallel import plan_sharded_run
+    from ropekit.integrations.hf.load import transformers_config
+
+    with option_errors(**_NAMES):
+        plan = plan_sharded_run(transformers_config(request.model), request.settings)
+    if dry_run and json_output:
+        print_json(plan.to_dict())
+    else:
+        console.print(plan.summary(), highlight=False)
+    if not plan.fits:
+        option = "--window" if request.settings.window else "--target-length"
+        longest = (
+            "no sequence fits"
+            if plan.largest_sequence is None
+            else f"the longest that fits is {plan.largest_sequence:,}"
+        )
+        raise fail(
+            f"{option} {plan.sequence:,}: one device needs about {plan.per_device_bytes / 2**30:.2f} GiB, more "
+            f"than 90% of the {(plan.available or 0) / 2**30:.2f} GiB free; {longest} (or shard over more devices)"
+        )
+    if dry_run:
+        raise typer.Exit(code=0)
 
 
 class _HeadRefused(Exception):

@@ -16,7 +16,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   or from long ones (the long factors), switched per row by :mod:`ropekit.mixed_window`.
 * :mod:`~ropekit.finetune.fit` — the plan of what fits: predicted peak memory and time per step, the largest
   window that fits; :mod:`~ropekit.finetune.fit_measure` measures a step's peak (the free memory:
-  :func:`ropekit._free_memory.available_memory`).
+  :func:`ropekit._free_memory.available_memory`); :mod:`~ropekit.finetune.fit_parallel` the per-device plan of a run
+  whose sequence is sharded (``--sequence-parallel`` / ``--context-parallel``) from the config alone.
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
 * :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
 
@@ -30,6 +31,7 @@ __all__ = [
     "data",
     "fit",
     "fit_measure",
+    "fit_parallel",
     "lora",
     "loss",
     "loss_log",

@@ -2,7 +2,8 @@
 
 The head, its final-logit transforms and the chunked cross-entropy are :mod:`ropekit.integrations.hf.output_head`,
 shared with evaluation; this module wraps a model (or a peft model) so that its forward is that loss, for
-``accelerate``.
+``accelerate``: the whole row (:class:`ChunkedCausalLM`), or one shard of it under sequence parallelism
+(:class:`ShardedCausalLM`, :mod:`ropekit.finetune.sharded`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,60 @@ class ChunkedCausalLM(nn.Module):
         return ((losses * inside).sum(-1) / inside.sum(-1).clamp(min=1.0)).mean()
 
 
+#: the label the sequence-parallel engine pads a shard with, and the cross-entropy ignores
+IGNORED = -100
+
+
+class ShardedCausalLM(ChunkedCausalLM):
+    """:class:`ropekit.finetune.loss.ChunkedCausalLM` whose training forward takes one shard of each row.
+
+    ``forward(input_ids, position_ids, shift_labels, rope_lengths)`` (one shard, labels pre-shifted by the engine)
+    returns a loss whose value is the whole row's mean next-token cross-entropy (the same on every rank of the group)
+    and whose gradient is this shard's share of it (the engine sums the shares). The logits of the shard are formed
+    at once (the engines' convention; :mod:`ropekit.finetune.fit_parallel` counts them). Called with the ids alone
+    it is the unsharded loss of its parent (held-out windows outside training).
+
+    Shapes:
+        input_ids, position_ids, shift_labels, rope_lengths ``(batch, shard)`` → scalar.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__(model)
+        self.config = causal_lm(model).config  # what the engine reads to register its attention
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor | None = None,
+        documents: torch.Tensor | None = None,
+        shift_labels: torch.Tensor | None = None,
+        rope_lengths: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if shift_labels is None:
+            return super().forward(input_ids, position_ids, documents)
+        from ropekit.integrations.hf.shard_length import sequence_lengths
+
+        with sequence_lengths(self.model, None if rope_lengths is None else rope_lengths[:, 0]):
+            body = decoder(self.model)(input_ids=input_ids, position_ids=position_ids, use_cache=False)
+        logits = head_logits(self.model, body.last_hidden_state)  # (batch, shard, vocab) float32
+        summed = nn.functional.cross_entropy(
+            logits.flatten(0, 1), shift_labels.flatten(), ignore_index=IGNORED, reduction="sum"
+        )
+        counts = torch.stack([summed.detach(), (shift_labels != IGNORED).sum().to(summed.dtype)])
+        if torch.distributed.is_initialized():
+            torch.distributed.all_reduce(counts, group=_sequence_group())  # the whole row's sum and count
+        count = counts[1].clamp(min=1.0)
+        share = summed / count
+        return share + (counts[0] / count - share).detach()  # value: the row's mean; gradient: this shard's share
+
+
+def _sequence_group():
+    """The process group of this rank's sequence-parallel group (DeepSpeed's)."""
+    from deepspeed.utils import groups
+
+    return groups._get_sequence_parallel_group()
+
+
 def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
     """``model`` set up for training (training and the fit plan's measured step both use it): gradient
     checkpointing, no KV cache, LoRA, wrapped in the chunked loss."""
@@ -89,4 +144,6 @@ def prepared_model(model: nn.Module, settings: Any) -> nn.Module:
     model.config.use_cache = False
     if settings.lora_rank:
         model = lora_model(model, rank=settings.lora_rank, alpha=settings.lora_alpha)
+    if getattr(settings, "sequence_parallel", None) is not None:  # one shard of each row per process
+        return ShardedCausalLM(model)
     return ChunkedCausalLM(model)

@@ -24,8 +24,8 @@ import torch
 from ropekit._validate import require_int
 from ropekit.errors import MissingFile
 from ropekit.finetune.data import PackedText
+from ropekit.finetune.processes import fsdp_fallback_note, make_accelerator
 from ropekit.finetune.settings import FinetuneSettings
-from ropekit.finetune.train import fsdp_fallback_note, make_accelerator
 from ropekit.scaling.registry import ScalingConfig
 
 #: where the training artefacts go inside the output model folder
@@ -132,6 +132,10 @@ def prepare(
 
     if not out_checked:
         check_run_out(request.out, request.model, request.text, resume=request.resume, force=request.force)
+    from ropekit.finetune.sharded import refusal
+
+    if refused := refusal(request.settings, resume=request.resume):  # what the engines cannot run, by name
+        raise refused
     original, config, notes, documents = _check_inputs(request)
     identity = {
         "model": str(request.model.resolve()),

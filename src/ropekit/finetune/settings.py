@@ -49,6 +49,10 @@ class FinetuneSettings:
         mixed_window: LongRoPE2's mixed windows (:mod:`ropekit.finetune.mixed`, :mod:`ropekit.mixed_window`): rows
             packed from short documents (positions reset per document, the short list) or from long ones (the long
             list), chosen per row by ``max(position_ids) + 1 > L0``; needs a ``longrope`` scaling.
+        sequence_parallel: train on accelerate's DeepSpeed engine, each row's sequence sharded over this many
+            processes by Ulysses (:mod:`ropekit.finetune.sharded`; 1: the same engine, each row on one process); ``None``: not.
+        context_parallel: each row sharded over this many GPUs by torch's ring attention (accelerate's ``cp_size``,
+            FSDP2); ``None``: not.
 
     Raises:
         ValueError, TypeError: a value out of range, naming the field; ``chunks`` without ``window``.
@@ -74,6 +78,8 @@ class FinetuneSettings:
     window: int | None = None
     chunks: int | None = None
     mixed_window: bool = False
+    sequence_parallel: int | None = None
+    context_parallel: int | None = None
 
     def __post_init__(self) -> None:
         # store what the checks return (plain Python numbers), so numpy inputs still give a JSON-ready to_dict()
@@ -116,6 +122,18 @@ class FinetuneSettings:
             raise InvalidArgument("chunks", self.chunks, message=self._chunks_alone, leads=True)
         if not isinstance(self.mixed_window, bool):
             raise ArgumentType("mixed_window", self.mixed_window, "must be True or False")
+        for name in ("sequence_parallel", "context_parallel"):
+            if getattr(self, name) is not None:
+                checked[name] = require_int(name, getattr(self, name), minimum=1)
+        if self.sequence_parallel is not None and self.context_parallel is not None:
+            raise InvalidArgument(
+                "context_parallel",
+                self.context_parallel,
+                message=lambda n: (
+                    f"give one of {n('sequence_parallel')} and {n('context_parallel')}: accelerate shards a sequence "
+                    "by one of them at a time"
+                ),
+            )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
@@ -128,6 +146,15 @@ class FinetuneSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def sharding(self) -> tuple[str, int] | None:
+        """``(kind, degree)`` of a sharded run (``sequence`` or ``context``), or ``None``."""
+        if self.sequence_parallel is not None:
+            return "sequence", self.sequence_parallel
+        if self.context_parallel is not None:
+            return "context", self.context_parallel
+        return None
 
     def lr_factor(self, step: int) -> float:
         """The learning rate multiplier for optimizer step ``step`` (0-based): linear warm-up, then cosine."""

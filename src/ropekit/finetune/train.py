@@ -15,7 +15,6 @@ so ``(seq × vocab)`` logits never exist at once — at 32k tokens and a 49k voc
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -31,8 +30,8 @@ from ropekit.finetune.loss import ChunkedCausalLM, prepared_model
 from ropekit.finetune.loss_log import StepRecord, plot_loss, read_loss_log, write_loss_log
 from ropekit.finetune.mixed import MixedRows
 from ropekit.finetune.pose import PoseSettings
-from ropekit.finetune.processes import any_process, main_thread, progress_bar, save_checkpoint
-from ropekit.finetune.settings import FinetuneSettings, resolved_mixed_precision
+from ropekit.finetune.processes import any_process, main_thread, make_accelerator, progress_bar, save_checkpoint
+from ropekit.finetune.settings import FinetuneSettings
 from ropekit.integrations.hf.output_head import check_head
 
 
@@ -67,46 +66,6 @@ def checked_model(build_model: Callable[[], nn.Module]) -> nn.Module:
     model = build_model()
     check_head(model, what="train on its loss")
     return model
-
-
-def make_accelerator(settings: FinetuneSettings):
-    """The run's Accelerator. Create it before any other accelerate state: a bare ``PartialState()`` made first
-    ignores ``ACCELERATE_USE_CPU`` and leaves each launched CPU worker a single process of its own.
-
-    A ``WORLD_SIZE`` without a launcher is refused first (:func:`ropekit.eval.parallel.launched_processes`); the
-    processes of a launch then join within torch's process-group timeout (30 minutes on gloo, 10 on NCCL), which
-    is also how long a training collective may wait, and a rendezvous that times out is a ``ValueError``."""
-    from accelerate import Accelerator
-
-    from ropekit.eval.parallel import join_error, launched_processes
-
-    launched_processes()  # a WORLD_SIZE left in the shell is refused before accelerate waits for its peers
-    try:
-        return Accelerator(
-            gradient_accumulation_steps=settings.grad_accum,
-            mixed_precision=resolved_mixed_precision(settings.mixed_precision),
-        )
-    except RuntimeError as error:  # accelerate 1.15's FSDP plugin, sync_module_states on a machine with no GPU
-        if isinstance(error, torch.distributed.DistError):  # the launch's processes did not join
-            raise join_error(error) from None
-        if "no available devices" not in str(error):
-            raise
-        raise ValueError(
-            "the accelerate config asks for FSDP (fsdp_sync_module_states: true), which accelerate runs only on GPUs "
-            "(or other accelerators) and this machine has none; on CPU use configs/ddp.yaml with "
-            "ACCELERATE_USE_CPU=true (data parallel over gloo) or a single process"
-        ) from None
-
-
-def fsdp_fallback_note(accelerator) -> str | None:
-    """A note when the launch asked for FSDP but accelerate runs plain data parallelism (it does on CPU)."""
-    asked = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
-    if not asked or accelerator.distributed_type.value == "FSDP":
-        return None
-    return (
-        f"note: the accelerate config asks for FSDP, but accelerate runs FSDP only on GPUs; this run is "
-        f"{accelerator.distributed_type.value} (every process holds the whole model and optimizer state)"
-    )
 
 
 def train(
@@ -192,7 +151,11 @@ def _train(
     loop = _Loop.build(build_model, windows, heldout, settings, work_dir, accelerator, progress=progress, title=title)
     start, log = loop.restore() if resume else (0, [])
     result = TrainResult(
-        start, False, log, processes=accelerator.num_processes, distributed=str(accelerator.distributed_type.value)
+        start,
+        False,
+        log,
+        processes=data_parallel(accelerator, settings) * (settings.sequence_parallel or 1),
+        distributed=str(accelerator.distributed_type.value),
     )
     result.heldout_before = log[0].heldout_loss if log and log[0].step == 0 else None
     if not resume:
@@ -237,15 +200,20 @@ class _Loop:
         optimizer = torch.optim.AdamW(parameters, lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay)
         # Stepped by hand once per optimizer step: a prepared scheduler steps once per process.
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, settings.lr_factor)
-        global_batch = settings.batch_size * settings.grad_accum * accelerator.num_processes
+        global_batch = settings.batch_size * settings.grad_accum * data_parallel(accelerator, settings)
         order = window_order(len(windows), settings.steps * global_batch, settings.seed)
         pose = None
         if settings.window is not None:  # PoSE: each sample's position ids, a function of (seed, sample number)
             pose = PoseSettings(
                 window=settings.window, target_length=settings.target_length, chunks=settings.chunks, seed=settings.seed
             )
-        if isinstance(windows, MixedRows):
-            data: Any = torch.utils.data.TensorDataset(*windows.samples(order, pose))
+        if settings.sequence_parallel is not None:  # rows as the engine's data adapter takes them
+            from ropekit.finetune.sharded import sharded_rows
+
+            positions = None if pose is None else pose.batch(torch.arange(len(order)))
+            data: Any = sharded_rows(windows[order], positions)
+        elif isinstance(windows, MixedRows):
+            data = torch.utils.data.TensorDataset(*windows.samples(order, pose))
         elif pose is not None:
             data = torch.utils.data.TensorDataset(windows[order], pose.batch(torch.arange(len(order))))
         else:
@@ -261,7 +229,7 @@ class _Loop:
     @property
     def tokens_per_step(self) -> int:
         settings = self.settings
-        global_batch = settings.batch_size * settings.grad_accum * self.accelerator.num_processes
+        global_batch = settings.batch_size * settings.grad_accum * data_parallel(self.accelerator, settings)
         return global_batch * (settings.window or settings.target_length)
 
     def restore(self) -> tuple[int, list[StepRecord]]:
@@ -286,7 +254,7 @@ class _Loop:
         try:
             with torch.no_grad():
                 for window in self.heldout:
-                    losses.append(wrapper(window[None].to(accelerator.device)).item())
+                    losses.append(self._loss_of(window).item())
                     if shown is not None:
                         shown[0].update(shown[1], advance=1, description=f"windows of {len(window):,} tokens")
         finally:
@@ -294,6 +262,16 @@ class _Loop:
                 shown[0].stop()
         wrapper.train()
         return sum(losses) / len(losses)
+
+    def _loss_of(self, window: torch.Tensor) -> torch.Tensor:
+        """One held-out window's loss (sharded like a training row under sequence parallelism)."""
+        degree, device = self.settings.sequence_parallel, self.accelerator.device
+        if degree is None:
+            return self.wrapper(window[None].to(device))
+        from ropekit.finetune.sharded import heldout_shard
+
+        self.wrapper.train()  # the engine shards only in training mode (it is told to step aside in eval)
+        return self.wrapper(**heldout_shard(window, degree, device))
 
     def step(self, batches) -> tuple[float, float]:
         """One optimizer step over ``grad_accum`` micro-batches: ``(mean loss over processes, learning rate)``."""
@@ -303,7 +281,13 @@ class _Loop:
             batch = next(batches)
             with accelerator.accumulate(wrapper):
                 # (ids, positions[, documents]) with PoSE or mixed windows, else ids
-                loss = wrapper(*batch) if isinstance(batch, (list, tuple)) else wrapper(batch)
+                loss = (
+                    wrapper(**batch)
+                    if isinstance(batch, dict)
+                    else wrapper(*batch)
+                    if isinstance(batch, (list, tuple))
+                    else wrapper(batch)
+                )
                 accelerator.backward(loss)
                 if accelerator.sync_gradients and settings.max_grad_norm:
                     # all of the prepared model's parameters: accelerate then uses FSDP's own sharded clipping
@@ -365,6 +349,12 @@ class _Loop:
                 on_step(log[-1])
             except StopTraining:
                 stop["requested"] = True
+
+
+def data_parallel(accelerator, settings: FinetuneSettings) -> int:
+    """Rows processed side by side: the processes, over ``sequence_parallel`` (one row per group of processes)."""
+    processes = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+    return max(accelerator.num_processes, processes) // (settings.sequence_parallel or 1)
 
 
 class StopTraining(Exception):

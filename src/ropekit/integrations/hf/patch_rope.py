@@ -91,6 +91,17 @@ class HFRotaryAdapter(nn.Module):
         self.rotary = self.rotaries[next(iter(self.rotaries))]
         self.attention_scaling = self.rotary.frequencies.attention_factor
         self.rope_type = first.rope_type
+        #: each row's whole length while a shard of it is rotated (set by
+        #: :func:`ropekit.integrations.hf.shard_length.sequence_lengths`); ``None``: the positions' own
+        self.lengths: torch.Tensor | None = None
+
+    def _tables(self, rotary: nn.Module, position_ids: torch.Tensor, device: torch.device):
+        """``rotary``'s tables, its length-following choice made by ``self.lengths`` where set."""
+        if self.lengths is None:
+            return rotary.cos_sin(position_ids, device=device)
+        if isinstance(rotary, RotaryEmbedding):  # one choice per batch, as transformers makes it
+            return rotary.cos_sin(position_ids, device=device, length=int(self.lengths.max()))
+        return rotary.cos_sin(position_ids, device=device, lengths=self.lengths)  # one per row (mixed windows)
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None):
@@ -100,7 +111,7 @@ class HFRotaryAdapter(nn.Module):
             rotary = self.rotaries[layer_type]
         else:
             rotary = self.rotary
-        cos, sin = rotary.cos_sin(position_ids, device=x.device)  # (b, seq, r/2)
+        cos, sin = self._tables(rotary, position_ids, x.device)  # (b, seq, r/2)
         if self.complex_output:
             return torch.complex(cos, sin)  # (b, seq, r/2): pair m of q turns by cos + i·sin
         return torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((sin, sin), dim=-1).to(x.dtype)
