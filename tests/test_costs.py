@@ -82,7 +82,7 @@ def test_plan_follows_the_same_rule(monkeypatch):
 @pytest.mark.parametrize(("dim", "robust"), [("64", True), ("256", False)])
 def test_bound_command_follows_the_same_rule(monkeypatch, dim, robust):
     calls = _record_bounds(monkeypatch)
-    result = runner.invoke(app, ["bound", "--context", "4k", "--rotary-dim", dim, "--json"])
+    result = runner.invoke(app, ["bound", "--target-length", "4k", "--rotary-dim", dim, "--json"])
     assert result.exit_code == 0, result.output
     assert [name for name, _, _ in calls] == (["base_bound"] if robust else ["smallest_feasible_base"])
     assert (json.loads(result.output)["robust_base"] is not None) is robust

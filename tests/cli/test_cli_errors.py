@@ -93,8 +93,8 @@ def test_huge_numbers_are_range_errors():
     assert_error(
         run("frequencies", "--scaling", "yarn", "--factor", "2", "--original-length", digits), "--original-length"
     )
-    assert_error(run("bound", "--context", "999999999999M"), "--context", "1,048,576")
-    assert_error(run("bound", "--context", "4k", "--rotary-dim", "100000"), "--rotary-dim")
+    assert_error(run("bound", "--target-length", "999999999999M"), "--target-length", "1,048,576")
+    assert_error(run("bound", "--target-length", "4k", "--rotary-dim", "100000"), "--rotary-dim")
 
 
 def test_factors_are_bounded():
@@ -105,7 +105,7 @@ def test_factors_are_bounded():
 @pytest.mark.parametrize(
     ("args", "option"),
     [
-        (["bound", "--context", "1M", "--rotary-dim", "1024"], "--rotary-dim"),
+        (["bound", "--target-length", "1M", "--rotary-dim", "1024"], "--rotary-dim"),
         (["plan", "--head-dim", "4096", "--original-length", "4k", "--target-length", "1M"], "--head-dim"),
         (["plot", "bound", "-o", "b.png", "--max-context", "1M", "--rotary-dim", "256"], "--max-context"),
     ],
@@ -117,7 +117,7 @@ def test_bound_work_beyond_minutes_is_refused(args, option):
 
 def test_robust_bound_is_off_by_default_above_d_128():
     """The robust bound's islands take minutes at d = 256 even for short contexts: only on request there."""
-    data = strict_json(run("bound", "--context", "1k", "--rotary-dim", "256", "--json").stdout)
+    data = strict_json(run("bound", "--target-length", "1k", "--rotary-dim", "256", "--json").stdout)
     assert data["robust_base"] is None and data["smallest_base"] > 1
 
 
@@ -131,7 +131,7 @@ def test_robust_bound_is_off_by_default_above_d_128():
         (["plan", "--original-length", "1", "--target-length", "2"], "--target-length"),
         (["plan", "--original-length", "4k", "--target-length", "32x"], "--target-length"),
         (["plan", "--original-length", "8k", "--target-length", "4k"], "--target-length"),
-        (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim"),
+        (["bound", "--target-length", "1k", "--rotary-dim", "7"], "--rotary-dim"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "--head-dim"),
     ],
 )
@@ -190,7 +190,7 @@ def test_methods_error_lists_every_valid_name_including_none(no_sweep):
 
 @pytest.mark.parametrize("text", ["-4k", "4x", "", "1e400", "32x", "1.1k"])
 def test_bad_lengths_are_one_line_errors_naming_the_option(text):
-    assert_error(run("bound", "--context", text), "--context")
+    assert_error(run("bound", "--target-length", text), "--target-length")
 
 
 # --- consistent names ----------------------------------------------------------------------------------------------

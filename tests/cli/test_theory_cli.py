@@ -29,7 +29,7 @@ def run_json(*args: str) -> dict:
 
 
 def test_bound_json_fields_and_values():
-    data = run_json("bound", "--context", "1k", "--rotary-dim", "128")
+    data = run_json("bound", "--target-length", "1k", "--rotary-dim", "128")
     expected = base_bound(1024, 128)
     assert data["context_length"] == 1024
     assert data["smallest_base"] == pytest.approx(expected.smallest_base, rel=1e-12)
@@ -40,7 +40,7 @@ def test_bound_json_fields_and_values():
 
 
 def test_bound_without_robust_has_null_robust_fields():
-    data = run_json("bound", "--context", "4096", "--no-robust")
+    data = run_json("bound", "--target-length", "4096", "--no-robust")
     assert data["smallest_base"] == pytest.approx(26952.339, rel=1e-8)
     assert data["robust_base"] is None and data["islands"] is None
     assert data["published"]["paper"]["first_negative"] == 4079
@@ -53,7 +53,7 @@ def test_bound_accepts_length_suffixes(monkeypatch, text, length):
 
     seen = []
     monkeypatch.setattr(bound_module, "smallest_feasible_base", lambda n, d: seen.append((n, d)) or 123.0)
-    data = run_json("bound", "--context", text, "--rotary-dim", "64")
+    data = run_json("bound", "--target-length", text, "--rotary-dim", "64")
     assert seen == [(length, 64)]
     assert data["context_length"] == length and data["smallest_base"] == 123.0
     assert data["robust_base"] is None and data["islands"] is None  # above 65536 the robust bound is off by default
@@ -64,7 +64,7 @@ def test_bound_robust_above_the_island_limit_is_b_alone(monkeypatch):
     import ropekit._costs as costs
 
     monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
-    data = run_json("bound", "--context", "2048", "--rotary-dim", "64", "--robust")
+    data = run_json("bound", "--target-length", "2048", "--rotary-dim", "64", "--robust")
     expected = base_bound(2048, 64)
     assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
     assert data["smallest_base"] == pytest.approx(expected.smallest_base, rel=1e-12)
@@ -78,7 +78,7 @@ def test_bound_islands_above_the_limit_walks_them(monkeypatch):
     monkeypatch.setattr(costs, "ROBUST_AUTO_LIMIT", 1024)
     expected = base_bound(2048, 64)
     for extra in (["--islands"], ["--robust", "--islands"]):
-        data = run_json("bound", "--context", "2048", "--rotary-dim", "64", *extra)
+        data = run_json("bound", "--target-length", "2048", "--rotary-dim", "64", *extra)
         assert data["robust_base"] == pytest.approx(expected.robust_base, rel=1e-12)
         assert data["island_count"] == len(expected.islands) > 1
         for (low, high), (a, b) in zip(data["islands"], expected.islands, strict=True):
@@ -86,13 +86,13 @@ def test_bound_islands_above_the_limit_walks_them(monkeypatch):
 
 
 def test_bound_islands_with_no_robust_is_an_error():
-    result = runner.invoke(app, ["bound", "--context", "2048", "--islands", "--no-robust"])
+    result = runner.invoke(app, ["bound", "--target-length", "2048", "--islands", "--no-robust"])
     assert result.exit_code == 2
     assert "--islands" in result.output and "--no-robust" in result.output
 
 
 def test_bound_table_output_mentions_both_definitions():
-    result = runner.invoke(app, ["bound", "--context", "1k"])
+    result = runner.invoke(app, ["bound", "--target-length", "1k"])
     assert result.exit_code == 0, result.output
     for text in ("smallest feasible", "robust", "Men et al., Table 1", "Su"):
         assert text in result.output
@@ -202,8 +202,8 @@ def test_plot_writes_png_and_svg(tmp_path, args, suffix):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["bound", "--context", "12q"], "length must look like"),
-        (["bound", "--context", "1k", "--rotary-dim", "7"], "--rotary-dim must be even"),
+        (["bound", "--target-length", "12q"], "length must look like"),
+        (["bound", "--target-length", "1k", "--rotary-dim", "7"], "--rotary-dim must be even"),
         (["plan", "--original-length", "4k", "--target-length", "1k"], "--target-length must be >= --original-length"),
         (["plan", "--base", "1", "--original-length", "1k", "--target-length", "2k"], "base must be > 1"),
         (["inspect", "--head-dim", "15", "--train-length", "1k"], "must be even"),
@@ -221,7 +221,7 @@ def test_bad_input_is_a_clear_error(args, message):
 @pytest.mark.parametrize(
     "args",
     [
-        ["bound", "--context", "1k", "--head-dim", "64"],
+        ["bound", "--target-length", "1k", "--head-dim", "64"],
         ["plot", "decay", "-o", "x.svg", "--head-dim", "64"],
         ["plot", "decay", "--output", "x.svg"],
     ],

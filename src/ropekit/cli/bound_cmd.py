@@ -16,7 +16,9 @@ SHOWN_ISLANDS = 5
 
 
 def bound_command(
-    context: str = typer.Option(..., help="Context length L: 4096, 128k, 1M (k = 1024; at most 1M)."),
+    target_length: str = typer.Option(
+        ..., "--target-length", help="Context length L the base must serve: 4096, 128k, 1M (k = 1024; at most 1M)."
+    ),
     rotary_dim: int = typer.Option(128, "--rotary-dim", help=f"Rotary dimension d (even, at most {MAX_ROTARY_DIM})."),
     robust: bool | None = typer.Option(
         None,
@@ -37,10 +39,10 @@ def bound_command(
 
     A base b is feasible for L when B_m(b) = Σ_i cos(m·b^(−2i/d)) >= 0 for every integer m < L. Every m is checked.
     """
-    length = parse_length(context, "--context", minimum=2, maximum=MAX_CONTEXT)
+    length = parse_length(target_length, "--target-length", minimum=2, maximum=MAX_CONTEXT)
     dim = rotary_dim
     check_range("--rotary-dim", dim, minimum=2, maximum=MAX_ROTARY_DIM)
-    check_bound_work(length, dim, "--context", "--rotary-dim")
+    check_bound_work(length, dim, "--target-length", "--rotary-dim")
     if with_islands and robust is False:
         raise fail("--islands walks the islands below the robust bound (B); it cannot go with --no-robust")
     start = time.perf_counter()
@@ -85,7 +87,7 @@ def _bounds(length: int, dim: int, robust: bool | None, with_islands: bool) -> t
 
     by_default = _costs.robust_by_default(length, dim)
     with_robust = robust if robust is not None else with_islands or by_default
-    with option_errors(rotary_dim="--rotary-dim", context_length="--context"):
+    with option_errors(rotary_dim="--rotary-dim", context_length="--target-length"):
         if with_robust and (by_default or with_islands):
             bound = base_bound(length, dim)
             return bound.smallest_base, bound.robust_base, bound.islands, bound.certified

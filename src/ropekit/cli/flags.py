@@ -2,7 +2,7 @@
 
 The library raises :class:`ropekit.errors.InvalidArgument` (and its :class:`~ropekit.errors.UnknownParameters`)
 carrying the argument; the CLI names the option from :data:`FLAGS` (or, for a command whose options differ, e.g.
-``bound``'s ``--context``, from the command's own table), never from the message text.
+``bound``'s ``context_length``, from the command's own table), never from the message text.
 """
 
 from __future__ import annotations
