@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ropekit.errors import InvalidArgument
-from ropekit.integrations.gguf.header import GGUFHeader, SkippedArray
+from ropekit.integrations.gguf.header import GGUFHeader, SkippedArray, SkippedString
 
 #: keys llama.cpp reads that gguf-py's ``Keys`` lacks (``LLM_KV_ROPE_SCALE_LINEAR`` in llama.cpp's ``llama-arch.cpp``)
 LOCAL_KEYS = {"rope.scale_linear": "{arch}.rope.scale_linear"}
@@ -38,8 +38,13 @@ def arch_key(template: str, arch: str) -> str:
 
 
 def _refuse(header: GGUFHeader, key: str, value: Any, allowed: str) -> InvalidArgument:
-    shown = f"an array of {value.count:,} items" if isinstance(value, SkippedArray) else repr(value)
-    if len(shown) > 80:
+    if isinstance(value, SkippedArray):
+        shown = f"an array of {value.count:,} items"
+    elif isinstance(value, SkippedString):
+        shown = f"a string of {value.length:,} bytes (not decoded: beyond the header's budget)"
+    else:
+        shown = repr(value)
+    if len(shown) > 80 and not isinstance(value, SkippedString):
         shown = shown[:77] + "..."
     message = f"model {str(header.path)!r}: GGUF key {key!r} = {shown}: {allowed}"
     return InvalidArgument("model", str(header.path), message=message)
