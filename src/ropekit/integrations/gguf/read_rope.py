@@ -21,6 +21,7 @@ from ropekit.integrations.gguf.fields import (
     MAX_HEAD_DIM,
     MAX_LENGTH,
     arch_key,
+    context_length_of,
     float_value,
     int_value,
     keys,
@@ -146,7 +147,7 @@ def _file_rope(header: GGUFHeader) -> FileRope:
     arch = architecture_of(header)
     rope_key = {name: arch_key(value, arch) for name, value in vars(k.Rope).items() if name.isupper()}
     rope_key["SCALE_LINEAR"] = arch_key(LOCAL_KEYS["rope.scale_linear"], arch)
-    context = int_value(header, arch_key(k.LLM.CONTEXT_LENGTH, arch), 0, high=MAX_LENGTH)
+    context = context_length_of(header, arch_key(k.LLM.CONTEXT_LENGTH, arch), 0)
     n_rot = int_value(header, rope_key["DIMENSION_COUNT"], low=2, high=MAX_HEAD_DIM)
     n_rot = head_dim_of(header, arch) if n_rot is None else n_rot
     if not n_rot or n_rot % 2:
@@ -169,7 +170,7 @@ def _file_rope(header: GGUFHeader) -> FileRope:
             float_value(header, rope_key["SCALING_YARN_BETA_FAST"], 32.0),
             float_value(header, rope_key["SCALING_YARN_BETA_SLOW"], 1.0),
         )
-    original = int_value(header, rope_key["SCALING_ORIG_CTX_LEN"], 0, high=MAX_LENGTH)
+    original = context_length_of(header, rope_key["SCALING_ORIG_CTX_LEN"], 0)
     rope = LlamaCppRope(
         n_rot=n_rot,
         freq_base=float_value(header, rope_key["FREQ_BASE"], 10000.0),

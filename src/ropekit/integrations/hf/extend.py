@@ -16,7 +16,7 @@ from typing import Any
 
 from ropekit.integrations.hf.load import load_model, transformers_config
 from ropekit.integrations.hf.model_config import extended_config, first_scaled_type, original_length_of, rope_of
-from ropekit.integrations.hf.native_rope import default_target
+from ropekit.integrations.hf.native_rope import extended_length
 from ropekit.scaling.registry import ScalingConfig
 
 #: files that are the old model's weights or config; everything else in the folder is copied as is.
@@ -119,7 +119,7 @@ def extend(
     if source.suffix != ".gguf":
         check_weights(source)
     original = int(original_length) if original_length else original_length_of(config, rope)
-    target = default_target(scaling, original) if target_length is None else int(target_length)
+    target = extended_length(scaling, original, target_length)
     if target < original:
         raise ValueError(f"target_length must be >= the original length {original}, got {target}")
     check_not_shorter(config, rope, scaling, original, target)
