@@ -29,9 +29,11 @@ $(DEV): $(CORE)
 # llama.cpp, the oracle of the llamacpp tests and the llama.cpp server of the --engine openai tests: built from source
 # for an explicit instruction set (x86-64-v3, never -march=native: tools/build_llama_cpp.py says why), about 5 minutes
 # on 2 quiet cores, the wheel then kept under that set's name; if it cannot build within 45 minutes, setup goes on and
-# the llamacpp tests are skipped. Then MLX-LM on CPU and lm-eval.
+# the llamacpp tests are skipped. Then llama.cpp's converter (its Python files, for the GGUF conversion tests), MLX-LM
+# on CPU and lm-eval.
 $(ENGINES): $(DEV)
 	timeout 2700 $(BIN)/python tools/build_llama_cpp.py --isa portable --extra server || echo "warning: llama-cpp-python did not build; llamacpp tests skipped"
+	$(BIN)/python tools/fetch_llama_cpp_converter.py || echo "warning: llama.cpp's converter was not fetched; the GGUF conversion tests are skipped"
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[mlx]" || echo "warning: mlx-lm did not install; MLX-LM engine tests skipped"
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[lmeval]" || echo "warning: lm-eval did not install; lm-eval tests skipped"
 	touch $(ENGINES)

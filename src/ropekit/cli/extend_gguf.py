@@ -10,7 +10,14 @@ import typer
 from ropekit.cli.common import error_message, fail, print_json
 
 #: the arguments the GGUF writer's messages name, as this command's options
-_NAMES = {"model": "--model", "out": "--out", "force": "--force", "fixed_seq_len": "--fixed-seq-len"}
+_NAMES = {
+    "model": "--model",
+    "out": "--out",
+    "force": "--force",
+    "fixed_seq_len": "--fixed-seq-len",
+    "factor": "--factor",
+    "target_length": "--target-length",
+}
 
 #: output kinds of ``extend --format``
 FORMATS = ("folder", "gguf")

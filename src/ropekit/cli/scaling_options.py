@@ -183,6 +183,16 @@ def _model_rope(model: Path, layer_types: tuple[str, ...] | None, original_lengt
     from ropekit.integrations.hf.load import load_config
     from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
 
+    if model.suffix.lower() == ".gguf":  # llama.cpp's RoPE from the header, for any architecture llama.cpp runs
+        from ropekit.integrations.gguf.read_rope import gguf_model_rope
+
+        try:
+            rope, original = gguf_model_rope(model)
+        except (FileNotFoundError, ValueError) as error:
+            raise fail(model_error(error, model)) from None
+        if original_length:
+            original = parse_length(original_length, "--original-length")
+        return rope, original
     try:
         config = load_config(model)
         rope_of(config)  # refuses a model without RoPE

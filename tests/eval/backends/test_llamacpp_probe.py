@@ -63,3 +63,36 @@ def test_the_test_run_skips_llamacpp_tests_with_the_reason(crashing_llama, tmp_p
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 skipped" in done.stdout and "SIGILL" in done.stdout
+
+
+def test_a_file_replaced_with_the_same_size_and_time_is_probed_again(tmp_path, monkeypatch):
+    """``cp -p`` over a file that ran: same path, size and modification time, another header. The stand-in
+    ``llama_cpp`` refuses a file named "bad..." in its header, as llama.cpp refuses one it cannot load (the oracle)."""
+    package = tmp_path / "stub" / "llama_cpp"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "class Llama:\n"
+        "    def __init__(self, path, **options):\n"
+        "        if b'bad' in open(path, 'rb').read(4096):\n"
+        "            raise ValueError('stand-in: cannot load this file')\n"
+        "    def n_vocab(self):\n"
+        "        return 16\n"
+        "    def eval(self, ids):\n"
+        "        pass\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]))
+    good = write_source(tmp_path / "good.gguf", metadata={"note": "good"})
+    bad = write_source(tmp_path / "bad.gguf", metadata={"note": "bad!"})
+    assert good.stat().st_size == bad.stat().st_size
+    path = tmp_path / "model.gguf"
+    path.write_bytes(good.read_bytes())
+    try:
+        assert llamacpp_probe.probe(path) is None
+        stat = path.stat()
+        path.write_bytes(bad.read_bytes())  # the replacement, with the first file's time (as cp -p keeps it)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+        why = llamacpp_probe.probe(path)
+        assert why is not None and "stand-in: cannot load this file" in why
+    finally:
+        llamacpp_probe._probe.cache_clear()

@@ -9,6 +9,7 @@ address-space limit and a timeout, so a regression fails the test instead of han
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.gguf_bytes import STRING, UINT8, gguf_bytes, llama_keys, raw_array, text, u32, write
+from helpers.gguf_bytes import ARRAY, STRING, UINT8, f32, gguf_bytes, llama_keys, raw_array, text, u32, write
 from helpers.gguf_files import write_source
 from ropekit.errors import InvalidArgument
 from ropekit.integrations.gguf.file import check_gguf
@@ -210,3 +211,86 @@ def test_the_tensor_and_key_names_spelled_here_are_gguf_pys() -> None:
     )
     spelled = {value for group in (gguf.Keys.LLM, gguf.Keys.Rope) for value in vars(group).values()}
     assert not set(LOCAL_KEYS.values()) & spelled  # gguf-py does not name them (else use its name)
+
+
+def test_a_key_or_tensor_given_twice_is_refused_by_name(tmp_path: Path) -> None:
+    """llama.cpp refuses a file that names a key twice; ropekit read the second value (bytes: the key's oracle)."""
+    twice = {**llama_keys(), b"llama.rope.freq_base": f32(500000.0)}  # str and bytes: the same name, two entries
+    path = write(tmp_path / "twice.gguf", gguf_bytes(twice))
+    with pytest.raises(InvalidArgument, match=r"key 'llama.rope.freq_base' is given twice"):
+        check_gguf(path)
+    content = gguf_bytes(llama_keys(), {"t.weight": ((8,), b"\0" * 32)})
+    at = content.index(b"t.weight")  # a second tensor entry: the first one's bytes again, at offset 32
+    entry = content[at - 8 : at + 8 + 4 + 8 + 4 + 8]
+    doubled = content[: at - 8] + entry + entry[:-8] + struct.pack("<Q", 32) + content[at + 32 :]
+    doubled = doubled.replace(struct.pack("<QQ", 1, len(llama_keys())), struct.pack("<QQ", 2, len(llama_keys())), 1)
+    path = write(tmp_path / "tensor.gguf", doubled + b"\0" * 32)
+    with pytest.raises(InvalidArgument, match=r"tensor 't.weight' is given twice"):
+        check_gguf(path)
+
+
+def test_extend_refuses_a_duplicated_key_in_one_line(tmp_path: Path) -> None:
+    from helpers.cli import assert_error, run
+
+    path = write(tmp_path / "twice.gguf", gguf_bytes({**llama_keys(), b"llama.rope.freq_base": f32(500000.0)}))
+    result = run("extend", "--model", path, "--scaling", "linear", "--factor", "2", "--out", tmp_path / "out.gguf")
+    assert_error(result, "'llama.rope.freq_base' is given twice")
+    assert not (tmp_path / "out.gguf").exists()
+
+
+def test_a_big_endian_file_is_named_big_endian(tmp_path: Path) -> None:
+    content = gguf_bytes(llama_keys())
+    swapped = content[:4] + content[4:8][::-1] + content[8:]  # the version as a big-endian writer puts it
+    with pytest.raises(InvalidArgument, match=r"big-endian GGUF file \(version 3 byte-swapped\), which is not supp"):
+        check_gguf(write(tmp_path / "be.gguf", swapped))
+    with pytest.raises(InvalidArgument, match=r"GGUF version 7 is not supported"):
+        check_gguf(write(tmp_path / "v7.gguf", content[:4] + struct.pack("<I", 7) + content[8:]))
+
+
+def _nested(count: int, inner: int, item: int = UINT8) -> tuple[int, bytes]:
+    """An array of ``count`` arrays, each of ``inner`` one-byte items (or ``inner`` empty strings)."""
+    one = struct.pack("<IQ", item, inner) + (b"\1" * inner if item == UINT8 else struct.pack("<Q", 0) * inner)
+    return raw_array(ARRAY, count, one * count)
+
+
+def test_nested_arrays_cost_memory_by_the_budget_not_by_their_items(tmp_path: Path) -> None:
+    """16 MB of arrays of 1,000-item arrays (16 million items) and 100,000 strings, then the RoPE keys: read, the RoPE keys right, with a
+    peak of Python memory (tracemalloc) far below the items' count (a decoded item costs >= 8 bytes: 128 MB)."""
+    import tracemalloc
+
+    from ropekit.integrations.gguf.read_rope import read_file_rope
+
+    hostile = {f"junk.{i}": _nested(1000, 1000) for i in range(16)}
+    hostile["junk.strings"] = _nested(100, 1000, STRING)
+    path = write(tmp_path / "nested.gguf", gguf_bytes({**hostile, **llama_keys(rope__freq_base=f32(123456.0))}))
+    assert path.stat().st_size > 16_000_000
+    check_gguf(write(tmp_path / "small.gguf", gguf_bytes(llama_keys())))  # gguf's imports, before measuring
+    tracemalloc.start()
+    try:
+        header = check_gguf(path)
+        rope = read_file_rope(path, reader=header)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert header.values["junk.0"] == SkippedArray(ARRAY, 1000)
+    assert rope.rope.freq_base == 123456.0 and rope.rope.n_rot == 64
+    assert peak < 1_000_000, peak  # what the RoPE keys need: kilobytes
+
+
+def test_the_walked_items_and_decoded_bytes_are_budgeted(tmp_path: Path, monkeypatch) -> None:
+    """Past the walking budget a file is refused by the key; past the decoding budget a string is kept undecoded and
+    a key ropekit reads from it is refused by name (oracle: the budgets set small here, and the bytes written)."""
+    from ropekit.integrations.gguf import header as module
+    from ropekit.integrations.gguf.read_rope import read_file_rope
+
+    monkeypatch.setattr(module, "MAX_WALKED_ITEMS", 5000)
+    path = write(tmp_path / "walk.gguf", gguf_bytes({**llama_keys(), "junk": _nested(10, 1000, STRING)}))
+    with pytest.raises(InvalidArgument, match=r"array 'junk' takes the strings and arrays held in arrays past 5,000"):
+        check_gguf(path)
+    monkeypatch.setattr(module, "MAX_DECODED_BYTES", 1000)
+    keys = llama_keys(**{"general.name": text("x" * 2000), "general.architecture": None})
+    keys["general.architecture"] = text("y" * 1200)
+    header = check_gguf(write(tmp_path / "long.gguf", gguf_bytes(keys)))
+    assert header.values["general.name"] == module.SkippedString(2000)
+    with pytest.raises(InvalidArgument, match=r"'general.architecture' = a string of 1,200 bytes \(not decoded"):
+        read_file_rope(header.path, reader=header)

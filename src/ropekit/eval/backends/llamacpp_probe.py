@@ -54,14 +54,36 @@ def installed_version() -> str | None:
 
 def probe(path: str | Path, *, timeout: float = TIMEOUT_S) -> str | None:
     """``None`` where llama.cpp loads ``path``, prefills 64 tokens and decodes one in a child process; else one
-    line naming why not. Remembered per file (path, size, modification time) for the life of this process."""
+    line naming why not. Remembered for the life of this process per file: its path, size, modification time and
+    the hash of its header (:func:`header_digest`), so a file replaced in place with the same size and time (``cp
+    -p``, ``rsync -a``, ``tar`` keep both) is probed again."""
     path = Path(path).resolve()
     stat = path.stat()
-    return _probe(str(path), stat.st_size, stat.st_mtime_ns, float(timeout))
+    return _probe(str(path), stat.st_size, stat.st_mtime_ns, header_digest(path), float(timeout))
+
+
+def header_digest(path: Path) -> str:
+    """The SHA-256 of the file's header (metadata and tensor table, up to where tensor data begins), read once its
+    every size is checked against the file (:func:`~ropekit.integrations.gguf.file.check_gguf`); a file that is not
+    a whole GGUF file gets the digest of its first mebibyte, and llama.cpp's own refusal in the probe."""
+    import hashlib
+
+    from ropekit.integrations.gguf.file import check_gguf
+
+    try:
+        end = check_gguf(path).data_start
+    except ValueError:
+        end = 1 << 20
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while end > 0 and (block := handle.read(min(end, 1 << 20))):
+            digest.update(block)
+            end -= len(block)
+    return digest.hexdigest()
 
 
 @functools.cache
-def _probe(path: str, _size: int, _mtime: int, timeout: float) -> str | None:
+def _probe(path: str, _size: int, _mtime: int, _header: str, timeout: float) -> str | None:
     name = Path(path).name
     try:
         done = subprocess.run(

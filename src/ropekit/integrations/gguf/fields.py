@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ropekit._costs import MAX_LENGTH as LONGEST_LENGTH
 from ropekit.errors import InvalidArgument
-from ropekit.integrations.gguf.header import GGUFHeader, SkippedArray
+from ropekit.integrations.gguf.header import GGUFHeader, SkippedArray, SkippedString
 
 #: keys llama.cpp reads that gguf-py's ``Keys`` lacks (``LLM_KV_ROPE_SCALE_LINEAR`` in llama.cpp's ``llama-arch.cpp``)
 LOCAL_KEYS = {"rope.scale_linear": "{arch}.rope.scale_linear"}
@@ -19,8 +20,11 @@ LOCAL_KEYS = {"rope.scale_linear": "{arch}.rope.scale_linear"}
 MAX_COUNT = 1 << 20
 #: the largest head size or rotary dim a key may hold (models use 64…256; MLA heads 576)
 MAX_HEAD_DIM = 4096
-#: the largest length (context, window) a key may hold: llama.cpp stores it as uint32
+#: the largest length (a window, a size) a key may hold: llama.cpp stores it as uint32
 MAX_LENGTH = (1 << 32) - 1
+#: the longest context a file may declare (``context_length``, ``rope.scaling.original_context_length``): ropekit's
+#: longest length (2^30 tokens), far above any model's and far below the uint32 values a damaged file holds
+MAX_CONTEXT_LENGTH = LONGEST_LENGTH
 
 
 def keys() -> Any:
@@ -38,8 +42,13 @@ def arch_key(template: str, arch: str) -> str:
 
 
 def _refuse(header: GGUFHeader, key: str, value: Any, allowed: str) -> InvalidArgument:
-    shown = f"an array of {value.count:,} items" if isinstance(value, SkippedArray) else repr(value)
-    if len(shown) > 80:
+    if isinstance(value, SkippedArray):
+        shown = f"an array of {value.count:,} items"
+    elif isinstance(value, SkippedString):
+        shown = f"a string of {value.length:,} bytes (not decoded: beyond the header's budget)"
+    else:
+        shown = repr(value)
+    if len(shown) > 80 and not isinstance(value, SkippedString):
         shown = shown[:77] + "..."
     message = f"model {str(header.path)!r}: GGUF key {key!r} = {shown}: {allowed}"
     return InvalidArgument("model", str(header.path), message=message)
@@ -92,3 +101,26 @@ def float_value(
         rule = "must be one finite number" + (" > 0" if positive else "") + (" (or 0: not set)" if zero else "")
         raise _refuse(header, key, value, rule)
     return number
+
+
+def context_length_of(header: GGUFHeader, key: str, default: int | None = None) -> int | None:
+    """A context length the file declares at ``key`` (``{arch}.context_length`` or
+    ``{arch}.rope.scaling.original_context_length``; ``default`` when absent), at most :data:`MAX_CONTEXT_LENGTH`:
+    the one reading both the RoPE and the config take, so a refusal names the file's key, never a flag.
+
+    Raises:
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``model``) not one integer, or longer than
+            any context ropekit handles.
+    """
+    value = header.values.get(key)
+    if value is None:
+        return default
+    if type(value) is int and value > MAX_CONTEXT_LENGTH:
+        raise _refuse(
+            header,
+            key,
+            value,
+            f"a context longer than {MAX_CONTEXT_LENGTH:,} tokens (ropekit's longest length) is not a model's; the "
+            "file is damaged or hostile",
+        )
+    return int_value(header, key, default, high=MAX_CONTEXT_LENGTH)

@@ -21,6 +21,7 @@ from ropekit.integrations.gguf.fields import (
     MAX_HEAD_DIM,
     MAX_LENGTH,
     arch_key,
+    context_length_of,
     float_value,
     int_value,
     keys,
@@ -146,7 +147,7 @@ def _file_rope(header: GGUFHeader) -> FileRope:
     arch = architecture_of(header)
     rope_key = {name: arch_key(value, arch) for name, value in vars(k.Rope).items() if name.isupper()}
     rope_key["SCALE_LINEAR"] = arch_key(LOCAL_KEYS["rope.scale_linear"], arch)
-    context = int_value(header, arch_key(k.LLM.CONTEXT_LENGTH, arch), 0, high=MAX_LENGTH)
+    context = context_length_of(header, arch_key(k.LLM.CONTEXT_LENGTH, arch), 0)
     n_rot = int_value(header, rope_key["DIMENSION_COUNT"], low=2, high=MAX_HEAD_DIM)
     n_rot = head_dim_of(header, arch) if n_rot is None else n_rot
     if not n_rot or n_rot % 2:
@@ -169,7 +170,7 @@ def _file_rope(header: GGUFHeader) -> FileRope:
             float_value(header, rope_key["SCALING_YARN_BETA_FAST"], 32.0),
             float_value(header, rope_key["SCALING_YARN_BETA_SLOW"], 1.0),
         )
-    original = int_value(header, rope_key["SCALING_ORIG_CTX_LEN"], 0, high=MAX_LENGTH)
+    original = context_length_of(header, rope_key["SCALING_ORIG_CTX_LEN"], 0)
     rope = LlamaCppRope(
         n_rot=n_rot,
         freq_base=float_value(header, rope_key["FREQ_BASE"], 10000.0),
@@ -221,26 +222,41 @@ def gguf_rope_parameters(path: str | Path, *, reader: GGUFHeader | None = None) 
     """transformers ``rope_parameters`` computing what llama.cpp computes for the GGUF file ``path`` (read from
     ``reader`` where given, as :func:`read_file_rope`).
 
-    ``None`` for plain RoPE (what transformers' loader already gives). Linear and YaRN without per-pair factors are
-    written as themselves; anything else (``rope_freqs``, an extra attention factor on linear) as ``longrope`` with
-    one factor list θ_i/θ'_i and an explicit attention factor, which means the same at every length.
+    ``None`` for plain RoPE (what transformers' loader already gives). Otherwise :func:`file_rope_config`'s form.
 
     Raises:
         ValueError: the file's RoPE uses inputs ropekit does not model, or is not a readable GGUF file.
     """
-    from ropekit.config import RopeConfig
     from ropekit.hf_format import to_hf_dict
-    from ropekit.scaling import LinearScaling, LongRopeScaling, YarnScaling
 
     file = read_file_rope(path, reader=reader)
+    if _is_plain(file.rope) and not file.unmodelled:
+        return None
+    return to_hf_dict(file_rope_config(file, path))
+
+
+def file_rope_config(file: FileRope, path: str | Path, head_dim: int | None = None) -> Any:
+    """The :class:`~ropekit.config.RopeConfig` computing what llama.cpp computes for ``file`` (the GGUF file
+    ``path``'s :func:`read_file_rope`), whatever its architecture: llama.cpp reads ``{arch}.rope.*`` the same way for
+    every one. Linear and YaRN without per-pair factors are themselves; anything else (``rope_freqs``, an extra
+    attention factor on linear) ``longrope`` with one factor list θ_i/θ'_i and an explicit attention factor, which
+    means the same at every length. ``head_dim``: the head size, when more dims than the rotary ones pass through.
+
+    Raises:
+        ValueError: the file's RoPE uses inputs ropekit does not model.
+    """
+    from ropekit.config import RopeConfig
+    from ropekit.scaling import LinearScaling, LongRopeScaling, YarnScaling
+
     if file.unmodelled:
         raise ValueError(
             f"{Path(path).name}: llama.cpp's RoPE for this file uses {', '.join(file.unmodelled)}, which ropekit does "
             "not model; refusing to evaluate a different model"
         )
     rope = file.rope
+    head = max(head_dim or rope.n_rot, rope.n_rot)
     if _is_plain(rope):
-        return None
+        return RopeConfig(head, base=rope.freq_base, rotary_dim=rope.n_rot)
     original = rope.original_context_length or file.context_length
     if rope.freq_factors is None and rope.scaling_type == "linear" and rope.attn_factor == 1.0:
         spec: Any = LinearScaling(factor=rope.factor)
@@ -265,7 +281,31 @@ def gguf_rope_parameters(path: str | Path, *, reader: GGUFHeader | None = None) 
             original_max_position_embeddings=original,
             attention_factor=theirs.attention_factor,
         )
-    return to_hf_dict(RopeConfig(rope.n_rot, base=rope.freq_base, scaling=spec))
+    return RopeConfig(head, base=rope.freq_base, rotary_dim=rope.n_rot, scaling=spec)
+
+
+def gguf_model_rope(path: str | Path) -> tuple[Any, int]:
+    """``(RopeConfig, original length)`` of the GGUF file ``path`` from its header alone, for any architecture: the
+    RoPE llama.cpp runs (:func:`file_rope_config`) and the length its scaling is relative to
+    (``rope.scaling.original_context_length``, else ``context_length``). What ``extend`` rewrites in a GGUF file needs
+    nothing else, so it needs no transformers support for the architecture.
+
+    Raises:
+        ValueError: not a readable GGUF file, a RoPE key out of range, RoPE inputs ropekit does not model, or no
+            context length (each an :class:`~ropekit.errors.InvalidArgument` about ``model`` naming the key).
+    """
+    header = open_gguf(path)
+    file = read_file_rope(path, reader=header)
+    original = file.rope.original_context_length
+    if not original:
+        key = arch_key(keys().LLM.CONTEXT_LENGTH, file.architecture)
+        message = f"model {str(path)!r}: GGUF key {key!r} is absent or 0: the file says no length to extend from"
+        raise InvalidArgument("model", str(path), message=message)
+    try:
+        rope = file_rope_config(file, path, head_dim_of(header, file.architecture))
+    except ValueError as error:
+        raise InvalidArgument("model", str(path), message=f"model {str(path)!r}: {error}") from None
+    return rope, int(original)
 
 
 def apply_gguf_rope(config: Any, path: str | Path, *, reader: GGUFHeader | None = None) -> Any:

@@ -190,7 +190,7 @@ def extend_gguf(
         ValueError: the method cannot be expressed in llama.cpp for this file (the message says why).
         FileExistsError: ``out`` exists and ``force`` is false.
     """
-    from ropekit.integrations.hf.native_rope import default_target
+    from ropekit.integrations.hf.native_rope import extended_length
 
     file = read_file_rope(model)
     form = gguf_form(file, scaling, layer_types=layer_types)
@@ -200,6 +200,6 @@ def extend_gguf(
         or file.rope.original_context_length
         or file.context_length
     )
-    target = default_target(scaling, original) if target_length is None else int(target_length)
+    target = extended_length(scaling, original, target_length)
     path = write_gguf(model, out, form, context_length=target, force=force)
     return GGUFResult(path, form, target, file.architecture)

@@ -22,7 +22,7 @@ from ropekit.integrations.hf.model_config import (
     rope_of,
     scaled_layer_types,
 )
-from ropekit.integrations.hf.native_rope import default_target
+from ropekit.integrations.hf.native_rope import extended_length
 from ropekit.integrations.hf.preservation import Request, check_preserved
 from ropekit.scaling.registry import ScalingConfig
 
@@ -132,7 +132,7 @@ def extend(
     if source.suffix != ".gguf":
         check_weights(source)
     original = int(original_length) if original_length else original_length_of(config, rope)
-    target = default_target(scaling, original) if target_length is None else int(target_length)
+    target = extended_length(scaling, original, target_length)
     if target < original:
         raise ValueError(f"target_length must be >= the original length {original}, got {target}")
     check_not_shorter(config, rope, scaling, original, target)

@@ -17,6 +17,7 @@ from ropekit.integrations.gguf.fields import (
     MAX_HEAD_DIM,
     MAX_LENGTH,
     arch_key,
+    context_length_of,
     float_value,
     int_value,
     keys,
@@ -83,8 +84,8 @@ def gguf_config(header: GGUFHeader) -> dict[str, Any] | None:
         "num_attention_heads": heads,
         "num_key_value_heads": int_value(header, arch_key(attention.HEAD_COUNT_KV, arch), heads, low=1),
         "head_dim": head_dim,
-        "max_position_embeddings": int_value(
-            header, arch_key(llm.CONTEXT_LENGTH, arch), defaults["max_position_embeddings"], high=MAX_LENGTH
+        "max_position_embeddings": context_length_of(
+            header, arch_key(llm.CONTEXT_LENGTH, arch), defaults["max_position_embeddings"]
         ),
         "rms_norm_eps": float_value(header, arch_key(attention.LAYERNORM_RMS_EPS, arch), defaults["rms_norm_eps"]),
         "rope_parameters": {

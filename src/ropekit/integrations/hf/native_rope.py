@@ -123,6 +123,30 @@ def default_target(scaling: ScalingConfig | None, original: int) -> int:
     return math.floor(original * factor + 0.5) if factor else original
 
 
+def extended_length(scaling: ScalingConfig | None, original: int, target_length: int | None) -> int:
+    """The context an extended model declares: ``target_length``, else :func:`default_target`; the one check both
+    ``extend`` writers (a folder's ``max_position_embeddings``, a GGUF file's ``context_length``) make.
+
+    Raises:
+        ValueError: (an :class:`~ropekit.errors.InvalidArgument` about ``target_length``, or ``factor`` where the
+            target is the default) longer than ropekit's longest length (:data:`ropekit._costs.MAX_LENGTH`).
+    """
+    from ropekit._costs import MAX_LENGTH
+    from ropekit.errors import InvalidArgument
+
+    target = default_target(scaling, original) if target_length is None else int(target_length)
+    if target > MAX_LENGTH:
+        if target_length is not None:
+            raise InvalidArgument("target_length", target, f"at most {MAX_LENGTH:,} tokens (ropekit's longest length)")
+        factor = scaling.stated_factor() if scaling is not None else None
+        message = (
+            f"factor {factor:g} on the original length {original:,} gives {target:,} tokens, longer than "
+            f"{MAX_LENGTH:,} (ropekit's longest length)"
+        )
+        raise InvalidArgument("factor", factor, message=message)
+    return target
+
+
 def older_transformers_note(rope: RopeConfig, written: dict[str, Any], max_position_embeddings: int) -> str | None:
     """Which transformers versions read a written ``yarn`` dict the same, when some do not; ``None`` otherwise.
 

@@ -1,0 +1,108 @@
+"""Tiny transformers models converted to GGUF by llama.cpp's own converter, for the tests and the evidence that
+compare llama.cpp with transformers on the same weights.
+
+The converter (``convert_hf_to_gguf.py`` with its ``conversion`` package and ``gguf-py``, from llama-cpp-python's
+source distribution) is kept by ``tools/fetch_llama_cpp_converter.py`` in ``$ROPEKIT_CACHE_DIR/llama.cpp-<version>``,
+or named by ``ROPEKIT_LLAMA_CPP_CONVERTER``; it runs as a child of this Python. A tiny model's tokenizer is 256 byte
+tokens and one merge, which the converter's pre-tokenizer table does not know: the child answers that lookup with
+``default`` (the tokenizer decides which ids a text becomes, never the logits of given ids, which is what is compared).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+#: seconds one conversion may take (a tiny model: about 5 s)
+CONVERT_SECONDS = 300
+
+_CHILD = """
+import sys
+from pathlib import Path
+root = Path(sys.argv[1]).parent
+sys.path[0:0] = [str(root), str(root / "gguf-py")]
+import conversion.base
+model = conversion.base.TextModel
+model.get_vocab_base_pre = lambda self, tokenizer: "default"
+sentencepiece = model._set_vocab_sentencepiece
+model._set_vocab_sentencepiece = lambda self, add_to_gguf=True: (
+    sentencepiece(self, add_to_gguf) if (self.dir_model / "tokenizer.model").is_file() else self._set_vocab_gpt2()
+)
+import runpy
+script, pairs = sys.argv[1], sys.argv[2:]
+for folder, out in zip(pairs[::2], pairs[1::2]):
+    sys.argv = [script, folder, "--outfile", out, "--outtype", "f32"]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except BaseException as error:
+        print(f"{out}: {type(error).__name__}: {error}"[:300], file=sys.stderr, flush=True)
+"""
+
+
+def converter() -> Path | None:
+    """llama.cpp's ``convert_hf_to_gguf.py`` for the installed llama-cpp-python, or ``None``."""
+    named = os.environ.get("ROPEKIT_LLAMA_CPP_CONVERTER")
+    if named:
+        return Path(named) if Path(named).is_file() else None
+    try:
+        version = importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    base = Path(os.environ.get("ROPEKIT_CACHE_DIR") or Path.home() / ".cache" / "ropekit")
+    path = base / f"llama.cpp-{version}" / "convert_hf_to_gguf.py"
+    return path if path.is_file() else None
+
+
+def missing() -> str | None:
+    """Why a conversion cannot run here (llama-cpp-python or its converter missing), or ``None``."""
+    try:
+        importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return "llama-cpp-python is not installed (make setup)"
+    if converter() is None:
+        return "llama.cpp's converter is not fetched: python tools/fetch_llama_cpp_converter.py"
+    return None
+
+
+def byte_tokenizer(folder: Path) -> None:
+    """Save a tokenizer of the 256 bytes (ids 0-255) and one merge (``Ġt``, id 256: llama.cpp refuses a BPE
+    vocabulary without merges) in ``folder``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {token: i for i, token in enumerate(alphabet)} | {"Ġt": len(alphabet)}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[("Ġ", "t")]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=alphabet[0]).save_pretrained(folder)
+
+
+def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
+    """Convert each transformers folder to its F32 GGUF file (``(folder, out)`` pairs), in one child process (the
+    converter's imports once); out → ``None``, or why it was not written (the converter's error line)."""
+    script = converter()
+    if script is None:
+        return {out: missing() for _, out in pairs}
+    args = [str(path) for pair in pairs for path in pair]
+    env = {**os.environ, "PYTHONPATH": ""}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(script), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
+        )
+        errors = done.stderr
+    except subprocess.TimeoutExpired as error:
+        errors = (error.stderr or b"").decode(errors="replace") + f"\nthe converter took over {timeout:.0f} s"
+    result = {}
+    for _, out in pairs:
+        said = [line for line in errors.splitlines() if line.startswith(f"{out}: ")]
+        result[out] = None if out.is_file() and not said else (said[-1][len(str(out)) + 2 :] if said else "not written")
+    return result
