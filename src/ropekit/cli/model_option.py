@@ -102,7 +102,10 @@ def model_defaults(
 def _tiny_config(model: Path) -> dict[str, Any] | None:
     """The transformers-style config of the bundled tiny model (``tiny``) or a tiny checkpoint folder, as
     ``search`` and ``eval`` accept them; ``None`` for any other ``--model``."""
-    from ropekit.eval.model_support import is_tiny_checkpoint
+    from ropekit._bundled import is_tiny_checkpoint
+
+    if not is_tiny_checkpoint(model):
+        return None  # torch is not imported for a config or a GGUF file
     from ropekit.model.checkpoint import hf_style_config
 
-    return hf_style_config(str(model)) if is_tiny_checkpoint(model) else None
+    return hf_style_config(str(model))

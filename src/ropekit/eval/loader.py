@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ropekit._bundled import is_tiny_checkpoint
 from ropekit.errors import MissingFile
-from ropekit.eval.model_support import is_tiny_checkpoint, torch_dtype
+from ropekit.eval.model_support import torch_dtype
 from ropekit.eval.protocol import EvalModel
 
 if TYPE_CHECKING:

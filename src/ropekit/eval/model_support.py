@@ -4,7 +4,6 @@ transformers tokenizer's ids and stop tokens, and a transformers model's descrip
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -47,23 +46,6 @@ def guarded_logits(forward: Callable[[torch.Tensor], torch.Tensor], ids: torch.T
                 f"{n('device_map', 'auto')}"
             ),
         ) from error
-
-
-def is_tiny_checkpoint(spec: str | Path) -> bool:
-    """Whether ``spec`` names the bundled tiny model (``"tiny"``) or a tiny checkpoint folder (``model.safetensors``
-    beside a ``config.json`` holding a ``model`` entry), which :func:`~ropekit.eval.loader.load_eval_model` loads as
-    :class:`~ropekit.eval.models.TinyEvalModel`."""
-    import json
-
-    path = Path(spec)
-    if str(spec) == "tiny":
-        return True
-    if not ((path / "model.safetensors").is_file() and (path / "config.json").is_file()):
-        return False
-    try:
-        return "model" in json.loads((path / "config.json").read_text())
-    except (OSError, ValueError, TypeError):
-        return False
 
 
 def torch_dtype(name: str) -> torch.dtype | None:

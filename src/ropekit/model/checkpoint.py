@@ -8,9 +8,8 @@ from pathlib import Path
 
 import torch
 
+from ropekit._bundled import BUNDLED
 from ropekit.model.tiny import TinyConfig, TinyLM
-
-BUNDLED = {"tiny": "data/tiny"}
 
 
 def resolve(name_or_path: str | Path) -> Path:

@@ -33,7 +33,7 @@ LaunchLines = Callable[[dict[str, Any], int, Path, str], dict[str, Any]]
 
 def writes_model(model: str | Path) -> bool:
     """Whether a search of ``model`` writes the model too (a transformers folder or a GGUF file, not a tiny one)."""
-    from ropekit.eval.model_support import is_tiny_checkpoint
+    from ropekit._bundled import is_tiny_checkpoint
 
     return not is_tiny_checkpoint(model)
 
