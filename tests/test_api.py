@@ -109,3 +109,34 @@ def test_bad_arguments_are_one_line_errors_naming_them(call, message):
     with pytest.raises(ValueError, match=message) as caught:
         call(llama({"rope_type": "default", "rope_theta": 10000.0}, 32))
     assert "\n" not in str(caught.value)
+
+
+def test_one_name_or_length_is_that_one_not_its_characters():
+    """``tasks="niah_single_1"``, ``methods="none"``, ``lengths=256``: the same rows as the one-item lists."""
+    one = ropekit.evaluate("tiny", tasks="niah_single_1", lengths=256, methods="none", samples=1)
+    listed = ropekit.evaluate("tiny", tasks=["niah_single_1"], lengths=[256], methods=["none"], samples=1)
+    assert one.to_dict()["rows"] == listed.to_dict()["rows"] and len(one.rows) == 1
+
+
+@pytest.mark.parametrize(("argument", "value"), [("lengths", []), ("multiples", ()), ("tasks", []), ("methods", [])])
+def test_an_empty_list_is_refused_by_name(argument, value):
+    from ropekit.errors import InvalidArgument
+
+    with pytest.raises(ValueError) as caught:
+        ropekit.evaluate("tiny", **{argument: value})
+    assert "\n" not in str(caught.value) and str(caught.value).startswith(argument)
+    if argument in ("lengths", "multiples"):
+        assert isinstance(caught.value, InvalidArgument) and caught.value.argument == argument
+
+
+def test_evaluate_passes_the_searched_methods_factors_as_eval_tasks_does(tmp_path):
+    """``methods=["searched"], params={"factors": ...}``: the rows ``eval tasks --param factors=`` prints."""
+    search = {"original_length": 256, "factor": 2.0, "long_factor": [1.0 + i / 16 for i in range(16)]}
+    (tmp_path / "search.json").write_text(json.dumps({**search, "short_factor": [1.0] * 16}))
+    result = ropekit.evaluate(
+        "tiny", tasks="niah_single_1", lengths=[512], methods=["searched"], samples=1, params={"factors": tmp_path}
+    )
+    args = ["eval", "tasks", "--model", "tiny", "--tasks", "niah_single_1", "--lengths", "512", "--samples", "1"]
+    ran = CliRunner().invoke(app, [*args, "--methods", "searched", "--param", f"factors={tmp_path}", "--json"])
+    assert ran.exit_code == 0, ran.output
+    assert result.to_dict()["rows"] == json.loads(ran.stdout)["rows"] and result.rows[0]["method"] == "searched"

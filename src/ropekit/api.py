@@ -46,6 +46,11 @@ def _scaling(
     )
 
 
+def _several(value: Any, kind: Any) -> tuple[Any, ...]:
+    """``value`` as a tuple: one ``kind`` (a name, a length) is a tuple of one, never iterated into characters."""
+    return (value,) if isinstance(value, kind) else tuple(value)
+
+
 def patch(
     model: Any,
     method: str,
@@ -171,6 +176,7 @@ def evaluate(
     samples: int | None = None,
     seed: int = 0,
     text: str | Path | None = None,
+    params: dict[str, Any] | None = None,
 ) -> TaskResult:
     """The RULER-style tasks of ``model`` per method and length, with the effective length: what ``ropekit eval
     tasks`` prints (its tables from the result's rows and ``summary()``, its ``--json`` from ``to_dict()``).
@@ -178,15 +184,18 @@ def evaluate(
     Args:
         model: ``"tiny"`` (the bundled model), a transformers folder, a ``.gguf`` file, or an evaluation model
             already loaded (:func:`ropekit.eval.models.load_eval_model`).
-        tasks: task names (default: every task).
-        lengths: lengths in tokens (default: ``multiples`` of the training length).
-        methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``; default: the
-            command's default list).
+        tasks: task names, or one name as a string (default: every task).
+        lengths: lengths in tokens, or one length (default: ``multiples`` of the training length; an empty list is
+            refused).
+        methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``), or one
+            method as a string (default: the command's default list).
         multiples: lengths as multiples of the training length, when ``lengths`` is not given (default: the
             command's).
         samples: samples per (length, task) (default: the command's).
         seed: the seed of the samples.
         text: the haystack text, a file or folder (default: the shipped held-out text).
+        params: as ``--param``: the attention methods' parameters (``{"group": 4}``) and the ``searched`` method's
+            ``{"factors": "DIR/search.json"}`` (the output of ``ropekit search``).
 
     Returns:
         A :class:`~ropekit.eval.tasks.run.TaskResult`: ``rows`` (one per method × length × task, with its Wilson
@@ -214,14 +223,15 @@ def evaluate(
     from ropekit.synthetic.suite import TASKS
 
     chosen = {
-        "methods": tuple(default_methods() if methods is None else methods),
-        "tasks": tuple(TASKS if tasks is None else tasks),
-        "lengths": None if lengths is None else tuple(lengths),
+        "methods": _several(default_methods() if methods is None else methods, str),
+        "tasks": _several(TASKS if tasks is None else tasks, str),
+        "lengths": None if lengths is None else _several(lengths, int),
         "samples": SAMPLES if samples is None else samples,
         "seed": seed,
+        "params": dict(params or {}),
     }
     if multiples is not None:
-        chosen["multiples"] = tuple(multiples)
+        chosen["multiples"] = _several(multiples, int | float)
     settings = TaskSettings(**chosen)  # checked before the model loads
     loaded = load_eval_model(model) if isinstance(model, str | Path) else model
     tokens = tokenize(read_text(Path(text)) if text is not None else shipped_text(), loaded.encode, loaded.separator)
