@@ -105,10 +105,13 @@ def extend(
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
         FileNotFoundError: no model at ``model``, or no parent folder for ``out``.
         ValueError: ``out`` overlaps ``model``; not a RoPE model, a folder without weights, a target not above
-            the original length or below the model's current one, or a method transformers cannot express or the
-            model's config class would not load (checked on the staged folder before anything is published).
+            the original length or below the model's current one, a ``dual_chunk_attention_config`` in
+            ``extra_config`` beside a scaling (vLLM and SGLang would run plain RoPE), or a method transformers cannot
+            express or the model's config class would not load (checked on the staged folder before anything is
+            published).
     """
     from ropekit._output import check_output, staged_output
+    from ropekit.integrations.hf.dual_chunk_config import refuse_beside_a_scaling
     from ropekit.integrations.hf.input_checks import check_not_shorter, check_weights
 
     source = Path(model)
@@ -125,6 +128,7 @@ def extend(
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     new_config.update(extra_config or {})
+    refuse_beside_a_scaling(new_config)
     notes = [note for note in notes if not (extra_config and note.startswith(tuple(extra_config)))]
     with staged_output(out, force=force) as staged:
         if source.suffix == ".gguf":
