@@ -140,3 +140,37 @@ def test_evaluate_passes_the_searched_methods_factors_as_eval_tasks_does(tmp_pat
     ran = CliRunner().invoke(app, [*args, "--methods", "searched", "--param", f"factors={tmp_path}", "--json"])
     assert ran.exit_code == 0, ran.output
     assert result.to_dict()["rows"] == json.loads(ran.stdout)["rows"] and result.rows[0]["method"] == "searched"
+
+
+def test_extend_with_a_target_length_writes_what_the_command_writes(tmp_path):
+    """``ropekit.extend(m, "yarn", target_length=128)`` derives s = 128 / 32 = 4 as ``extend --target-length``
+    does: the same config.json, byte for byte as JSON, and the same as ``factor=4``."""
+    llama({"rope_type": "default", "rope_theta": 10000.0}, 32).save_pretrained(tmp_path / "model")
+    result = ropekit.extend(tmp_path / "model", "yarn", target_length=128, out=tmp_path / "api")
+    command = ["extend", "--model", str(tmp_path / "model"), "--scaling", "yarn", "--target-length", "128"]
+    ran = CliRunner().invoke(app, [*command, "--out", str(tmp_path / "cli")])
+    assert ran.exit_code == 0, ran.output
+    written = json.loads((tmp_path / "api" / "config.json").read_text())
+    assert written == json.loads((tmp_path / "cli" / "config.json").read_text()) == result.config
+    by_factor = ropekit.extend(tmp_path / "model", "yarn", factor=4, out=tmp_path / "factor").config
+    assert written == by_factor and written["rope_parameters"]["factor"] == 4.0
+
+
+def test_a_factor_and_a_target_length_that_disagree_are_refused_in_both_naming_the_factor(tmp_path):
+    from ropekit.errors import InvalidArgument
+    from ropekit.integrations.resolve import resolve_scaling
+
+    llama({"rope_type": "default", "rope_theta": 10000.0}, 32).save_pretrained(tmp_path / "model")
+    with pytest.raises(InvalidArgument) as caught:
+        ropekit.extend(tmp_path / "model", "yarn", factor=2, target_length=128, out=tmp_path / "api")
+    assert caught.value.argument == "factor" and not (tmp_path / "api").exists()
+    assert str(caught.value).startswith("factor=2 and target_length=128 disagree: factor is relative to the original")
+    command = ["extend", "--model", str(tmp_path / "model"), "--scaling", "yarn", "--factor", "2"]
+    ran = CliRunner().invoke(app, [*command, "--target-length", "128", "--out", str(tmp_path / "cli")])
+    assert ran.exit_code == 2 and not (tmp_path / "cli").exists()
+    assert ran.stderr.strip() == "error: " + caught.value.describe(
+        lambda name, *v: f"--{name.replace('_', '-')}" + (f" {v[0]}" if v else "")
+    )
+    with pytest.raises(InvalidArgument) as again:  # the function under both, called directly
+        resolve_scaling("yarn", rope=ropekit.RopeConfig(head_dim=16), original_length=32, factor=2, target_length=128)
+    assert again.value.argument == "factor"
