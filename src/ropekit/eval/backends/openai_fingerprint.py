@@ -41,7 +41,8 @@ SHORTEST = 64
 #: batch-invariant: the same request batched with other traffic accumulates in another order, which can move a
 #: logit by one bfloat16 step (2^-4 = 0.0625 for logits in [8, 16), 0.125 in [16, 32)), and the greedy token's
 #: log-probability by up to that much. 0.25 is two such steps; a RoPE changed past L0 moves the continuation by
-#: more, or changes its tokens (docs/eval_engines.md gives SmolLM2's numbers).
+#: more, or changes its tokens (SmolLM2 served with ``--rope_freq_scale 0.125`` continues the prompt with another
+#: text: tests/eval/backends/test_openai_server.py).
 TOLERANCE = 0.25
 
 
