@@ -109,3 +109,68 @@ def test_bad_arguments_are_one_line_errors_naming_them(call, message):
     with pytest.raises(ValueError, match=message) as caught:
         call(llama({"rope_type": "default", "rope_theta": 10000.0}, 32))
     assert "\n" not in str(caught.value)
+
+
+def test_one_name_or_length_is_that_one_not_its_characters():
+    """``tasks="niah_single_1"``, ``methods="none"``, ``lengths=256``: the same rows as the one-item lists."""
+    one = ropekit.evaluate("tiny", tasks="niah_single_1", lengths=256, methods="none", samples=1)
+    listed = ropekit.evaluate("tiny", tasks=["niah_single_1"], lengths=[256], methods=["none"], samples=1)
+    assert one.to_dict()["rows"] == listed.to_dict()["rows"] and len(one.rows) == 1
+
+
+@pytest.mark.parametrize(("argument", "value"), [("lengths", []), ("multiples", ()), ("tasks", []), ("methods", [])])
+def test_an_empty_list_is_refused_by_name(argument, value):
+    from ropekit.errors import InvalidArgument
+
+    with pytest.raises(ValueError) as caught:
+        ropekit.evaluate("tiny", **{argument: value})
+    assert "\n" not in str(caught.value) and str(caught.value).startswith(argument)
+    if argument in ("lengths", "multiples"):
+        assert isinstance(caught.value, InvalidArgument) and caught.value.argument == argument
+
+
+def test_evaluate_passes_the_searched_methods_factors_as_eval_tasks_does(tmp_path):
+    """``methods=["searched"], params={"factors": ...}``: the rows ``eval tasks --param factors=`` prints."""
+    search = {"original_length": 256, "factor": 2.0, "long_factor": [1.0 + i / 16 for i in range(16)]}
+    (tmp_path / "search.json").write_text(json.dumps({**search, "short_factor": [1.0] * 16}))
+    result = ropekit.evaluate(
+        "tiny", tasks="niah_single_1", lengths=[512], methods=["searched"], samples=1, params={"factors": tmp_path}
+    )
+    args = ["eval", "tasks", "--model", "tiny", "--tasks", "niah_single_1", "--lengths", "512", "--samples", "1"]
+    ran = CliRunner().invoke(app, [*args, "--methods", "searched", "--param", f"factors={tmp_path}", "--json"])
+    assert ran.exit_code == 0, ran.output
+    assert result.to_dict()["rows"] == json.loads(ran.stdout)["rows"] and result.rows[0]["method"] == "searched"
+
+
+def test_extend_with_a_target_length_writes_what_the_command_writes(tmp_path):
+    """``ropekit.extend(m, "yarn", target_length=128)`` derives s = 128 / 32 = 4 as ``extend --target-length``
+    does: the same config.json, byte for byte as JSON, and the same as ``factor=4``."""
+    llama({"rope_type": "default", "rope_theta": 10000.0}, 32).save_pretrained(tmp_path / "model")
+    result = ropekit.extend(tmp_path / "model", "yarn", target_length=128, out=tmp_path / "api")
+    command = ["extend", "--model", str(tmp_path / "model"), "--scaling", "yarn", "--target-length", "128"]
+    ran = CliRunner().invoke(app, [*command, "--out", str(tmp_path / "cli")])
+    assert ran.exit_code == 0, ran.output
+    written = json.loads((tmp_path / "api" / "config.json").read_text())
+    assert written == json.loads((tmp_path / "cli" / "config.json").read_text()) == result.config
+    by_factor = ropekit.extend(tmp_path / "model", "yarn", factor=4, out=tmp_path / "factor").config
+    assert written == by_factor and written["rope_parameters"]["factor"] == 4.0
+
+
+def test_a_factor_and_a_target_length_that_disagree_are_refused_in_both_naming_the_factor(tmp_path):
+    from ropekit.errors import InvalidArgument
+    from ropekit.integrations.resolve import resolve_scaling
+
+    llama({"rope_type": "default", "rope_theta": 10000.0}, 32).save_pretrained(tmp_path / "model")
+    with pytest.raises(InvalidArgument) as caught:
+        ropekit.extend(tmp_path / "model", "yarn", factor=2, target_length=128, out=tmp_path / "api")
+    assert caught.value.argument == "factor" and not (tmp_path / "api").exists()
+    assert str(caught.value).startswith("factor=2 and target_length=128 disagree: factor is relative to the original")
+    command = ["extend", "--model", str(tmp_path / "model"), "--scaling", "yarn", "--factor", "2"]
+    ran = CliRunner().invoke(app, [*command, "--target-length", "128", "--out", str(tmp_path / "cli")])
+    assert ran.exit_code == 2 and not (tmp_path / "cli").exists()
+    assert ran.stderr.strip() == "error: " + caught.value.describe(
+        lambda name, *v: f"--{name.replace('_', '-')}" + (f" {v[0]}" if v else "")
+    )
+    with pytest.raises(InvalidArgument) as again:  # the function under both, called directly
+        resolve_scaling("yarn", rope=ropekit.RopeConfig(head_dim=16), original_length=32, factor=2, target_length=128)
+    assert again.value.argument == "factor"

@@ -12,7 +12,9 @@ notebook does most, over the functions the commands run.
   ``ropekit search`` runs), returning what it writes to ``search.json``.
 
 A method is named as on the command line (``"yarn"``, ``"linear"``, ``"none"``, ``"self_extend"``), and its
-parameters are keywords; ``factor`` is relative to the model's original (pre-training) length, as ``--factor`` is.
+parameters are keywords; ``factor`` is relative to the model's original (pre-training) length, as ``--factor`` is,
+and a scaling is resolved from them by the function the commands use
+(:func:`~ropekit.integrations.resolve.resolve_scaling`).
 Everything heavier than the standard library is imported inside the functions, so ``import ropekit`` stays light
 and the core never loads the packages above it.
 """
@@ -27,25 +29,13 @@ if TYPE_CHECKING:
     from ropekit.eval.protocol import EvalModel
     from ropekit.eval.tasks.run import TaskResult
     from ropekit.integrations.hf.extend import ExtendResult
-    from ropekit.scaling import ScalingConfig
 
 __all__ = ["evaluate", "extend", "patch", "search"]
 
 
-def _scaling(
-    method: str, factor: float | None, original_length: int, native: ScalingConfig | None, params: dict[str, Any]
-) -> ScalingConfig | None:
-    """The scaling config ``method`` names, built as the CLI builds it (``from_options``: the factor, the original
-    length, the model's own scaling for parameters only a trained model has, then ``params`` by field name)."""
-    from ropekit.scaling import get_scaling
-
-    if method in ("none", "default"):
-        if factor is not None or params:
-            raise ValueError(f"method {method!r} (plain RoPE) takes no parameters, got {sorted({'factor', *params})}")
-        return None
-    return get_scaling(method).config_class.from_options(
-        factor=factor, original_length=original_length, native=native, **params
-    )
+def _several(value: Any, kind: Any) -> tuple[Any, ...]:
+    """``value`` as a tuple: one ``kind`` (a name, a length) is a tuple of one, never iterated into characters."""
+    return (value,) if isinstance(value, kind) else tuple(value)
 
 
 def patch(
@@ -103,10 +93,12 @@ def patch(
         return apply_attention(model, attention, layer_types=layer_types)
     from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
     from ropekit.integrations.hf.patch_rope import apply_scaling
+    from ropekit.integrations.resolve import resolve_scaling
 
     source = getattr(model, "ropekit_source_config", None) or model  # the config as loaded: factor is relative to it
     rope = rope_of(source, first_scaled_type(source, layer_types))
-    scaling = _scaling(method, factor, original_length_of(source, rope), rope.scaling, params)
+    original = original_length_of(source, rope)
+    scaling = resolve_scaling(method, rope=rope, original_length=original, factor=factor, params=params).scaling
     return apply_scaling(model, scaling, layer_types=layer_types)
 
 
@@ -128,8 +120,10 @@ def extend(
         model: the model folder or ``.gguf`` file.
         method: a scaling's ``rope_type`` (``"none"``: plain RoPE at the model's base).
         out: the new folder (files already there that the copy writes are replaced only with ``force``).
-        factor: the scaling factor, relative to the model's original length.
-        target_length: ``max_position_embeddings`` to write (default: the original length × ``factor``).
+        factor: the scaling factor, relative to the model's original length (default: ``target_length`` / the
+            original length).
+        target_length: ``max_position_embeddings`` to write (default: the original length × ``factor``); given
+            with ``factor``, the two must agree (:func:`ropekit.integrations.resolve.resolve_scaling`).
         layer_types: on per-layer-type models, which layer types to scale.
         force: replace the files of ``out`` that the copy writes.
         **params: the method's own fields by name (``beta_fast=``, ``original_max_position_embeddings=``).
@@ -155,12 +149,16 @@ def extend(
     from ropekit.integrations.hf.extend import extend as extend_folder
     from ropekit.integrations.hf.load import load_config
     from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
+    from ropekit.integrations.resolve import resolve_scaling
 
     config = load_config(Path(model))
     rope = rope_of(config, first_scaled_type(config, layer_types))
     original = original_length_of(config, rope)
-    scaling = _scaling(method, factor, original, rope.scaling, params)
-    return extend_folder(model, scaling, out, target_length=target_length, layer_types=layer_types, force=force)
+    resolved = resolve_scaling(
+        method, rope=rope, original_length=original, factor=factor, target_length=target_length, params=params
+    )
+    target = resolved.target_length
+    return extend_folder(model, resolved.scaling, out, target_length=target, layer_types=layer_types, force=force)
 
 
 def evaluate(
@@ -173,6 +171,7 @@ def evaluate(
     samples: int | None = None,
     seed: int = 0,
     text: str | Path | None = None,
+    params: dict[str, Any] | None = None,
 ) -> TaskResult:
     """The RULER-style tasks of ``model`` per method and length, with the effective length: what ``ropekit eval
     tasks`` prints (its tables from the result's rows and ``summary()``, its ``--json`` from ``to_dict()``).
@@ -180,15 +179,18 @@ def evaluate(
     Args:
         model: ``"tiny"`` (the bundled model), a transformers folder, a ``.gguf`` file, or an evaluation model
             already loaded (:func:`ropekit.eval.loader.load_eval_model`).
-        tasks: task names (default: every task).
-        lengths: lengths in tokens (default: ``multiples`` of the training length).
-        methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``; default: the
-            command's default list).
+        tasks: task names, or one name as a string (default: every task).
+        lengths: lengths in tokens, or one length (default: ``multiples`` of the training length; an empty list is
+            refused).
+        methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``), or one
+            method as a string (default: the command's default list).
         multiples: lengths as multiples of the training length, when ``lengths`` is not given (default: the
             command's).
         samples: samples per (length, task) (default: the command's).
         seed: the seed of the samples.
         text: the haystack text, a file or folder (default: the shipped held-out text).
+        params: as ``--param``: the attention methods' parameters (``{"group": 4}``) and the ``searched`` method's
+            ``{"factors": "DIR/search.json"}`` (the output of ``ropekit search``).
 
     Returns:
         A :class:`~ropekit.eval.tasks.run.TaskResult`: ``rows`` (one per method × length × task, with its Wilson
@@ -216,19 +218,19 @@ def evaluate(
     from ropekit.synthetic.suite import TASKS
 
     chosen = {
-        "methods": tuple(default_methods() if methods is None else methods),
-        "tasks": tuple(TASKS if tasks is None else tasks),
-        "lengths": None if lengths is None else tuple(lengths),
+        "methods": _several(default_methods() if methods is None else methods, str),
+        "tasks": _several(TASKS if tasks is None else tasks, str),
+        "lengths": None if lengths is None else _several(lengths, int),
         "samples": SAMPLES if samples is None else samples,
         "seed": seed,
+        "params": dict(params or {}),
     }
     if multiples is not None:
-        chosen["multiples"] = tuple(multiples)
+        chosen["multiples"] = _several(multiples, int | float)
     settings = TaskSettings(**chosen)  # checked before the model loads
     loaded = load_eval_model(model) if isinstance(model, str | Path) else model
     tokens = tokenize(read_text(Path(text)) if text is not None else shipped_text(), loaded.encode, loaded.separator)
-    # none fits: prepared again with every task, for the first task's refusal
-    prepared = prepare_tasks(loaded, settings, tokens, leave_out=True) or prepare_tasks(loaded, settings, tokens)
+    prepared = prepare_tasks(loaded, settings, tokens, leave_out=True)  # none fits: the first task's refusal
     return run_task_suite(loaded, prepared, tokens)
 
 

@@ -13,7 +13,7 @@ from ropekit.cli.common import error_message
 from ropekit.errors import InvalidArgument
 from ropekit.eval import run as eval_run
 from ropekit.eval import sweep as eval_sweep
-from ropekit.eval.checks import PreparedTasks, check_sweep, prepare_tasks
+from ropekit.eval.checks import NoTaskFits, PreparedTasks, check_sweep, prepare_tasks
 from ropekit.eval.loader import load_eval_model
 from ropekit.eval.run import evaluate
 from ropekit.eval.sweep import SweepSettings
@@ -86,14 +86,31 @@ def test_prepared_samples_are_make_samples_and_unfit_tasks_are_left_out(tiny) ->
     short = TaskSettings(methods=("none",), tasks=("niah_single_1", "vt"), lengths=(48,), samples=1)
     unfit = fitting_tasks(tiny, short)
     assert unfit, "the oracle needs a task that does not fit 48 tokens"
-    left = prepare_tasks(tiny, short, leave_out=True)
     if len(unfit) == len(short.tasks):
-        assert left is None
+        with pytest.raises(NoTaskFits) as none_fits:
+            prepare_tasks(tiny, short, leave_out=True)
     else:
+        left = prepare_tasks(tiny, short, leave_out=True)
         assert left.dropped == unfit and left.settings.tasks == tuple(t for t in short.tasks if t not in unfit)
     with pytest.raises(InvalidArgument) as caught:
         prepare_tasks(tiny, short)
     assert caught.value.argument == "lengths"
+    if len(unfit) == len(short.tasks):  # the same refusal, made once
+        assert str(none_fits.value) == str(caught.value) and none_fits.value.argument == "lengths"
+
+
+def test_when_no_task_fits_the_refusal_is_made_once_and_is_the_first_tasks(tiny, monkeypatch) -> None:
+    """``leave_out`` with no task fitting raises the first task's refusal itself (no second call needed), having
+    made the samples once: counted on ``make_samples``."""
+    import ropekit.eval.tasks.run as run
+
+    short = TaskSettings(methods=("none",), tasks=("niah_single_1", "vt"), lengths=(8,), samples=1)
+    calls = []
+    made = run.make_samples
+    monkeypatch.setattr(run, "make_samples", lambda *a, **k: calls.append(1) or made(*a, **k))
+    with pytest.raises(NoTaskFits) as caught:
+        prepare_tasks(tiny, short, leave_out=True)
+    assert len(calls) == 1 and caught.value.argument == "lengths" and "niah_single_1" in str(caught.value)
 
 
 def test_no_method_that_can_run_is_about_methods(tiny, no_forward) -> None:

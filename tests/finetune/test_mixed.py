@@ -44,6 +44,28 @@ def test_rows_have_exact_lengths_reset_positions_and_keep_every_token_in_order()
     assert bool((rows.positions[rows.long].amax(-1) + 1 > L0).all())  # here every long row passes L0
 
 
+def test_the_summary_counts_rows_by_the_list_the_model_rotates_them_with():
+    """Long documents of 20 tokens in rows of 24: the second row holds a 16-token tail and an 8-token head, both
+    below L0 = 16, and the model rotates it with the short list; the oracle is the rotary module's own tables."""
+    from ropekit.config import RopeConfig
+    from ropekit.mixed_window import MixedWindowRotary
+
+    spec = LongRopeScaling(short_factor=(1.0,) * 8, long_factor=LONG, original_max_position_embeddings=L0, factor=4.0)
+    rows = pack_mixed(_documents([5, 9, 10, 20, 20, 20]), original=L0, target_length=24)
+    rotary = MixedWindowRotary(RopeConfig(head_dim=16, base=10000.0, scaling=spec))
+    cos, _ = rotary.cos_sin(rows.positions)
+    short, _ = rotary.short.cos_sin(rows.positions)
+    on_short = sum(torch.equal(cos[i], short[i]) for i in range(len(rows)))
+    assert (len(rows), on_short, int(rows.long.sum())) == (3, 2, 2)
+    assert rows.summary(spec).startswith(
+        "mixed windows: 2 rows on the short list (positions below L0 16; 1 of them pieces of longer documents), "
+        "1 rows on the long list"
+    )
+    pose = pack_mixed(_documents([5, 9, 10, 20, 20, 20]), original=L0, target_length=64, window=8)
+    drawn = "0 rows on the long list, 6 rows of longer documents on the list their PoSE positions pick"
+    assert drawn in pose.summary(spec, pose=True)  # 20 // 8 windows of each of the three long documents
+
+
 def test_documents_do_not_cross_rows_labels_or_each_other():
     docs = _documents([10, 10, 10, 30, 30])
     rows = pack_mixed(docs, original=L0, target_length=20)

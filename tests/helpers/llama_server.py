@@ -1,6 +1,6 @@
 """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) on a free loopback port, for the
 tests that evaluate through a served model: started with a GGUF file, one thread, ``N_CTX`` positions, and stopped
-(or killed, to test a server that dies). Only 127.0.0.1 traffic; the tests that use it skip without
+(or killed, to test a server that dies), with the server's own further ``options`` (``--rope_freq_scale 0.125``). Only 127.0.0.1 traffic; the tests that use it skip without
 ``llama-cpp-python[server]`` (:data:`SERVER_PACKAGES`).
 
 ``ids=True`` starts it through ``ids_server.py`` beside it, which lets it take a completion prompt as token ids,
@@ -26,8 +26,10 @@ IDS_SERVER = Path(__file__).with_name("ids_server.py")
 class Server:
     """llama-cpp-python's server on a free loopback port; ``start`` and ``stop`` (a server that dies)."""
 
-    def __init__(self, model: Path, log: Path, *, ids: bool = True, logits_all: bool = False) -> None:
-        self.ids, self.logits_all = ids, logits_all
+    def __init__(
+        self, model: Path, log: Path, *, ids: bool = True, logits_all: bool = False, options: tuple[str, ...] = ()
+    ) -> None:
+        self.ids, self.logits_all, self.options = ids, logits_all, options
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -38,7 +40,7 @@ class Server:
         launcher = [str(IDS_SERVER)] if self.ids else ["-m", "llama_cpp.server"]
         command = [sys.executable, *launcher, "--model", str(self.model), "--host", "127.0.0.1"]
         command += ["--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1"]
-        command += ["--logits_all", str(self.logits_all).lower(), "--verbose", "false"]
+        command += ["--logits_all", str(self.logits_all).lower(), "--verbose", "false", *self.options]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log.open("a"), env=env)
         deadline = time.monotonic() + 90

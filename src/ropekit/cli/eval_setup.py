@@ -102,8 +102,6 @@ def task_samples(model, settings, tasks: str, tokens, lengths_option: str):
     names = {"lengths": lengths_option, "multiples": lengths_option, "methods": "--methods", "text": "--text"}
     with named(names):
         prepared = prepare_tasks(model, settings, tokens, leave_out=tasks.strip() == "all")
-        if prepared is None:  # none fits: every task again, for the first task's refusal
-            prepared = prepare_tasks(model, settings, tokens)
     print_left_out(prepared.dropped)
     return prepared
 

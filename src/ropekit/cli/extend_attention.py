@@ -17,7 +17,8 @@ ATTENTION = typer.Option(
     None,
     "--attention",
     help="Write an attention method's engine config: dual_chunk (ropekit's defaults for the original length) or "
-    "dual_chunk:chunk_size=N,local_window=W; vLLM and SGLang read it as dual_chunk_attention_config.",
+    "dual_chunk:chunk_size=N,local_window=W; vLLM and SGLang read it as dual_chunk_attention_config and then build "
+    "the RoPE from the base alone, so it is refused beside a scaling (plain RoPE or a base change only).",
 )
 
 

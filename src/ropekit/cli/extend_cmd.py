@@ -16,7 +16,7 @@ OUT = typer.Option(..., "--out", "-o", help="The new model folder.")
 FORCE = typer.Option(False, "--force", help="Replace the files in --out that it writes (others stay as they are).")
 FORMAT = typer.Option(None, "--format", help="Output: folder or gguf (default: gguf when --out ends in .gguf).")
 
-_NAMES = {**NAMES, "out": "--out", "force": "--force"}
+_NAMES = {**NAMES, "out": "--out", "force": "--force", "extra_config": "--attention"}
 
 
 def check_out(out: Path, inputs: list[tuple[str, Path | None]], *, force: bool, kind: str = "folder") -> None:

@@ -11,7 +11,9 @@ the text into the field's value (:meth:`ropekit.scaling.registry.ScalingConfig.p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ropekit.cli.common import error_message, fail
@@ -66,26 +68,32 @@ def parse_params(items: str | Iterable[str] | None, parse: Parse, option: str = 
     return params
 
 
-def build_scaling(
+@dataclass(frozen=True)
+class ScalingParams:
+    """A method's fields as the command line gives them (:func:`scaling_params`): its config class, the fields read
+    (``values``; ``--param`` wins over an option of the same meaning) and the option each field was typed as."""
+
+    name: str
+    config_class: Any
+    values: dict[str, Any]
+    names: dict[str, str]
+
+
+def scaling_params(
     name: str,
-    factor: float | None,
-    original_length: int | None,
     *,
-    base: float | None = None,
     params: str | Iterable[str] | None = None,
     aliases: dict[str, str | None] | None = None,
     options: tuple[str, ...] = (),
     **extra: Any,
-):
-    """A scaling config from CLI options (``none``/``default`` give ``None``), built by the method's own
-    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options`.
+) -> ScalingParams | None:
+    """The fields of method ``name`` from CLI options (``None`` for ``none``/``default``), each read by the method's
+    :meth:`~ropekit.scaling.registry.ScalingConfig.parse_param`; an unknown method, or ``--param`` beside plain
+    RoPE, is the one-line error.
 
     Args:
         name: the ``--scaling`` value.
-        factor, original_length, base: ``--factor``, ``--original-length`` and ``--base`` (each method uses the
-            ones it has a field for; ``--base`` is the new base of ``--scaling base``).
-        params: the ``--param`` items, read by the method's
-            :meth:`~ropekit.scaling.registry.ScalingConfig.parse_param`.
+        params: the ``--param`` items.
         aliases: field -> text of the command's own option for it (``{"beta_fast": "16"}`` from ``--beta-fast``;
             ``None``: not given), read as ``--param`` values are; a ``--param`` of the same field wins.
         options: fields the command has its own option for (its aliases, and ``extra``'s), named in errors as
@@ -94,9 +102,7 @@ def build_scaling(
     """
     from ropekit.cli.common import scaling_choices
     from ropekit.cli.flags import FLAGS, SCALING_FIELDS
-    from ropekit.errors import UnknownParameters
     from ropekit.scaling import get_scaling
-    from ropekit.scaling.registry import MissingParameters
 
     if name in ("none", "default"):
         if params:
@@ -112,22 +118,56 @@ def build_scaling(
         if text is not None:
             extra.update(parse_params([f"{field}={text}"], config_class.parse_param, FLAGS[field]))
     values = {**{k: v for k, v in extra.items() if v is not None}, **given}
-    # a field given as --param wins over the option of the same meaning (e.g. --param base=5e5 beside --base)
-    factor = values.pop("factor", factor)
-    original_length = values.pop("original_max_position_embeddings", original_length)
-    base = values.pop("base", base)
     typed = {field: FLAGS[field] for field in (*SCALING_FIELDS, *options)}
-    names = {**typed, **{field: f"--param {field}" for field in given}}
+    return ScalingParams(name, config_class, values, {**typed, **{field: f"--param {field}" for field in given}})
+
+
+@contextmanager
+def scaling_errors(parsed: ScalingParams, names: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The one-line error of building ``parsed``'s method: a missing or unknown field named as the option that
+    sets it (``--param NAME`` where typed so), any other library error with ``names``' options."""
+    from ropekit.cli.flags import SCALING_FIELDS
+    from ropekit.errors import UnknownParameters
+    from ropekit.scaling.registry import MissingParameters
+
+    typed, values = parsed.names, parsed.values
     try:
-        return config_class.from_options(factor=factor, original_length=original_length, base=base, **values)
+        yield
     except MissingParameters as error:
         needed = dict.fromkeys(typed.get(field, f"--param {field}=...") for field in error.missing)
         raise fail(
-            f"--scaling {name} needs {', '.join(needed)} (required fields of {config_class.__name__}: {error.missing})"
+            f"--scaling {parsed.name} needs {', '.join(needed)} (required fields of {parsed.config_class.__name__}: "
+            f"{error.missing})"
         ) from error
     except UnknownParameters as error:
-        named = [names.get(field, f"--param {field}") for field in values if field in error.value]
+        named = [typed.get(field, f"--param {field}") for field in values if field in error.value]
         raise fail(f"{'/'.join(dict.fromkeys(named)) or '--param'}: {error}") from error
     except (TypeError, ValueError) as error:
-        shown = {key: option for key, option in names.items() if key in values or key in SCALING_FIELDS}
-        raise fail(error_message(error, shown)) from error
+        shown = {key: option for key, option in typed.items() if key in values or key in SCALING_FIELDS}
+        raise fail(error_message(error, {**(names or {}), **shown})) from error
+
+
+def build_scaling(
+    name: str,
+    factor: float | None,
+    original_length: int | None,
+    *,
+    base: float | None = None,
+    params: str | Iterable[str] | None = None,
+    aliases: dict[str, str | None] | None = None,
+    options: tuple[str, ...] = (),
+    **extra: Any,
+):
+    """A scaling config from CLI options without a model (``none``/``default`` give ``None``; the fields as
+    :func:`scaling_params` reads them), built by the method's own
+    :meth:`~ropekit.scaling.registry.ScalingConfig.from_options`; ``factor``, ``original_length`` and ``base`` are
+    ``--factor``, ``--original-length`` and ``--base`` (a ``--param`` of the same field wins)."""
+    parsed = scaling_params(name, params=params, aliases=aliases, options=options, **extra)
+    if parsed is None:
+        return None
+    values = dict(parsed.values)
+    factor = values.pop("factor", factor)
+    original_length = values.pop("original_max_position_embeddings", original_length)
+    base = values.pop("base", base)
+    with scaling_errors(parsed):
+        return parsed.config_class.from_options(factor=factor, original_length=original_length, base=base, **values)

@@ -63,7 +63,7 @@ def plan_command(
     from ropekit.attention.plan import attention_plan
     from ropekit.cli.extend_gguf import plan_flags
     from ropekit.cli.launch_view import plan_launch
-    from ropekit.finetune.choose import training_free_choice
+    from ropekit.integrations.resolve import training_free_choice
 
     names = [method.name for method in result.methods]
     shape = {"head_dim": head_dim, "base": base, "rotary_dim": rotary_dim, "factor": result.factor}

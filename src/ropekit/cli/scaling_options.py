@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import math
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -209,52 +208,31 @@ def _model_rope(model: Path, layer_types: tuple[str, ...] | None, original_lengt
 def resolve_scaling(
     options: ScalingOptions, *, training: bool
 ) -> tuple[Any, int, int | None, tuple[str, ...] | None, str | None]:
-    """``(scaling, original length, target length or None, layer types, note)`` from the method options.
+    """``(scaling, original length, target length or None, layer types, note)`` from the method options: the texts
+    read here, the method resolved by :func:`ropekit.integrations.resolve.resolve_scaling` (what ``ropekit.extend``
+    runs), each refusal the one-line error naming the option, before any weights load."""
+    from ropekit.cli.params import scaling_errors, scaling_params
+    from ropekit.integrations.resolve import resolve_scaling as resolve
 
-    Exits with a one-line error for contradictory or missing options, before any weights load. ``--factor`` is
-    relative to the original (pre-training) length, also for a model whose config already extends it.
-    """
     o = options
-    scaling = None if o.scaling == "base" and o.base is not None else o.scaling  # `--scaling base --base B`
-    if sum(bool(x) for x in (scaling, o.base is not None, o.plan)) != 1:
-        raise fail("give exactly one of --scaling NAME, --base B or --plan (with --target-length)")
     types = tuple(t.strip() for t in o.layer_types.split(",") if t.strip()) if o.layer_types else None
     rope, original = _model_rope(o.model, types, o.original_length)
     target = parse_length(o.target_length, "--target-length") if o.target_length else None
-    if target is not None and target <= original:
-        raise fail(f"--target-length must be above the original length {original:,}, got {target:,}")
-    factor = o.factor
-    if factor is not None and target is not None and math.floor(original * factor + 0.5) != target:
-        raise fail(
-            f"--factor {factor:g} and --target-length {target:,} disagree: --factor is relative to the original "
-            f"length {original:,}, so it means {math.floor(original * factor + 0.5):,} tokens; give one of them"
-        )
-    if o.plan:
-        if target is None:
-            raise fail("--plan needs --target-length (the length to plan for)")
-        from ropekit.finetune.choose import plan_scaling
-
-        with option_errors(target_length="--target-length", train_length="--original-length"):
-            spec, note = plan_scaling(rope, original, target, training=training)
-        return spec, original, target, types, note
-    if o.base is not None:
-        from ropekit.scaling import BaseChange
-
-        with option_errors(base="--base"):
-            return BaseChange(base=o.base), original, target, types, None
-    if scaling in ("none", "default"):
-        return None, original, target, types, None
-    from ropekit.cli.params import build_scaling
-
-    typed: dict[str, Any] = {}
-    if o.factors is not None:
-        values = _read_factors(o.factors)
-        typed.update(short_factor=values, long_factor=values)
-    elif scaling == "longrope" and getattr(rope.scaling, "rope_type", None) == "longrope":
-        typed["native"] = rope.scaling  # the model's own lists, unless --param gives others
-    if factor is None and target is not None:
-        factor = target / original
-    aliases = _alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len)
-    fields_ = ("beta_fast", "beta_slow", "ramp", "fixed_seq_len", "short_factor", "long_factor")
-    spec = build_scaling(scaling, factor, original, params=o.param, aliases=aliases, options=fields_, **typed)
-    return spec, original, target, types, None
+    parsed = None
+    if o.scaling and not (o.scaling == "base" and o.base is not None) and o.base is None and not o.plan:
+        typed: dict[str, Any] = {}
+        if o.factors is not None:
+            values = _read_factors(o.factors)
+            typed.update(short_factor=values, long_factor=values)
+        aliases = _alias_texts(o.ramp, o.beta_fast, o.beta_slow, o.fixed_seq_len)
+        fields_ = ("beta_fast", "beta_slow", "ramp", "fixed_seq_len", "short_factor", "long_factor")
+        parsed = scaling_params(o.scaling, params=o.param, aliases=aliases, options=fields_, **typed)
+    names = {**NAMES, "method": "--scaling", "plan": "--plan", "train_length": "--original-length"}
+    request = {"factor": o.factor, "target_length": target, "base": o.base, "plan": o.plan, "training": training}
+    if parsed is None:
+        with option_errors(**names):
+            resolved = resolve(o.scaling, rope=rope, original_length=original, **request)
+    else:
+        with scaling_errors(parsed, names):
+            resolved = resolve(o.scaling, rope=rope, original_length=original, params=parsed.values, **request)
+    return resolved.scaling, original, resolved.target_length, types, resolved.note

@@ -145,38 +145,49 @@ def check_task_lengths(model: EvalModel, settings: TaskSettings) -> list[int]:
         raise InvalidArgument(argument, getattr(settings, argument), message=message, leads=False) from None
 
 
+class NoTaskFits(InvalidArgument):
+    """No task of a run that leaves out the tasks that do not fit (:func:`prepare_tasks`'s ``leave_out``) fits its
+    shortest length: the first task's own refusal (about ``lengths``, ``multiples`` or ``text``)."""
+
+
 def prepare_tasks(
     model: EvalModel, settings: TaskSettings, text: TokenizedText | None = None, *, leave_out: bool = False
-) -> PreparedTasks | None:
+) -> PreparedTasks:
     """Every sample of ``settings`` for ``model``, made before any forward pass, after the lengths and the methods
     are checked.
 
     Args:
         text: the haystack text, tokenized for ``model`` (default: the shipped held-out text).
-        leave_out: leave out the tasks that do not fit the shortest length (in ``dropped``, with why), and return
-            ``None`` when none fits; without it such a task is an error.
+        leave_out: leave out the tasks that do not fit the shortest length (in ``dropped``, with why); when none
+            fits, the first task's refusal is a :class:`NoTaskFits` (a report leaves its task section out on it);
+            without it such a task is an error.
 
     Raises:
         InvalidArgument: about ``lengths`` or ``multiples`` (a length the model or memory cannot take, or too short
-            for a task), ``methods`` (none can run) or ``text`` (too short for a haystack).
+            for a task), ``methods`` (none can run) or ``text`` (too short for a haystack); a :class:`NoTaskFits`
+            where ``leave_out`` leaves no task.
     """
     from ropekit.eval.tasks.run import fitting_tasks, make_samples
 
     lengths = check_task_lengths(model, settings)
     dropped: dict[str, str] = {}
+    none_fits = False
     if leave_out:
         dropped = fitting_tasks(model, settings, text)
         kept = tuple(task for task in settings.tasks if task not in dropped)
-        if not kept:
-            return None
-        settings = dataclasses.replace(settings, tasks=kept)
-    check_methods_run(model, settings.methods, settings.factor, max(lengths), settings.params)
+        none_fits = not kept
+        if none_fits:  # every task kept: making the first one's samples gives its own refusal
+            dropped = {}
+        else:
+            settings = dataclasses.replace(settings, tasks=kept)
+    if not none_fits:
+        check_methods_run(model, settings.methods, settings.factor, max(lengths), settings.params)
     try:
         samples = make_samples(model, settings, text)
     except ValueError as error:
         argument = "text" if getattr(error, "argument", None) == "text" else _lengths_argument(settings)
         message = f"{error} (training length {model.train_length})"
-        raise InvalidArgument(argument, None, message=message, leads=False) from error
+        raise (NoTaskFits if none_fits else InvalidArgument)(argument, None, message=message, leads=False) from error
     return PreparedTasks(settings, samples, dropped)
 
 

@@ -234,10 +234,12 @@ def _prepare_section(model: EvalModel, tasks: TaskSettings, text: TokenizedText)
     """The task section's samples (``None``: no task fits); a refusal about the task settings' lengths is about
     ``tasks.lengths`` or ``tasks.multiples``, apart from the sweep's own ``multiples``."""
     from ropekit.errors import InvalidArgument, renamed
-    from ropekit.eval.checks import prepare_tasks
+    from ropekit.eval.checks import NoTaskFits, prepare_tasks
 
     try:
         return prepare_tasks(model, tasks, text, leave_out=True)
+    except NoTaskFits:
+        return None
     except InvalidArgument as error:
         if error.argument not in ("lengths", "multiples"):
             raise

@@ -19,7 +19,8 @@ Nothing is imported here (torch, transformers and accelerate load with the modul
   :func:`ropekit._free_memory.available_memory`); :mod:`~ropekit.finetune.fit_parallel` the per-device plan of a run
   whose sequence is sharded (``--sequence-parallel`` / ``--context-parallel``) from the config alone.
 * :mod:`~ropekit.finetune.data` — training text → token windows (the target length, or PoSE's window).
-* :mod:`~ropekit.finetune.choose` — the method ``--plan`` picks from :func:`ropekit.theory.plan`, and why.
+* the method ``--plan`` picks (and every other "method + factor + target length → scaling" rule) is
+  :func:`ropekit.integrations.resolve.resolve_scaling`, which ``ropekit.extend`` and ``ropekit.patch`` share.
 
 The model a run ends with is written by :mod:`ropekit.integrations.hf.extend` (what ``ropekit extend`` runs), and what
 a run reads is checked by :mod:`ropekit.integrations.hf.input_checks` before anything is written (what is written goes
@@ -27,7 +28,6 @@ through :mod:`ropekit._output`, the writer every command shares: what the user o
 """
 
 __all__ = [
-    "choose",
     "data",
     "fit",
     "fit_measure",

@@ -29,6 +29,7 @@ from ropekit.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from ropekit.finetune.pose import PoseSettings
+    from ropekit.scaling.longrope import LongRopeScaling
 
 
 @dataclass(frozen=True)
@@ -63,13 +64,23 @@ class MixedRows:
                 positions[long] = pose.batch(samples)
         return self.ids[order], positions, self.documents[order]
 
-    def summary(self, original: int) -> str:
-        short, long = int((~self.long).sum()), int(self.long.sum())
-        left = f", {self.left_out:,} tokens left out" if self.left_out else ""
-        return (
-            f"mixed windows: {short:,} rows of documents ≤ {original:,} tokens (short list), {long:,} rows of longer "
-            f"documents (long list){left}"
-        )
+    def summary(self, scaling: LongRopeScaling, *, pose: bool = False) -> str:
+        """One line: the rows each list rotates, by the rule the model applies to a row
+        (``scaling.uses_long_factor`` of its largest position + 1, :mod:`ropekit.mixed_window`): a row of pieces of
+        longer documents that all end below L0 takes the short list. With ``pose`` the rows of longer documents take
+        positions drawn per sample (:meth:`samples`), which decide their list then."""
+        drawn = self.long if pose else torch.zeros_like(self.long)  # (n,)
+        largest = self.positions.amax(dim=-1).tolist()  # (n,) each row's largest position
+        on_long = torch.tensor([scaling.uses_long_factor(int(m) + 1) for m in largest], dtype=torch.bool) & ~drawn
+        on_short = ~on_long & ~drawn
+        pieces = int((on_short & self.long).sum())
+        text = f"mixed windows: {int(on_short.sum()):,} rows on the short list (positions below L0 "
+        text += f"{scaling.original_max_position_embeddings:,}"
+        text += f"; {pieces:,} of them pieces of longer documents)" if pieces else ")"
+        text += f", {int(on_long.sum()):,} rows on the long list"
+        if pose:
+            text += f", {int(drawn.sum()):,} rows of longer documents on the list their PoSE positions pick"
+        return text + (f", {self.left_out:,} tokens left out" if self.left_out else "")
 
 
 def _packed(documents: Sequence[torch.Tensor], size: int, first_number: int) -> tuple[list[torch.Tensor], ...]:

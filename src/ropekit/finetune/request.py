@@ -158,7 +158,7 @@ def prepare(
     mixed = None
     if settings.mixed_window:
         mixed = _mixed_rows(request, tokenizer, documents, data)
-        log(mixed.summary(request.scaling.original_max_position_embeddings))
+        log(mixed.summary(request.scaling, pose=settings.window is not None))
     return PreparedRun(
         request, original, config, notes, identity, copy_from, tokenizer, data, heldout_windows, accelerator, log, mixed
     )

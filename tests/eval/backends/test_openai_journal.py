@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from helpers.fake_openai import FakeServer, tokenizer_folder
+from helpers.fake_openai import FakeServer, fixed_prompt, tokenizer_folder
 from ropekit.eval.backends.openai import JournalMismatch, OpenAIEvalModel
 from ropekit.eval.backends.openai_client import OpenAIClient, ServerError
 
@@ -30,11 +30,12 @@ def served(folder, server, **options):
 
 
 def dies_after(answered: int):
-    """A script that answers ``answered`` completions, then fails every request as a dead server would."""
+    """A script that answers ``answered`` questions (and the fixed prompt), then fails every request as a dead server
+    would."""
     count = {"n": 0}
 
     def script(path, body):
-        if path.endswith("/completions"):
+        if path.endswith("/completions") and not fixed_prompt(body["prompt"]):
             count["n"] += 1
             if count["n"] > answered:
                 return 503, {"error": {"message": "the server is shutting down"}}
@@ -91,7 +92,7 @@ def test_answers_all_from_the_journal_are_described_as_sent(folder, tmp_path) ->
         again = served(folder, server, journal=journal)
         again.answer(PROMPTS[0], 4)
         assert len(server.asked) == 1
-    assert again.ids_accepted is None and again.describe()["prompts"] == "token ids"
+    assert again.describe()["prompts"] == "token ids"
 
 
 def test_another_tokenizer_is_refused(folder, tmp_path) -> None:
@@ -120,7 +121,11 @@ def test_another_tokenizer_is_refused(folder, tmp_path) -> None:
 )
 def test_a_reply_that_is_not_an_answer_is_one_line_and_never_journalled(folder, tmp_path, reply) -> None:
     journal = tmp_path / "answers.jsonl"
-    with FakeServer(script=lambda path, body: (200, reply) if path.endswith("/completions") else None) as server:
+
+    def script(path, body):
+        return (200, reply) if path.endswith("/completions") and not fixed_prompt(body["prompt"]) else None
+
+    with FakeServer(script=script) as server:
         model = served(folder, server, journal=journal)
         with pytest.raises(ServerError) as caught:
             model.answer(PROMPTS[0], 4)
@@ -144,3 +149,65 @@ def test_a_journal_that_is_a_symbolic_link_is_not_written_through(folder, tmp_pa
         model.answer(PROMPTS[0], 4)
     assert outside.read_text() == "the user's file\n"
     assert not (out / "answers.jsonl").is_symlink() and "A3" in (out / "answers.jsonl").read_text()
+
+
+def test_a_server_restarted_with_another_rope_that_reports_nothing_new_is_refused(folder, tmp_path) -> None:
+    """llama-cpp-python's server restarted with ``--rope_freq_scale 0.125``: no ``/props``, the same ``/models``
+    entry; what it computes for the fixed prompt past L0 names the change, and no question is asked again."""
+    journal = tmp_path / "answers.jsonl"
+    with FakeServer(props=False) as server:
+        model = served(folder, server, journal=journal)
+        assert model.answer(PROMPTS[0], 4)[0] == "A3"
+        fixed = model.computes["prompt_tokens"]
+        server.rope_freq_scale = 0.125
+        with pytest.raises(JournalMismatch) as caught:
+            served(folder, server, journal=journal)
+        assert len(server.asked) == 1
+    line = str(caught.value)
+    assert "the greedy continuation of the fixed prompt: ' rope scale 1' → ' rope scale 0.125'" in line
+    assert "\n" not in line and "start the journal again" in line
+    assert fixed == 64 + 64  # L0 (the byte Llama's 64 positions) + the margin past it
+
+
+def test_log_probabilities_within_the_tolerance_resume_and_beyond_it_are_refused(folder, tmp_path) -> None:
+    """The same greedy text: log-probabilities 0.01 apart (a GPU server's batch nondeterminism) resume the run;
+    0.5 apart (another computation) are refused, naming the token and both numbers."""
+    from ropekit.eval.backends.openai_fingerprint import TOLERANCE
+
+    journal = tmp_path / "answers.jsonl"
+    with FakeServer(props=False) as server:
+        served(folder, server, journal=journal).answer(PROMPTS[0], 4)
+        server.logprob_shift = 0.01
+        again = served(folder, server, journal=journal)
+        assert [again.answer(ids, 4)[0] for ids in PROMPTS] == ["A3", "A4", "A5"] and len(server.asked) == 3
+        server.logprob_shift = 0.5
+        with pytest.raises(JournalMismatch) as caught:
+            served(folder, server, journal=journal)
+    assert 0.01 < TOLERANCE < 0.5
+    assert "the log-probability of greedy token 1 of the fixed prompt's continuation: -0.1 → 0.4" in str(caught.value)
+
+
+def test_a_server_that_reports_no_context_gets_the_longest_fixed_prompt_it_takes(folder, tmp_path) -> None:
+    """No /props, a context of 100: the fixed prompt (128 tokens) is refused with HTTP 400 and shortened by a quarter
+    until one fits (72 + 8 tokens); the same server restarted with a context of 4096 is named by that length."""
+    journal = tmp_path / "answers.jsonl"
+    with FakeServer(props=False, n_ctx=100) as server:
+        model = served(folder, server, journal=journal)
+        assert model.computes["prompt_tokens"] == 72 and len(server.computed) == 2  # the text, its log-probabilities
+        model.answer(PROMPTS[0], 4)
+        server.n_ctx = 4096
+        with pytest.raises(JournalMismatch, match=r"computes\.prompt_tokens: 72 → 128"):
+            served(folder, server, journal=journal)
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["computes"]["prompt_tokens"] == 72 and len(header["computes"]["logprobs"]) == 8
+
+
+def test_a_journal_without_a_record_of_the_computation_is_refused(folder, tmp_path) -> None:
+    journal = tmp_path / "answers.jsonl"
+    with FakeServer() as server:
+        served(folder, server, journal=journal).answer(PROMPTS[0], 4)
+        rows = journal.read_text().splitlines()
+        header = json.loads(rows[0])
+        journal.write_text("\n".join([json.dumps({"run": header["run"]}), *rows[1:]]) + "\n")
+        with pytest.raises(JournalMismatch, match="what the server computes: not recorded"):
+            served(folder, server, journal=journal)

@@ -149,6 +149,34 @@ def test_a_server_that_dies_keeps_its_answers_and_the_rerun_resumes(smollm2_path
     assert [result[id(s)] for s in group[:2]] == [first[id(s)] for s in group[:2]]
 
 
+def test_the_same_server_restarted_with_another_rope_is_refused(smollm2_path, samples, tmp_path) -> None:
+    """The same URL, model and context, restarted with ``--rope_freq_scale 0.125``: llama-cpp-python reports nothing
+    that changed (no ``/props``, the same ``/models`` entry), and its greedy continuation of the fixed prompt names the
+    change; the oracle is the plain server's own continuation, asked again after a plain restart and found equal."""
+    from ropekit.eval.backends.openai import JournalMismatch
+
+    _, made = samples
+    journal = tmp_path / "answers.jsonl"
+    server = Server(smollm2_path, tmp_path / "server.log")
+    server.start()
+    try:
+        model = served(smollm2_path, server, journal=journal)
+        model.answer_all(made[LENGTH, "niah_single_1"][:1])
+        server.stop()
+        server.start()  # plain again: the same computation, the run resumes
+        assert served(smollm2_path, server, journal=journal).computes == model.computes
+        server.stop()
+        server.options = ("--rope_freq_scale", "0.125")
+        server.start()
+        with pytest.raises(JournalMismatch) as caught:
+            served(smollm2_path, server, journal=journal)
+    finally:
+        server.stop()
+    line = str(caught.value)
+    assert "the greedy continuation of the fixed prompt" in line and "models_entry" not in line and "\n" not in line
+    assert model.computes["prompt_tokens"] < N_CTX and model.computes["logprobs"] is None  # no --logits_all
+
+
 def test_a_context_shorter_than_the_samples_is_one_line(smollm2_path, server) -> None:
     from ropekit.eval.backends.openai_client import ServerError
 

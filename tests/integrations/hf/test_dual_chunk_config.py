@@ -172,3 +172,35 @@ def test_extend_writes_and_inspect_reads(tmp_path):
     ]:
         refused = CliRunner().invoke(app, [*args, "--force", "--attention", bad])
         assert refused.exit_code == 2 and message in refused.stderr, refused.output
+
+
+@pytest.mark.hf
+@pytest.mark.parametrize(
+    ("scaling", "written"), [(["yarn", "--factor", "4"], None), (["base", "--base", "40000"], 4e4)]
+)
+def test_extend_refuses_dual_chunk_beside_a_scaling_before_writing(tmp_path, scaling, written):
+    """With a dual_chunk_attention_config vLLM and SGLang build the RoPE from the base alone (``engines``: "cannot
+    express" a scaling): beside yarn the folder is refused before anything is written or a launch line printed;
+    beside a base change (rope_type default, the new rope_theta) it is written."""
+    pytest.importorskip("transformers")
+    import json
+
+    from typer.testing import CliRunner
+
+    from helpers.hf_models import random_hf_folder
+    from ropekit.cli.app import app
+
+    source = random_hf_folder(tmp_path / "src", "qwen2", positions=64)
+    out = tmp_path / "out"
+    args = ["extend", "--model", str(source), "--scaling", *scaling, "--out", str(out), "--attention", "dual_chunk"]
+    result = CliRunner().invoke(app, args)
+    if written is None:
+        assert result.exit_code == 2 and not out.exists() and "launch" not in result.output, result.output
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: --attention: a dual_chunk_attention_config beside")
+        assert "rope_type 'yarn'" in lines[0] and "from the base alone" in lines[0]
+        return
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["rope_parameters"]["rope_type"] == "default" and config["rope_parameters"]["rope_theta"] == written
+    assert "dual_chunk_attention_config" in config

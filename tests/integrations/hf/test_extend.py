@@ -228,7 +228,7 @@ def test_per_layer_type_model_refuses_the_longrope_form(tmp_path):
 def test_plan_for_training_keeps_a_feasible_base_or_moves_to_one(base, keeps):
     """d = 128, 4k -> 8k (the bound at 8k is about 8.4e4, Men et al. Table 1). Oracle: the exact first negative
     B_m of the chosen base (theory.bound.max_context_length)."""
-    from ropekit.finetune.choose import plan_scaling
+    from ropekit.integrations.resolve import plan_scaling
     from ropekit.theory.bound import max_context_length
 
     target = 8192

@@ -11,7 +11,9 @@ other engines, and sends them to the server:
 - greedily: ``temperature 0``, ``max_tokens`` = the question's budget, no repetition penalty; up to ``concurrency``
   requests in flight (:meth:`OpenAIEvalModel.answer_all`);
 - every answer is appended to a journal (:mod:`ropekit.eval.backends.openai_journal`), so a run cut short (the server
-  died) resumes without asking again what was answered, and only from the same server, model, tokenizer and settings;
+  died) resumes without asking again what was answered, and only from the same server, model, tokenizer and settings,
+  and a server that computes the same continuation of one fixed prompt past L0
+  (:mod:`ropekit.eval.backends.openai_fingerprint`: a server restarted with another RoPE reports the same);
 - perplexity from prompt log-probabilities (``echo`` with ``logprobs``) where the server returns them, checked to be
   aligned with the prompt's ids, else refused.
 
@@ -85,15 +87,25 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
         self.identity = server_identity(url, card, props, self.vocab.fingerprint())
         self.ids_accepted: bool | None = None
         self.echo_error: object = _UNCHECKED  # why the prompt log-probabilities are misaligned (None: they are not)
-        self.journal = AnswerJournal(journal, self.identity)
+        self.computes: dict[str, Any] | None = None  # what the server computes (asked where a journal is kept)
+        self.journal = AnswerJournal(None, self.identity)
+        if journal is not None:
+            self.resume_from(journal)
 
     def resume_from(self, journal: Path, *, fresh: bool = False) -> None:
-        """Keep answers in ``journal`` and reuse those it holds (``fresh``: forget them, start it again).
+        """Keep answers in ``journal`` and reuse those it holds (``fresh``: forget them, start it again), once the
+        server has computed the fixed prompt's continuation (:mod:`~ropekit.eval.backends.openai_fingerprint`).
 
         Raises:
-            JournalMismatch: the journal holds answers from another server, model, tokenizer or settings.
+            JournalMismatch: the journal holds answers from another server, model, tokenizer or settings, or from a
+                server that computes another continuation of the fixed prompt (restarted with another RoPE).
+            ServerError: the server does not answer the fixed prompt.
         """
-        self.journal = AnswerJournal(journal, self.identity, fresh=fresh)
+        from ropekit.eval.backends.openai_fingerprint import server_computes
+
+        if self.computes is None:
+            self.computes = server_computes(self)
+        self.journal = AnswerJournal(journal, self.identity, computes=self.computes, fresh=fresh)
 
     def set_scaling(self, scaling: Any) -> None:
         """Raises ``LookupError`` for anything but the served model's own RoPE (the server was started with it)."""
@@ -145,7 +157,7 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
             # as text (whichever thread learnt it first)
             wrapped = _context_error(error, len(ids) + budget)
             as_ids = not isinstance(prompt, str)
-            if wrapped is not error or not as_ids or self.ids_accepted or "answered HTTP" not in str(error):
+            if wrapped is not error or not as_ids or self.ids_accepted or error.status is None:
                 raise wrapped from None
             self.ids_accepted = False
             prompt = self.prompt(ids)
@@ -297,6 +309,7 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
             "server_model": self.server_model,
             "server_max_context": self.max_context,
             "server_reports": {"models_entry": self.identity["models_entry"], "props": self.identity["props"]},
+            **({"server_computes": self.computes} if self.computes is not None else {}),
             **self.ran_as(),
             "concurrency": self.concurrency,
             "tokenizer": {**self.vocab.describe(), "sha256": self.identity["tokenizer_sha256"]},
@@ -330,5 +343,6 @@ def _shifted(tokens: Any, ids: list[int], detokenize: Callable[[list[int]], str]
 def _context_error(error: ServerError, needed: int) -> ServerError:
     text = str(error).lower()
     if "context" in text and ("exceed" in text or "longer" in text or "maximum" in text):
-        return ServerError(f"the server's context is shorter than the samples ({needed:,} tokens needed): {error}")
+        message = f"the server's context is shorter than the samples ({needed:,} tokens needed): {error}"
+        return ServerError(message, status=error.status)
     return error

@@ -29,9 +29,14 @@ TRANSIENT = (OSError, http.client.HTTPException)
 
 class ServerError(RuntimeError):
     """The server is unreachable, answered with an error, or cannot serve the evaluation (one line); ``argument``:
-    the evaluation's argument it is about."""
+    the evaluation's argument it is about; ``status``: the HTTP status of the server's last error reply (``None``:
+    no reply, or not an error reply)."""
 
     argument = "url"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _HTTPStatus(Exception):
@@ -73,7 +78,7 @@ class OpenAIClient:
         return self._request(root + path, None, 0)
 
     def _request(self, url: str, body: dict[str, Any] | None, retries: int) -> dict[str, Any]:
-        wait, last = self.backoff, ""
+        wait, last, status = self.backoff, "", None
         for attempt in range(retries + 1):
             if attempt:
                 time.sleep(wait)
@@ -82,17 +87,17 @@ class OpenAIClient:
                 return _decode(url, self._once(url, body))
             except _HTTPStatus as error:
                 if error.code != 429 and error.code < 500:
-                    raise ServerError(f"{url} answered HTTP {error.code}: {error.detail}") from None
-                last = f"answered HTTP {error.code}: {error.detail}"
+                    raise ServerError(f"{url} answered HTTP {error.code}: {error.detail}", status=error.code) from None
+                last, status = f"answered HTTP {error.code}: {error.detail}", error.code
             except TimeoutError:
-                last = f"did not answer within the {self.timeout:g} s timeout"
+                last, status = f"did not answer within the {self.timeout:g} s timeout", None
             except http.client.IncompleteRead as error:
-                last = (
-                    f"cut its reply short ({len(error.partial)} bytes of {len(error.partial) + (error.expected or 0)})"
-                )
+                got, expected = len(error.partial), len(error.partial) + (error.expected or 0)
+                last, status = f"cut its reply short ({got} bytes of {expected})", None
             except TRANSIENT as error:
+                status = None
                 last = f"is unreachable ({getattr(error, 'reason', None) or error or type(error).__name__})"
-        raise ServerError(f"{url} {last} after {retries + 1} attempts")
+        raise ServerError(f"{url} {last} after {retries + 1} attempts", status=status)
 
     def _once(self, url: str, body: dict[str, Any] | None) -> bytes:
         """The reply's body within the deadline; ``_HTTPStatus`` for an error status, ``TimeoutError`` past it."""

@@ -1,10 +1,12 @@
 """The journal of a server evaluation's answers: JSON lines in the run's ``--out``, read to resume a run cut short.
 
 The first line records what decides an answer (:func:`~ropekit.eval.backends.openai_served.server_identity`: the URL,
-the served model's id and what the server reports about it, the tokenizer's content hash, the request's settings); every
-later line is one answer, keyed by the prompt's ids, its budget and that record's digest. A resumed run whose record
-differs is refused, naming what changed (a server restarted with another context or RoPE keeps its model id, so the id
-alone proves nothing), unless it starts the journal again (``fresh``). The journal is never written through a symbolic
+the served model's id and what the server reports about it, the tokenizer's content hash, the request's settings) and
+what the server computes (:func:`~ropekit.eval.backends.openai_fingerprint.server_computes`: its greedy continuation of
+one fixed prompt past L0); every later line is one answer, keyed by the prompt's ids, its budget and the first record's
+digest. A resumed run whose record differs, or whose server computes another continuation (a server restarted with
+another context or RoPE keeps its model id and may report nothing else, so what it reports alone proves nothing), is
+refused, naming what changed, unless it starts the journal again (``fresh``). The journal is never written through a symbolic
 link, so answers land in ``--out`` and nowhere else. A line cut short by a run that died is skipped.
 """
 
@@ -53,15 +55,26 @@ class AnswerJournal:
 
     Args:
         identity: what decides an answer (recorded on the first line; a journal with another is refused).
+        computes: what the server computes (recorded on the first line; a journal whose record differs beyond
+            :func:`~ropekit.eval.backends.openai_fingerprint.computes_changes`' tolerance, or has none, is refused);
+            ``None`` (a journal in memory) compares nothing.
         fresh: start the journal again (a symbolic link there is removed, not followed).
 
     Raises:
-        JournalMismatch: the journal was written for another identity, holds answers without one, or is a
-            symbolic link.
+        JournalMismatch: the journal was written for another identity or another computation, holds answers without
+            a record of them, or is a symbolic link.
     """
 
-    def __init__(self, path: Path | None, identity: dict[str, Any], *, fresh: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        identity: dict[str, Any],
+        *,
+        computes: dict[str, Any] | None = None,
+        fresh: bool = False,
+    ) -> None:
         self.path, self.identity, self.digest = path, identity, digest_of(identity)
+        self.computes = computes
         self.done: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         if path is None:
@@ -76,18 +89,18 @@ class AnswerJournal:
         recorded = self._read(path)
         if recorded is None:
             with _append(path) as handle:
-                handle.write(json.dumps({"run": identity}, sort_keys=True) + "\n")
+                handle.write(json.dumps({"run": identity, "computes": computes}, sort_keys=True) + "\n")
 
     def _read(self, path: Path) -> dict[str, Any] | None:
         """The recorded identity (``None``: a new journal), with its answers read into ``self.done``."""
         if not path.is_file():
             return None
-        recorded, answers = None, {}
+        recorded, computed, answers = None, None, {}
         for line in path.read_text(errors="replace").splitlines():
             try:
                 row = json.loads(line)
                 if recorded is None and isinstance(row.get("run"), dict):
-                    recorded = row["run"]
+                    recorded, computed = row["run"], row.get("computes")
                 elif isinstance(row["text"], str):
                     answers[row["key"]] = {"text": row["text"], "forward": int(row["forward"]), **_sent(row)}
             except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
@@ -97,14 +110,23 @@ class AnswerJournal:
                 f"{path} holds answers without a record of the server and settings they came from; start the "
                 "journal again to evaluate"
             )
-        if recorded is not None and recorded != self.identity:
-            changes = "; ".join(identity_changes(recorded, self.identity))
+        changes = "; ".join(self._changes(recorded, computed))
+        if changes:
             raise JournalMismatch(
                 f"{path} holds answers from another server or settings ({changes}); start the journal again to "
                 "evaluate against this one"
             )
         self.done = answers
         return recorded
+
+    def _changes(self, recorded: dict[str, Any] | None, computed: Any) -> list[str]:
+        """What differs between the journal's first line and this run's identity and computation."""
+        from ropekit.eval.backends.openai_fingerprint import computes_changes
+
+        if recorded is None:
+            return []
+        changes = identity_changes(recorded, self.identity) if recorded != self.identity else []
+        return changes + (computes_changes(computed, self.computes) if self.computes is not None else [])
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.done.get(key)

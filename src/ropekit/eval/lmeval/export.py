@@ -241,9 +241,7 @@ def export_lm_eval(
         raise InvalidArgument("model", model.name, message=message)
     tokenizer = model.tokenizer  # a transformers tokenizer: the model is not byte-level
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
-    prepared = prepare_tasks(model, settings, tokens, leave_out=leave_out)
-    if prepared is None:  # none fits: every task again, for the first task's refusal
-        prepared = prepare_tasks(model, settings, tokens)
+    prepared = prepare_tasks(model, settings, tokens, leave_out=leave_out)  # none fits: the first task's refusal
     docs = lm_eval_docs(prepared.samples, tokenizer, train_length=model.train_length)
     bos = adds_special_tokens(tokenizer)
     longest = max(d["length"] + d["max_gen_toks"] for d in docs)

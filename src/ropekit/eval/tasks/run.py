@@ -22,6 +22,7 @@ from typing import Any
 
 from ropekit._free_memory import available_memory
 from ropekit._validate import require_float, require_int
+from ropekit.errors import InvalidArgument
 from ropekit.eval.methods import check_params
 from ropekit.eval.parallel import ONE_PROCESS, Launched, OneProcess
 from ropekit.eval.protocol import EvalModel
@@ -69,8 +70,13 @@ class TaskSettings:
         for task in self.tasks:
             if task not in TASKS:
                 raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+        if not self.multiples:
+            raise InvalidArgument("multiples", self.multiples, "must hold at least one multiple of the training length")
         for value in self.multiples:
             require_float("multiples", value, above=0.0)
+        if self.lengths is not None and not self.lengths:
+            rule = "must hold at least one length in tokens (None: the multiples of the training length)"
+            raise InvalidArgument("lengths", self.lengths, rule)
         for value in self.lengths or ():
             require_int("lengths", value, minimum=1)
         require_int("samples", self.samples, minimum=1)

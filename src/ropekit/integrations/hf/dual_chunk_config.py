@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: ropekit.attention loads torch, which reading a config does not need
     from ropekit.attention.dual_chunk import DualChunk
 
-__all__ = ["CONFIG_KEY", "dual_chunk_config", "dual_chunk_from_config"]
+__all__ = ["CONFIG_KEY", "dual_chunk_config", "dual_chunk_from_config", "refuse_beside_a_scaling"]
 
 #: the config.json key vLLM and SGLang read
 CONFIG_KEY = "dual_chunk_attention_config"
@@ -57,6 +57,35 @@ def dual_chunk_config(method: DualChunk) -> dict[str, int]:
             f"inter-chunk queries at most at 2*chunk_size-1 = {2 * s - 1}, ropekit at chunk_size+local_window-1"
         )
     return {"chunk_size": s + w - 1, "local_size": w - 1, "original_max_position_embeddings": 0}
+
+
+def refuse_beside_a_scaling(config: Mapping[str, Any]) -> None:
+    """Refuse a ``config.json`` that carries both a ``dual_chunk_attention_config`` and a RoPE scaling.
+
+    With that key, vLLM's and SGLang's model classes build ``DualChunkRotaryEmbedding`` from the base alone and drop
+    the rope dict (``ropekit engines`` reports it as "cannot express"), while transformers ignores the key and runs
+    the scaling: the same folder would be two models. A base change (written as ``rope_type`` ``default`` with its
+    ``rope_theta``) is what both run.
+
+    Raises:
+        InvalidArgument: about ``extra_config``: the key beside a ``rope_type`` other than ``default`` (any layer
+            type's, on a per-layer-type model).
+    """
+    from ropekit.errors import InvalidArgument
+
+    if not config.get(CONFIG_KEY):
+        return
+    params = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    dicts = [p for p in params.values() if isinstance(p, Mapping)] if isinstance(params, Mapping) else []
+    kinds = {str(d.get("rope_type", d.get("type", "default"))) for d in (dicts or [params])}
+    scaled = sorted(kind for kind in kinds if kind != "default")
+    if scaled:
+        message = (
+            f"a {CONFIG_KEY} beside rope_type {scaled[0]!r}: vLLM and SGLang build dual-chunk attention's rotary "
+            f"(DualChunkRotaryEmbedding) from the base alone, so they would run plain RoPE where transformers runs "
+            f"{scaled[0]}; write it over plain RoPE or a base change, or the scaling without it"
+        )
+        raise InvalidArgument("extra_config", config[CONFIG_KEY], message=message, leads=False)
 
 
 def _count(config: Mapping[str, Any], key: str, minimum: int) -> int:

@@ -112,12 +112,14 @@ def extend(
         FileExistsError: ``out`` holds files the copy writes and ``force`` is false, or it is a file.
         FileNotFoundError: no model at ``model``, or no parent folder for ``out``.
         ValueError: ``out`` overlaps ``model``; not a RoPE model, a folder without weights, a target not above
-            the original length or below the model's current one, a method transformers cannot express or the
-            model's config class would not load, or a written model that is not the source with ``scaling``
-            (measured from transformers' forward: :mod:`~ropekit.integrations.hf.preservation`); all checked on
-            the staged folder before anything is published.
+            the original length or below the model's current one, a ``dual_chunk_attention_config`` in
+            ``extra_config`` beside a scaling (vLLM and SGLang would run plain RoPE), a method transformers cannot
+            express or the model's config class would not load, or a written model that is not the source with
+            ``scaling`` (measured from transformers' forward: :mod:`~ropekit.integrations.hf.preservation`); all
+            checked on the staged folder before anything is published.
     """
     from ropekit._output import check_output, staged_output
+    from ropekit.integrations.hf.dual_chunk_config import refuse_beside_a_scaling
     from ropekit.integrations.hf.input_checks import check_not_shorter, check_weights
     from ropekit.integrations.hf.transformers_reads import as_transformers_reads
 
@@ -125,9 +127,7 @@ def extend(
     check_output(out, [("model", source)], names=written_names(source), force=force)
     shipped = transformers_config(source)
     refuse_disagreeing_keys(shipped)
-    config = as_transformers_reads(
-        shipped
-    )  # written as the new config.json: every key, the RoPE as transformers reads it
+    config = as_transformers_reads(shipped)  # every key kept, the RoPE as transformers reads it
     rope = rope_of(config, first_scaled_type(config, layer_types))
     if source.suffix != ".gguf":
         check_weights(source)
@@ -138,25 +138,31 @@ def extend(
     check_not_shorter(config, rope, scaling, original, target)
     new_config, notes = extended_config(config, scaling, target_length=target, layer_types=layer_types)
     new_config.update(extra_config or {})
+    refuse_beside_a_scaling(new_config)
     notes = [note for note in notes if not (extra_config and note.startswith(tuple(extra_config)))]
     with staged_output(out, force=force) as staged:
         if source.suffix == ".gguf":
             loaded, tokenizer = load_model(source)
             save_extended(loaded, tokenizer, staged, new_config)
         else:
-            for item in source.iterdir():
-                if item.name in _NOT_COPIED:
-                    continue
-                if item.is_dir():
-                    shutil.copytree(item, staged / item.name)
-                else:
-                    shutil.copy2(item, staged / item.name)
+            _copy_folder(source, staged)
             write_config(staged, new_config)
         check_loads(staged)
         written = json.loads((staged / "config.json").read_text())  # the file, as every reader will see it
         request = Request(scaling, scaled_layer_types(config, layer_types), original)
         unchecked = check_preserved(config, written, request)
     return ExtendResult(Path(out), new_config, notes + ([unchecked] if unchecked else []))
+
+
+def _copy_folder(source: Path, staged: Path) -> None:
+    """Every file and folder of ``source`` but its config into ``staged``, as they are."""
+    for item in source.iterdir():
+        if item.name in _NOT_COPIED:
+            continue
+        if item.is_dir():
+            shutil.copytree(item, staged / item.name)
+        else:
+            shutil.copy2(item, staged / item.name)
 
 
 def refuse_disagreeing_keys(config: Mapping[str, Any]) -> None:
