@@ -178,7 +178,7 @@ def evaluate(
     Args:
         model: ``"tiny"`` (the bundled model), a transformers folder, a ``.gguf`` file, or an evaluation model
             already loaded (:func:`ropekit.eval.models.load_eval_model`).
-        tasks: task names (default: every task).
+        tasks: task names (default: RULER's tasks; :func:`ropekit.synthetic.suite.parse_tasks` reads ``"all"``).
         lengths: lengths in tokens (default: ``multiples`` of the training length).
         methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``; default: the
             command's default list).
@@ -211,11 +211,11 @@ def evaluate(
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings
     from ropekit.eval.text import read_text, shipped_text, tokenize
-    from ropekit.synthetic.suite import TASKS
+    from ropekit.synthetic.suite import RULER, suite_tasks
 
     chosen = {
         "methods": tuple(default_methods() if methods is None else methods),
-        "tasks": tuple(TASKS if tasks is None else tasks),
+        "tasks": suite_tasks(RULER) if tasks is None else tuple(tasks),
         "lengths": None if lengths is None else tuple(lengths),
         "samples": SAMPLES if samples is None else samples,
         "seed": seed,

@@ -38,7 +38,11 @@ TASK_FILES = ("tasks.json",)
 def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
-    tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
+    tasks: str = typer.Option(
+        "ruler",
+        help="Comma-separated task names, 'ruler' (RULER's synthetic tasks; no QA) or 'all' (with the latent hops, "
+        "path traversal and the ladder).",
+    ),
     multiples: str | None = typer.Option(
         None, help=f"Lengths as multiples of the training length [default: {DEFAULT_TASK_MULTIPLES}]."
     ),
