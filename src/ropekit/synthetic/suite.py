@@ -1,4 +1,7 @@
-"""The task suite: RULER's synthetic tasks by name (Hsieh et al., arXiv 2404.06654, table 2), QA left out.
+"""The task suite: RULER's synthetic tasks by name (Hsieh et al., arXiv 2404.06654, table 2), QA left out, and the
+tasks beyond literal retrieval that register themselves from their own files (:mod:`~ropekit.synthetic.latent`,
+:mod:`~ropekit.synthetic.path`, :mod:`~ropekit.synthetic.ladder`; suite :data:`BEYOND`). RULER's (suite
+:data:`RULER`) are what ``--tasks ruler`` and the defaults evaluate and what the tiny model trains on.
 
 RULER's two QA tasks need SQuAD and HotpotQA downloads, and ropekit downloads nothing at run time, so they are not
 here. Differences from RULER's own configuration, all so that every task fits the bundled model's 256-byte context:

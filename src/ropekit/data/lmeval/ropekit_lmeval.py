@@ -11,11 +11,11 @@ installs), not ropekit.
 - Scoring is lm-eval's own RULER scoring (``lm_eval/tasks/ruler/common_utils.py``): the output stripped and its control
   characters turned into newlines, then ``string_match_all`` (the fraction of references found, case-insensitive;
   ``string_match_part`` for a question whose ``metric`` is ``part``: any reference found; for ``prefix``, a long
-  answer's lines, the fraction right in order before the first wrong one).
+  answer's lines, the fraction right in order before the first wrong one). Each task reports one metric per length,
+  named by the length, as lm-eval's ``ruler`` tasks do: a sample scores its own length's metric and ``-1`` for the
+  others, which :func:`aggregate` leaves out.
 - A question with a ``twin`` label (the latent hops' literal twins) belongs to a task of its own
-  (``ropekit_<task>_<twin>``), left out of the group's mean. Each task reports one
-  metric per length, named by the length, as lm-eval's ``ruler`` tasks do: a sample scores its own length's metric
-  and ``-1`` for the others, which :func:`aggregate` leaves out.
+  (``ropekit_<task>_<twin>``), left out of the group's mean.
 - Each question is generated greedily to its own budget (:class:`RopekitTask` puts ``max_gen_toks`` per request), as
   ropekit decodes it; the YAML's ``max_gen_toks`` is the task's largest budget.
 """
