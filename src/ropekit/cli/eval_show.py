@@ -75,6 +75,7 @@ def print_task_summary(result) -> None:
             f"{e['short_relative_interval'][1] or '—'}]",
         )
     console.print(table)
+    print_long_answers(result.rows)
     print_twin_gaps(summary.get("twins", []))
     if "note" in summary:
         console.print(f"not judged: {summary['note']}", highlight=False)
@@ -85,6 +86,29 @@ def print_task_summary(result) -> None:
         )
     for row in result.skipped:
         console.print(f"skipped {row['method']}: {row['reason']}", highlight=False)
+
+
+def print_long_answers(rows: list[dict]) -> None:
+    """Per task scored by its correct prefix (path traversal): the prefix score and the exact answers' share."""
+    long = [r for r in rows if "exact" in r]
+    if not long:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="long answers (%, 95% intervals): correct prefix and exact")
+    for column in ("method", "task", "length", "correct prefix", "exact"):
+        table.add_column(column, justify="left" if column in ("method", "task") else "right")
+    for r in long:
+        e = r["exact"]
+        table.add_row(
+            r["method"],
+            r["task"],
+            f"{r['length']:,}",
+            f"{100 * r['score']:.0f} [{100 * r['ci95'][0]:.0f}, {100 * r['ci95'][1]:.0f}]",
+            f"{100 * e['score']:.0f} [{100 * e['ci95'][0]:.0f}, {100 * e['ci95'][1]:.0f}]",
+        )
+    Console().print(table)
 
 
 def print_twin_gaps(twins: list[dict]) -> None:

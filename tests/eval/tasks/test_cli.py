@@ -176,4 +176,4 @@ def test_latent_hops_and_path_traversal_run_on_the_tiny_model_out_of_the_box():
     assert "short_relative_effective_length" in effective and "short_relative_interval" in effective
     printed = runner.invoke(app, [*args, "--samples", "1", "--methods", "none"])
     assert printed.exit_code == 0 and "twin questions on the same contexts" in printed.output, printed.output
-    assert "relative to the shortest" in printed.output
+    assert "relative to the shortest" in printed.output and "correct prefix and exact" in printed.output
