@@ -122,3 +122,53 @@ def test_the_summary_pools_the_gap_over_tasks_per_length():
     assert gap["tasks"] == ["latent_hop", "latent_hop_2"] and gap["gap"] == paired_counts([3, 1, 11, 5])
     assert gap["own"]["score"] == pytest.approx(0.3) and gap["literal"]["score"] == pytest.approx(0.5)
     assert "twins" not in summarise([{k: v for k, v in r.items() if k != "twins"} for r in rows], 512, 85.6)
+
+
+class FixedRoomDecoder:
+    """A decoder whose room is fixed when first fed, as llama.cpp's context: its first tokens and a margin, unless
+    :meth:`reserve` sized it before; it predicts token 0 (a wrong answer, decoded to its whole budget)."""
+
+    margin = 16
+
+    def __init__(self):
+        self.length, self.room, self.reserved = 0, None, []
+
+    def reserve(self, tokens):
+        self.room = tokens + self.margin
+        self.reserved.append(tokens)
+
+    def extend(self, ids, keep):
+        import torch
+
+        if self.room is None:
+            self.room = len(ids) + self.margin
+        if self.length + len(ids) > self.room:
+            raise ValueError(f"the context holds {self.room} tokens; this input needs {self.length + len(ids)}")
+        self.length += len(ids)
+        return torch.zeros(keep, 257)
+
+    def crop(self, length):
+        self.length = min(self.length, length)
+
+
+def test_a_fixed_room_decoder_is_sized_for_the_longest_answer_before_the_prefill():
+    """Path traversal's answer is a third of the sample: llama.cpp's context, sized for the prefill and a margin,
+    would be too short for it; the room is reserved for the context, the longest question and its budget."""
+    from types import SimpleNamespace
+
+    from ropekit.eval.tasks.grid import _answer_locally
+    from ropekit.model.corpus import heldout_bytes
+    from ropekit.model.tokenizer import byte_ids, byte_text
+    from ropekit.synthetic.suite import make_sample
+
+    sample = make_sample("path_traversal", 1000, byte_ids, text=byte_ids(heldout_bytes()), seed=0, index=0)
+    decoder = FixedRoomDecoder()
+    model = SimpleNamespace(decoder=lambda: decoder, byte_level=False, stop_tokens=frozenset(), detokenize=byte_text)
+    scores, _, forward = _answer_locally(model, sample)
+    question = sample.questions[0]
+    assert decoder.reserved == [len(sample.context) + len(question.ids) + question.budget]
+    # the prefill, the question with the canonical answer (teacher-forced), then the budget decoded but its last token
+    assert (
+        scores == [0.0]
+        and forward == len(sample.context) + len(question.ids) + len(question.target) + question.budget - 1
+    )
