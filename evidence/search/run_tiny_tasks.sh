@@ -7,9 +7,9 @@ export PYTHONPATH=src OMP_NUM_THREADS=1
 R="/work/main/.venv/bin/ropekit"
 P=/work/main/.venv/bin/python
 $P evidence/search/seed_file.py evidence/search/tiny_4x theory
-$R eval tasks --model tiny --tasks all --multiples 4 --samples 20 --seed 0 \
+$R eval tasks --model tiny --tasks ruler --multiples 4 --samples 20 --seed 0 \
   --methods none,yarn,llama3,ntk,self_extend,searched --param factors=evidence/search/tiny_4x/search.json \
   --out evidence/search/tasks_4x --force --json > evidence/search/tasks_4x.stdout.json
-$R eval tasks --model tiny --tasks all --multiples 4 --samples 20 --seed 0 \
+$R eval tasks --model tiny --tasks ruler --multiples 4 --samples 20 --seed 0 \
   --methods searched --param factors=evidence/search/tiny_4x/seed_theory/search.json \
   --out evidence/search/tasks_4x_theory_seed --force --json > evidence/search/tasks_4x_theory_seed.stdout.json

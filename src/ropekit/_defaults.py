@@ -33,6 +33,9 @@ TASK_MULTIPLES = (1, 2, 4)
 #: the effective-length threshold in percent: RULER's (Hsieh et al., arXiv 2404.06654), Llama-2-7B's mean score at
 #: 4K
 RULER_THRESHOLD = 85.6
+#: NoLiMa's relative threshold in percent (Modarressi et al., arXiv 2502.05167): a length is effective while the score
+#: stays at or above this share of the model's own score at the shortest length
+NOLIMA_SHARE = 85.0
 
 
 def as_text(values: Iterable[float]) -> str:

@@ -179,7 +179,8 @@ def evaluate(
     Args:
         model: ``"tiny"`` (the bundled model), a transformers folder, a ``.gguf`` file, or an evaluation model
             already loaded (:func:`ropekit.eval.loader.load_eval_model`).
-        tasks: task names, or one name as a string (default: every task).
+        tasks: task names, or one name as a string (default: RULER's tasks;
+            :func:`ropekit.synthetic.suite.parse_tasks` reads ``"all"``).
         lengths: lengths in tokens, or one length (default: ``multiples`` of the training length; an empty list is
             refused).
         methods: as ``--methods`` (``"none"``, ``"yarn"``, ``"self_extend"``, ``"yarn+self_extend"``), or one
@@ -215,11 +216,11 @@ def evaluate(
     from ropekit.eval.tasks.limits import SAMPLES
     from ropekit.eval.tasks.run import TaskSettings
     from ropekit.eval.text import read_text, shipped_text, tokenize
-    from ropekit.synthetic.suite import TASKS
+    from ropekit.synthetic.suite import RULER, suite_tasks
 
     chosen = {
         "methods": _several(default_methods() if methods is None else methods, str),
-        "tasks": _several(TASKS if tasks is None else tasks, str),
+        "tasks": suite_tasks(RULER) if tasks is None else _several(tasks, str),
         "lengths": None if lengths is None else _several(lengths, int),
         "samples": SAMPLES if samples is None else samples,
         "seed": seed,

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import numpy as np
 import pytest
 
+from helpers.families import FAMILIES
+from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tokenizer import byte_ids
+from ropekit.synthetic.base import Pieces
 
 #: a haystack text with sentences and code, long enough for 4096-token samples
 TEXT = (
@@ -48,3 +54,22 @@ def train_bpe():
 @pytest.fixture(scope="session")
 def text_ids() -> np.ndarray:
     return byte_ids(TEXT.encode())
+
+
+@dataclass(frozen=True)
+class Family:
+    """A trained tokenizer of one family (shown by its name alone: hypothesis prints its arguments)."""
+
+    name: str
+    encode: Callable[[bytes], np.ndarray] = field(repr=False)
+    text: np.ndarray = field(repr=False)
+    pieces: Pieces = field(repr=False)
+
+
+@pytest.fixture(scope="session", params=FAMILIES)
+def family(request, train_bpe):
+    """One family's tokenizer (:data:`helpers.families.FAMILIES`) trained on the shipped text, that text's ids, and the
+    pieces its samples share (as an evaluation's samples share them)."""
+    shipped = heldout_bytes().decode()
+    encode = train_bpe([shipped[i : i + 4000] for i in range(0, len(shipped), 4000)], 1000, request.param)
+    return Family(request.param, encode, encode(shipped.encode()), Pieces(encode, encode.decode))

@@ -38,6 +38,8 @@ def test_exact_length_bpe(task, length, bpe_encode):
     sample = make_sample(task, length, bpe_encode, text=text, seed=1, index=0)
     assert sample.length == length
     decoded = bpe_encode.decode(sample.context)
+    if "compute" in task:  # a sum, in no sentence (tests/synthetic/test_beyond.py computes it from the text)
+        return
     for answer in sample.questions[0].answers:  # the references survive tokenization of the pieces
         assert answer in decoded
 

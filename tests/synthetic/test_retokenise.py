@@ -4,18 +4,12 @@ and RULER tokenize), are the same ids, with a tokenizer of each of the five fami
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.families import FAMILIES
-from ropekit.model.corpus import heldout_bytes
 from ropekit.model.tokenizer import byte_ids, byte_text
-from ropekit.synthetic.base import Pieces
 from ropekit.synthetic.suite import TASKS, make_sample
 
 #: English-like prose with punctuation, numbers and code: the haystack text and the tokenizer's training text
@@ -49,25 +43,6 @@ def prose(seed: int, sentences: int) -> str:
             sentence += "\n\ndef walk(tree):\n    for node in tree.children:\n        yield node\n"
         out.append(sentence)
     return " ".join(out)
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def family(request, train_bpe):
-    """One family's tokenizer trained on the shipped text, that text's ids, and the pieces its samples share (as
-    an evaluation's samples share them)."""
-    shipped = heldout_bytes().decode()
-    encode = train_bpe([shipped[i : i + 4000] for i in range(0, len(shipped), 4000)], 1000, request.param)
-    return Family(request.param, encode, encode(shipped.encode()), Pieces(encode, encode.decode))
-
-
-@dataclass(frozen=True)
-class Family:
-    """A trained tokenizer of one family (shown by its name alone: hypothesis prints its arguments)."""
-
-    name: str
-    encode: Callable[[bytes], np.ndarray] = field(repr=False)
-    text: np.ndarray = field(repr=False)
-    pieces: Pieces = field(repr=False)
 
 
 def assert_retokenises(sample, length: int, encode, decode) -> None:

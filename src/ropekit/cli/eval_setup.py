@@ -94,14 +94,15 @@ def named(names: Mapping[str, str]) -> Iterator[None]:
 
 
 def task_samples(model, settings, tasks: str, tokens, lengths_option: str):
-    """The :class:`~ropekit.eval.checks.PreparedTasks` of ``eval tasks``: with ``--tasks all`` every task that fits
+    """The :class:`~ropekit.eval.checks.PreparedTasks` of ``eval tasks``: with ``--tasks ruler`` or ``all`` every task that fits
     the shortest length (those left out printed on stderr, with why), a task named explicitly that does not fit an
     error; each refusal names the option of its setting."""
     from ropekit.eval.checks import prepare_tasks
+    from ropekit.synthetic.suite import TASK_SETS
 
     names = {"lengths": lengths_option, "multiples": lengths_option, "methods": "--methods", "text": "--text"}
     with named(names):
-        prepared = prepare_tasks(model, settings, tokens, leave_out=tasks.strip() == "all")
+        prepared = prepare_tasks(model, settings, tokens, leave_out=tasks.strip() in TASK_SETS)
     print_left_out(prepared.dropped)
     return prepared
 

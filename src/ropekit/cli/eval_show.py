@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ropekit.eval.tasks.limits import LEARNED
+from ropekit.eval.tasks.limits import LEARNED, NOLIMA_SHARE
 
 
 def print_tables(result) -> None:
@@ -61,6 +61,7 @@ def print_task_summary(result) -> None:
     for n in lengths:
         table.add_column(str(n), justify="right")
     table.add_column("effective length", justify="right")
+    table.add_column(f"relative to the shortest ({NOLIMA_SHARE:g}%)", justify="right")
     effective = {(e["method"], e["subset"]): e for e in summary["effective"]}
     methods = list(dict.fromkeys(m["method"] for m in summary["means"]))
     for method in methods:
@@ -70,8 +71,12 @@ def print_task_summary(result) -> None:
             method,
             *[f"{100 * cells[n]['score']:.1f}" if n in cells else "" for n in lengths],
             f"{e['effective_length'] or '—'} [{e['interval'][0] or '—'}, {e['interval'][1] or '—'}]",
+            f"{e['short_relative_effective_length'] or '—'} [{e['short_relative_interval'][0] or '—'}, "
+            f"{e['short_relative_interval'][1] or '—'}]",
         )
     console.print(table)
+    print_long_answers(result.rows)
+    print_twin_gaps(summary.get("twins", []))
     if "note" in summary:
         console.print(f"not judged: {summary['note']}", highlight=False)
     if summary["not_learned"]:
@@ -81,6 +86,53 @@ def print_task_summary(result) -> None:
         )
     for row in result.skipped:
         console.print(f"skipped {row['method']}: {row['reason']}", highlight=False)
+
+
+def print_long_answers(rows: list[dict]) -> None:
+    """Per task scored by its correct prefix (path traversal): the prefix score and the exact answers' share."""
+    long = [r for r in rows if "exact" in r]
+    if not long:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="long answers (%, 95% intervals): correct prefix and exact")
+    for column in ("method", "task", "length", "correct prefix", "exact"):
+        table.add_column(column, justify="left" if column in ("method", "task") else "right")
+    for r in long:
+        e = r["exact"]
+        table.add_row(
+            r["method"],
+            r["task"],
+            f"{r['length']:,}",
+            f"{100 * r['score']:.0f} [{100 * r['ci95'][0]:.0f}, {100 * r['ci95'][1]:.0f}]",
+            f"{100 * e['score']:.0f} [{100 * e['ci95'][0]:.0f}, {100 * e['ci95'][1]:.0f}]",
+        )
+    Console().print(table)
+
+
+def print_twin_gaps(twins: list[dict]) -> None:
+    """Per method × length: the tasks' own score beside their twins' (latent against literal), and the gap with its
+    95% interval (Newcombe's, paired by sample)."""
+    if not twins:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="twin questions on the same contexts (%, 95% intervals)")
+    for column in ("method", "length", "tasks", "own (latent)", "twin", "twin − own"):
+        table.add_column(column, justify="left" if column in ("method", "tasks", "twin") else "right")
+    for row in twins:
+        own, twin, gap = row["own"], row[row["twin"]], row["gap"]
+        table.add_row(
+            row["method"],
+            f"{row['length']:,}",
+            ", ".join(row["tasks"]),
+            f"{100 * own['score']:.0f} [{100 * own['ci95'][0]:.0f}, {100 * own['ci95'][1]:.0f}]",
+            f"{row['twin']} {100 * twin['score']:.0f} [{100 * twin['ci95'][0]:.0f}, {100 * twin['ci95'][1]:.0f}]",
+            f"{100 * gap['difference']:+.0f} [{100 * gap['ci95'][0]:+.0f}, {100 * gap['ci95'][1]:+.0f}]",
+        )
+    Console().print(table)
 
 
 def print_report_summary(summary: dict, index: Path, elapsed_s: float) -> None:
@@ -116,11 +168,14 @@ def print_task_cells(result) -> None:
             row = [cells.get((task, n)) for n in lengths]
             table.add_row(
                 task,
-                *[
-                    ""
-                    if c is None
-                    else f"{100 * c['score']:.0f} [{100 * c['ci95'][0]:.0f}, {100 * c['ci95'][1]:.0f}] ({c['samples']})"
-                    for c in row
-                ],
+                *[_cell_text(c) for c in row],
             )
         console.print(table)
+
+
+def _cell_text(c: dict | None) -> str:
+    """One task cell: its score with its interval and sample count, the exact answers' share where scored by prefix."""
+    if c is None:
+        return ""
+    text = f"{100 * c['score']:.0f} [{100 * c['ci95'][0]:.0f}, {100 * c['ci95'][1]:.0f}] ({c['samples']})"
+    return text + (f" exact {100 * c['exact']['score']:.0f}" if "exact" in c else "")

@@ -78,12 +78,13 @@ def _export(loaded, settings, tasks: str, tokens, folder: Path, force: bool, len
     printed on stderr."""
     from ropekit.errors import InvalidArgument
     from ropekit.eval.lmeval.export import PromptMismatch, export_lm_eval
+    from ropekit.synthetic.suite import TASK_SETS
 
     names = {"lengths": lengths_option, "multiples": lengths_option, "methods": "--methods", "text": "--text"}
     try:
         with named(names):
             manifest = export_lm_eval(
-                loaded, settings, folder, text=tokens, leave_out=tasks.strip() == "all", force=force
+                loaded, settings, folder, text=tokens, leave_out=tasks.strip() in TASK_SETS, force=force
             )
     except PromptMismatch as error:
         raise fail(f"--write-lm-eval: {error}; nothing was written") from None

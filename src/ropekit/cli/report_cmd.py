@@ -89,7 +89,9 @@ def report_command(
     param: str | None = PARAM,
     attention_param: str | None = ATTENTION_PARAM,
     task_samples: int = typer.Option(5, help="RULER-style task samples per (method, length, task); 0: no tasks."),
-    tasks: str = typer.Option("all", help="Task names for the task section, or 'all' (see ropekit eval tasks)."),
+    tasks: str = typer.Option(
+        "ruler", help="Task names for the task section, 'ruler' or 'all' (see ropekit eval tasks)."
+    ),
     task_multiples: str = typer.Option(
         defaults.as_text(defaults.TASK_MULTIPLES), help="Task lengths as multiples of the training length."
     ),

@@ -38,7 +38,11 @@ TASK_FILES = ("tasks.json",)
 def tasks_command(
     model: str = MODEL,
     methods: str = METHODS,
-    tasks: str = typer.Option("all", help="Comma-separated task names, or 'all' (RULER's synthetic tasks; no QA)."),
+    tasks: str = typer.Option(
+        "ruler",
+        help="Comma-separated task names, 'ruler' (RULER's synthetic tasks; no QA) or 'all' (with the latent hops, "
+        "path traversal and the ladder).",
+    ),
     multiples: str | None = typer.Option(
         None, help=f"Lengths as multiples of the training length [default: {DEFAULT_TASK_MULTIPLES}]."
     ),
@@ -66,12 +70,6 @@ def tasks_command(
     write_lm_eval: Path | None = WRITE_LM_EVAL,
 ) -> None:
     """RULER-style tasks (retrieval, tracing, aggregation) per method and length, with the effective length."""
-    from ropekit.cli.eval_progress import rich_progress, tasks_failed
-    from ropekit.cli.eval_show import print_task_summary
-    from ropekit.eval.protocol import AnswersAll
-    from ropekit.eval.run import run_task_suite
-    from ropekit.eval.text import read_text, shipped_text, tokenize
-
     if lengths is not None and multiples is not None:
         raise fail("--lengths and --multiples are alternatives; give one of them")
     settings = build_task_settings(
@@ -95,13 +93,25 @@ def tasks_command(
     if out is not None:
         refuse_overwrite(out, TASK_FILES, "--out", force=force)
         prepare_output_dir(out, "--out", create=False)
+    choice = EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout)
+    _run(model, settings, tasks, text, lengths_option, out, choice, device_map, dtype, json_output, force)
+
+
+def _run(model, settings, tasks, text, lengths_option, out, choice, device_map, dtype, json_output, force) -> None:
+    """Loads the evaluation model on its engine, makes the samples, runs the suite (across processes where
+    launched so) and writes and prints the result: what ``tasks_command`` does once its options are checked."""
+    from ropekit.cli.eval_progress import rich_progress, tasks_failed
+    from ropekit.cli.eval_show import print_task_summary
+    from ropekit.eval.protocol import AnswersAll
+    from ropekit.eval.run import run_task_suite
+    from ropekit.eval.text import read_text, shipped_text, tokenize
+
     try:
         source = read_text(text) if text is not None else shipped_text()
     except (OSError, ValueError) as error:
         raise fail(f"--text: {error}") from error
-    choice = EngineChoice(name=engine, url=url, concurrency=concurrency, served_model=served_model, timeout=timeout)
     choice.check(device_map=device_map, dtype=dtype)
-    processes = processes_for(engine)
+    processes = processes_for(choice.name)
     eval_model = open_eval_model(model, device_map, dtype=dtype, engine=choice)
     tokens = tokenize(source, eval_model.encode, eval_model.separator)
     prepared = task_samples(eval_model, settings, tasks, tokens, lengths_option)

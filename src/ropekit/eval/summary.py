@@ -1,8 +1,9 @@
 """The report's summary: one table (method × measure) and one verdict line.
 
 The table holds, per method, what a reader compares first: perplexity at the longest length evaluated, passkey
-accuracy there, and, when the task suite ran, the effective length (RULER's absolute threshold and the one relative
-to the model's own score at its training length, each with the range its 95% intervals allow). The verdict names the
+accuracy there, and, when the task suite ran, the effective length (RULER's absolute threshold, the one relative
+to the model's own score at its training length, and NoLiMa's, relative to the method's own score at the shortest
+length, each with the range its 95% intervals allow). The verdict names the
 method that keeps the most effective length, by how much over the next one, and whether the intervals separate them.
 Without the task suite the verdict falls back to passkey, then to perplexity, and says which measure it used.
 """
@@ -57,7 +58,11 @@ def summary_table(
     if key_len is not None:
         columns.append(f"passkey at {key_len:,}")
     if effective:
-        columns += ["effective length (tasks)", "relative effective length (tasks)"]
+        columns += [
+            "effective length (tasks)",
+            "relative effective length (tasks)",
+            "relative to the shortest length (tasks, NoLiMa)",
+        ]
     rows = []
     for method in methods:
         row: dict[str, Any] = {"method": method}
@@ -70,6 +75,9 @@ def summary_table(
             row["effective length (tasks)"] = _length_cell(e.get("effective_length"), e.get("interval"))
             row["relative effective length (tasks)"] = _length_cell(
                 e.get("relative_effective_length"), e.get("relative_interval")
+            )
+            row["relative to the shortest length (tasks, NoLiMa)"] = _length_cell(
+                e.get("short_relative_effective_length"), e.get("short_relative_interval")
             )
         rows.append(row)
     return columns, rows

@@ -9,7 +9,21 @@ sequences and evaluation (:mod:`ropekit.eval`) measures on them; this package im
 * :mod:`~ropekit.synthetic.niah`, :mod:`~ropekit.synthetic.tracking`, :mod:`~ropekit.synthetic.aggregation` — the
   generators of RULER's retrieval, tracing and aggregation families; :mod:`~ropekit.synthetic.words` the
   pseudo-word pool the word lists draw from; :mod:`~ropekit.synthetic.phrasings` one needle in several wordings.
+* :mod:`~ropekit.synthetic.latent`, :mod:`~ropekit.synthetic.path`, :mod:`~ropekit.synthetic.ladder` — the tasks
+  beyond literal retrieval: latent hops with literal twins, path traversal (a long answer), the four-level ladder.
 * :mod:`~ropekit.synthetic.suite` — the named tasks (each generator with its parameters), seeded by task name.
 """
 
-__all__ = ["aggregation", "base", "niah", "passkey", "phrasings", "suite", "tracking", "words"]
+__all__ = [
+    "aggregation",
+    "base",
+    "ladder",
+    "latent",
+    "niah",
+    "passkey",
+    "path",
+    "phrasings",
+    "suite",
+    "tracking",
+    "words",
+]

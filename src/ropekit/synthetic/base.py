@@ -65,7 +65,9 @@ class Question:
         target: token ids of the canonical answer (all references, in the order the text gives them); used to train,
             and by the teacher-forced shortcut (greedy output that starts with it contains every reference).
         budget: the most tokens greedy decoding may produce (at least ``len(target)``).
-        metric: ``"all"`` (RULER's ``string_match_all``) or ``"part"`` (``string_match_part``).
+        metric: ``"all"`` (RULER's ``string_match_all``), ``"part"`` (``string_match_part``) or ``"prefix"`` (a
+            long answer, ``answers`` its lines: the fraction right in order before the first wrong one).
+        twin: ``""`` for the task's own question, else its twin's label (``"literal"``), scored apart.
     """
 
     ids: np.ndarray
@@ -73,6 +75,7 @@ class Question:
     target: np.ndarray
     budget: int
     metric: str = "all"
+    twin: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""The task suite: RULER's synthetic tasks by name (Hsieh et al., arXiv 2404.06654, table 2), QA left out.
+"""The task suite: RULER's synthetic tasks by name (Hsieh et al., arXiv 2404.06654, table 2), QA left out, and the
+tasks beyond literal retrieval that register themselves from their own files (:mod:`~ropekit.synthetic.latent`,
+:mod:`~ropekit.synthetic.path`, :mod:`~ropekit.synthetic.ladder`; suite :data:`BEYOND`). RULER's (suite
+:data:`RULER`) are what ``--tasks ruler`` and the defaults evaluate and what the tiny model trains on.
 
 RULER's two QA tasks need SQuAD and HotpotQA downloads, and ropekit downloads nothing at run time, so they are not
 here. Differences from RULER's own configuration, all so that every task fits the bundled model's 256-byte context:
@@ -41,16 +44,32 @@ from ropekit.synthetic.base import HAYSTACKS, Decode, Encode, Haystack, Pieces, 
 from ropekit.synthetic.niah import niah_sample
 from ropekit.synthetic.tracking import tracking_sample
 
+#: the suite of RULER's synthetic tasks: what ``--tasks ruler`` (the default) evaluates and the tiny model trains on
+RULER = "ruler"
+#: the tasks beyond literal retrieval (latent hops, a long answer, the ladder): ``--tasks all`` adds them
+BEYOND = "beyond"
+
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One named task: its family, its haystack and the generator's parameters."""
+    """One named task: its family, its haystack and the generator's parameters.
+
+    Attributes:
+        suite: :data:`RULER` (RULER's tasks: evaluated by default and mixed into training) or :data:`BEYOND`.
+        seed_name: the name its samples are seeded by (:func:`sample_rng`; ``""``: its own): tasks that share one
+            share their samples' random draws (the ladder's levels, the same needles).
+        twins: the labels of the twin questions each sample holds beside its own
+            (:attr:`~ropekit.synthetic.base.Question.twin`; the latent hops: ``("literal",)``).
+    """
 
     name: str
     family: str
     haystack: str
     build: Callable[..., Sample]
     params: dict[str, Any] = field(default_factory=dict)
+    suite: str = RULER
+    seed_name: str = ""
+    twins: tuple[str, ...] = ()
 
     def sample(
         self,
@@ -118,8 +137,17 @@ for _spec in (
     register_task(_spec)
 
 
+def suite_tasks(suite: str = RULER) -> tuple[str, ...]:
+    """The names of the tasks of ``suite``, in registration order."""
+    return tuple(name for name, spec in TASKS.items() if spec.suite == suite)
+
+
+#: the words ``--tasks`` takes for a whole set of tasks
+TASK_SETS = ("ruler", "all")
+
+
 def parse_tasks(text: str) -> tuple[str, ...]:
-    """Task names from a comma-separated list (``all``: every task).
+    """Task names from a comma-separated list (``ruler``: RULER's tasks; ``all``: every task).
 
     Raises:
         ValueError: an empty list or an unknown name (the message lists the valid ones).
@@ -128,11 +156,14 @@ def parse_tasks(text: str) -> tuple[str, ...]:
     names = TASKS.names()
     if items == ["all"]:
         return names
+    if items == [RULER]:
+        return suite_tasks(RULER)
+    valid = ", ".join((*TASK_SETS, *names))
     if not all(items):
-        raise ValueError(f"tasks must be comma-separated names, got {text!r}; valid: all, {', '.join(names)}")
+        raise ValueError(f"tasks must be comma-separated names, got {text!r}; valid: {valid}")
     for item in items:
         if item not in names:
-            raise ValueError(f"unknown task {item!r}; valid: all, {', '.join(names)}")
+            raise ValueError(f"unknown task {item!r}; valid: {valid}")
     return tuple(dict.fromkeys(items))
 
 
@@ -172,37 +203,37 @@ def make_sample(
         overrides: generator parameters (``haystack``, ``keys``, ``asks``, ``hops``, …).
     """
     spec = TASKS.get(task)
-    return spec.sample(
-        sample_rng(seed, length, task, index), length, pieces or Pieces(encode, decode), text, depth=depth, **overrides
-    )
+    rng = sample_rng(seed, length, spec.seed_name or task, index)
+    return spec.sample(rng, length, pieces or Pieces(encode, decode), text, depth=depth, **overrides)
 
 
 def check_task_weights(weights: Mapping[str, float]) -> dict[str, float]:
-    """``weights`` as a ``{task: weight}`` dict over every task (a task not named weighs 1).
+    """``weights`` as a ``{task: weight}`` dict over every training task (RULER's suite; a task not named weighs 1).
 
     Raises:
-        ValueError: an unknown task (the message lists the valid ones), a weight that is not a finite number >= 0,
-            or every weight 0.
+        ValueError: a task that is not a training task (the message lists the valid ones), a weight that is not a
+            finite number >= 0, or every weight 0.
     """
     if not isinstance(weights, Mapping):
         raise ValueError(f"task_weights must map task names to weights, e.g. {{'vt': 2}}, got {weights!r}")
+    training = suite_tasks(RULER)
     for name, weight in weights.items():
-        if name not in TASKS:
-            message = f"task_weights: unknown task {name!r}; valid: {', '.join(TASKS.names())}"
-            raise InvalidArgument("task_weights", name, allowed=TASKS.names(), message=message)
+        if name not in training:
+            message = f"task_weights: unknown task {name!r}; valid (RULER's tasks): {', '.join(training)}"
+            raise InvalidArgument("task_weights", name, allowed=training, message=message)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
             message = f"task_weights: {name}={weight!r}; a weight must be a finite number >= 0"
             raise InvalidArgument("task_weights", {name: weight}, allowed="finite numbers >= 0", message=message)
-    full = {name: float(weights.get(name, 1.0)) for name in TASKS}
+    full = {name: float(weights.get(name, 1.0)) for name in training}
     if not any(full.values()):
         raise ValueError(f"task_weights: every task weighs 0 ({dict(weights)!r}); at least one must be above 0")
     return full
 
 
 def pick_task(rng: np.random.Generator, weights: Mapping[str, float] | None = None) -> str:
-    """A task name: uniform without ``weights`` (one ``rng.integers`` draw, the order earlier runs saw), else with
-    probability proportional to :func:`check_task_weights`' weights."""
-    names = list(TASKS)
+    """A training task's name (RULER's suite): uniform without ``weights`` (one ``rng.integers`` draw, the order
+    earlier runs saw), else with probability proportional to :func:`check_task_weights`' weights."""
+    names = list(suite_tasks(RULER))
     if weights is None:
         return names[int(rng.integers(len(names)))]
     full = check_task_weights(weights)

@@ -17,6 +17,8 @@ after 32 per word has probability below ``size · e^-32``, under 10⁻¹⁰), so
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ropekit.synthetic.base import CONSONANTS, VOWELS
@@ -122,3 +124,9 @@ class WordPool:
             self._rng = np.random.default_rng([self.seed, self._syllables])
             self._drawn = 0
             self._codes = np.zeros(0, dtype=np.int64)
+
+
+def template_words(*texts: str) -> set[str]:
+    """Every word of ``texts``, capitalised: names a generator must not draw (a pseudo-word can be an English word,
+    ``home`` or ``give``, and a name that is a word of its own template would blur its sentences)."""
+    return {word.capitalize() for text in texts for word in re.findall(r"[A-Za-z]+", text)}

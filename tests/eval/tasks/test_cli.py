@@ -76,7 +76,7 @@ def test_small_run_json(tmp_path):
 
 
 def test_all_tasks_leave_out_those_that_do_not_fit(tmp_path):
-    """``--tasks all`` at 160 bytes runs the tasks that fit (each generator's own error decides) and names the rest;
+    """``--tasks all`` (RULER's and the tasks beyond) at 160 bytes runs the tasks that fit (each generator's own error decides) and names the rest;
     the same task named explicitly is an error."""
     from ropekit.model.tokenizer import byte_ids
     from ropekit.synthetic.base import Pieces
@@ -90,14 +90,14 @@ def test_all_tasks_leave_out_those_that_do_not_fit(tmp_path):
         except ValueError:
             pass
     assert 0 < len(fits) < len(TASKS)
-    args = ["eval", "tasks", "--methods", "none", "--lengths", "160", "--samples", "1"]
+    args = ["eval", "tasks", "--methods", "none", "--lengths", "160", "--samples", "1", "--tasks", "all"]
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout[result.stdout.index("{") :])["rows"]
     assert sorted(row["task"] for row in rows) == sorted(fits)
     left_out = [t for t in TASKS if t not in fits]
     assert all(f"left out {t}" in result.output for t in left_out)
-    named = runner.invoke(app, [*args, "--tasks", left_out[0]])
+    named = runner.invoke(app, [*args[:-2], "--tasks", left_out[0]])
     assert named.exit_code == 2 and left_out[0] in named.output
 
 
@@ -153,3 +153,27 @@ def test_without_none_the_output_says_nothing_was_judged():
     assert summary["not_learned"] is None and summary["own_method"] is None and "add none" in summary["note"]
     printed = runner.invoke(app, [*args, "--multiples", "1", "--samples", "2"])
     assert "not judged: no 'none' among the methods" in printed.output and "not learned by" not in printed.output
+
+
+def test_latent_hops_and_path_traversal_run_on_the_tiny_model_out_of_the_box():
+    """``--tasks latent_hop,path_traversal``: the latent score beside its literal twin with the paired gap, the long
+    answer's exact share, and NoLiMa's relative effective length, in the JSON and the printed tables."""
+    args = ["eval", "tasks", "--model", "tiny", "--tasks", "latent_hop,path_traversal", "--lengths", "256,512"]
+    result = runner.invoke(app, [*args, "--samples", "2", "--methods", "none", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{") :])
+    rows = {(r["task"], r["length"]): r for r in data["rows"]}
+    assert set(rows) == {(t, n) for t in ("latent_hop", "path_traversal") for n in (256, 512)}
+    for n in (256, 512):
+        literal = rows["latent_hop", n]["twins"]["literal"]
+        assert literal["samples"] == 2 and literal["gap"]["pairs"] == 2
+        assert rows["path_traversal", n]["exact"]["samples"] == 2
+    assert [(g["length"], g["tasks"]) for g in data["summary"]["twins"]] == [
+        (256, ["latent_hop"]),
+        (512, ["latent_hop"]),
+    ]
+    (effective,) = [e for e in data["summary"]["effective"] if e["subset"] == "all"]
+    assert "short_relative_effective_length" in effective and "short_relative_interval" in effective
+    printed = runner.invoke(app, [*args, "--samples", "1", "--methods", "none"])
+    assert printed.exit_code == 0 and "twin questions on the same contexts" in printed.output, printed.output
+    assert "relative to the shortest" in printed.output and "correct prefix and exact" in printed.output

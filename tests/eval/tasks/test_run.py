@@ -13,7 +13,9 @@ from ropekit.config import RopeConfig
 from ropekit.eval.protocol import EvalModel
 from ropekit.eval.tasks.run import TaskSettings, run_tasks
 from ropekit.model.tokenizer import byte_ids, byte_text
-from ropekit.synthetic.suite import TASKS
+from ropekit.synthetic.suite import suite_tasks
+
+TASKS = suite_tasks("ruler")  # what TaskSettings evaluates by default
 
 PROMPT_END = re.compile(r"\?( The \w+ for \S+ is| They are)")
 

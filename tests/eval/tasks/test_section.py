@@ -73,3 +73,20 @@ def test_the_relative_threshold_is_nones_whatever_the_order():
     assert effective["yarn"]["relative_threshold"] == pytest.approx(85.6 * 0.75)
     assert effective["yarn"]["relative_effective_length"] == 512  # 75% >= 64.2%
     assert effective["none"]["relative_threshold"] == pytest.approx(85.6 * 0.75)
+
+
+def test_the_section_shows_nolimas_length_and_the_literal_gap(tmp_path):
+    """NoLiMa's effective length in the table and the findings; the latent/literal table where twins ran."""
+    from ropekit.eval.tasks.scoring import paired_difference
+
+    settings = TaskSettings(methods=("none",), tasks=("latent_hop",), samples=4)
+    rows = []
+    for length, own, literal in ((256, [1, 1, 0, 0], [1, 1, 1, 1]), (512, [1, 0, 0, 0], [1, 1, 1, 0])):
+        twin = {**cell(literal), "gap": paired_difference(own, literal)}
+        rows.append({"method": "none", "length": length, "task": "latent_hop", **cell(own), "twins": {"literal": twin}})
+    result = TaskResult({"train_length": 256, "settings": settings.to_dict()}, rows)
+    html = "\n".join(task_section(result, tmp_path))
+    assert "NoLiMa's 85%" in html and "Latent against literal" in html and "+50 [" in html and "+50 [" in html
+    findings = task_findings(result)
+    assert any("relative to its own score at the shortest length (NoLiMa: >= 42.5%): 256" in f for f in findings)
+    assert any(f.startswith("none at 512 (latent_hop): 25%") and "+50 points" in f for f in findings)

@@ -10,9 +10,12 @@ installs), not ropekit.
   sample's place (``sample``, ``question``).
 - Scoring is lm-eval's own RULER scoring (``lm_eval/tasks/ruler/common_utils.py``): the output stripped and its control
   characters turned into newlines, then ``string_match_all`` (the fraction of references found, case-insensitive;
-  ``string_match_part`` for a question whose ``metric`` is ``part``: any reference found). Each task reports one
-  metric per length, named by the length, as lm-eval's ``ruler`` tasks do: a sample scores its own length's metric
-  and ``-1`` for the others, which :func:`aggregate` leaves out.
+  ``string_match_part`` for a question whose ``metric`` is ``part``: any reference found; for ``prefix``, a long
+  answer's lines, the fraction right in order before the first wrong one). Each task reports one metric per length,
+  named by the length, as lm-eval's ``ruler`` tasks do: a sample scores its own length's metric and ``-1`` for the
+  others, which :func:`aggregate` leaves out.
+- A question with a ``twin`` label (the latent hops' literal twins) belongs to a task of its own
+  (``ropekit_<task>_<twin>``), left out of the group's mean.
 - Each question is generated greedily to its own budget (:class:`RopekitTask` puts ``max_gen_toks`` per request), as
   ropekit decodes it; the YAML's ``max_gen_toks`` is the task's largest budget.
 """
@@ -42,13 +45,14 @@ def _lengths() -> tuple[int, ...]:
     return tuple(sorted({int(doc["max_length"]) for doc in _docs()}))
 
 
-def load_docs(ropekit_task: str, **metadata: Any) -> dict[str, Any]:
-    """The ``test`` split of one task (lm-eval's ``custom_dataset``; ``metadata``: what lm-eval passes, unused)."""
+def load_docs(ropekit_task: str, twin: str = "", **metadata: Any) -> dict[str, Any]:
+    """The ``test`` split of one task's own questions, or of its ``twin`` questions (lm-eval's ``custom_dataset``;
+    ``metadata``: what lm-eval passes, unused)."""
     import datasets
 
-    docs = [doc for doc in _docs() if doc["ropekit_task"] == ropekit_task]
+    docs = [doc for doc in _docs() if doc["ropekit_task"] == ropekit_task and doc.get("twin", "") == twin]
     if not docs:
-        raise ValueError(f"{SAMPLES} holds no sample of task {ropekit_task!r}")
+        raise ValueError(f"{SAMPLES} holds no sample of task {ropekit_task!r}" + (f" ({twin})" if twin else ""))
     return {"test": datasets.Dataset.from_list(docs)}
 
 
@@ -57,8 +61,23 @@ def postprocess(prediction: str) -> str:
     return CONTROL.sub("\n", prediction.strip()).strip()
 
 
+def prefix(prediction: str, lines: list[str]) -> float:
+    """The fraction of the answer's ``lines`` that the output's lines give, in order, before the first wrong one
+    (each stripped, blank ones skipped, case-insensitive): a long answer scored by its correct prefix."""
+    given = [line.strip().lower() for line in prediction.splitlines() if line.strip()]
+    right = 0
+    for line, reference in zip(given, lines, strict=False):
+        if line != reference.strip().lower():
+            break
+        right += 1
+    return right / len(lines)
+
+
 def score(prediction: str, references: list[str], metric: str = "all") -> float:
-    """``string_match_all`` (``metric="all"``) or ``string_match_part`` of one output, case-insensitive."""
+    """``string_match_all`` (``metric="all"``), ``string_match_part`` (``"part"``) or the correct prefix of an
+    answer's lines (``"prefix"``: :func:`prefix`) of one output, case-insensitive."""
+    if metric == "prefix":
+        return prefix(postprocess(prediction), references)
     text = postprocess(prediction).lower()
     found = [reference.lower() in text for reference in references]
     return sum(found) / len(found) if metric == "all" else float(any(found))

@@ -15,7 +15,9 @@ The folder (:func:`write_folder`)::
 
     samples.jsonl          one document per question (ropekit_lmeval.py says its fields)
     ropekit_lmeval.py      loading, lm-eval's RULER scoring, one greedy budget per question (lm-eval imports it)
-    ropekit_<task>.yaml    one lm-eval task per ropekit task, one metric per length (as lm-eval's ruler tasks)
+    ropekit_<task>.yaml    one lm-eval task per ropekit task, one metric per length (as lm-eval's ruler tasks), and
+                           one per twin question (ropekit_latent_hop_literal.yaml: the literal twins, run beside
+                           the group, which leaves them out of its mean)
     ropekit.yaml           the group ``ropekit``: every task, the mean over tasks per length
     tokenizer/             the tokenizer the ids are in (save_pretrained)
     manifest.json          what was written: model, settings, lengths, tasks, and the lm_eval command
@@ -98,6 +100,7 @@ def lm_eval_docs(
                         "input": text,
                         "outputs": list(question.answers),
                         "metric": question.metric,
+                        "twin": question.twin,
                         "max_gen_toks": int(question.budget),
                         "length": len(ids),
                         "train_length": train_length,
@@ -124,25 +127,41 @@ def _mismatch_message(bad: list, total: int, tokenizer: Any, tasks: set[str]) ->
     )
 
 
+def lm_eval_name(task: str, twin: str = "") -> str:
+    """lm-eval's name of a ropekit task's questions (``twin``: of its twin questions, a task of their own that the
+    group leaves out: its mean is the task's own questions')."""
+    return f"{TASK_PREFIX}{task}" + (f"_{twin}" if twin else "")
+
+
+def task_twins(tasks: Sequence[str]) -> list[tuple[str, str]]:
+    """Every (task, twin) lm-eval task of ``tasks``: each task's own questions (twin ``""``), then its twins'."""
+    from ropekit.synthetic.suite import TASKS
+
+    return [(t, twin) for t in tasks for twin in ("", *TASKS.get(t).twins)]
+
+
 def written_names(tasks: Sequence[str]) -> list[str]:
     """The names :func:`write_folder` writes into the folder for ``tasks`` (checked before the work)."""
-    return [DATA, f"{MODULE}.py", f"{GROUP}.yaml", *(f"{TASK_PREFIX}{t}.yaml" for t in tasks), "tokenizer", MANIFEST]
+    yamls = [f"{lm_eval_name(t, twin)}.yaml" for t, twin in task_twins(tasks)]
+    return [DATA, f"{MODULE}.py", f"{GROUP}.yaml", *yamls, "tokenizer", MANIFEST]
 
 
-def task_yaml(task: str, lengths: Sequence[int], budget: int) -> str:
-    """The lm-eval YAML of one task: lm-eval's ``ruler`` layout (one metric per length), ropekit's documents."""
+def task_yaml(task: str, lengths: Sequence[int], budget: int, twin: str = "") -> str:
+    """The lm-eval YAML of one task (or of its ``twin`` questions): lm-eval's ``ruler`` layout (one metric per
+    length), ropekit's documents."""
     metrics = "".join(
         f'  - metric: "{n}"\n    aggregation: !function {MODULE}.aggregate\n    higher_is_better: true\n'
         for n in lengths
     )
     return (
         f"# ropekit's {task} samples, written by ropekit eval tasks --write-lm-eval (scoring: {MODULE}.py)\n"
-        f"task: {TASK_PREFIX}{task}\n"
+        f"task: {lm_eval_name(task, twin)}\n"
         f"class: !function {MODULE}.RopekitTask\n"
         'dataset_path: ""\ndataset_name: ""\n'
         f"custom_dataset: !function {MODULE}.load_docs\n"
         f"dataset_kwargs:\n  ropekit_task: {task}\n"
-        "output_type: generate_until\ntest_split: test\ndoc_to_text: input\ndoc_to_target: outputs\n"
+        + (f"  twin: {twin}\n" if twin else "")
+        + "output_type: generate_until\ntest_split: test\ndoc_to_text: input\ndoc_to_target: outputs\n"
         f"process_results: !function {MODULE}.process_results\n"
         f"metric_list:\n{metrics}"
         "generation_kwargs:\n  do_sample: false\n  temperature: 0.0\n"
@@ -158,14 +177,16 @@ def group_yaml(tasks: Sequence[str], lengths: Sequence[int]) -> str:
     return f"group: {GROUP}\ntask:\n{members}aggregate_metric_list:\n{metrics}metadata:\n  version: 1.0\n"
 
 
-def run_command(folder: Path, model: str, longest: int, bos: bool) -> str:
+def run_command(folder: Path, model: str, longest: int, bos: bool, twins: Sequence[str] = ()) -> str:
     """The ``lm_eval`` command that runs the folder on the ``hf`` backend (any backend takes the same folder), one
-    shell line: every word quoted where the shell would split or expand it (a path with spaces, ``$``, quotes)."""
+    shell line: every word quoted where the shell would split or expand it (a path with spaces, ``$``, quotes).
+    ``twins``: the lm-eval names of the twin questions' tasks, run beside the group."""
     extra = ",add_bos_token=False" if bos else ""
     path = Path(model)
     source = f"{path.parent},gguf_file={path.name}" if path.suffix.lower() == ".gguf" else model  # hf reads GGUF too
     words = ["lm_eval", "--model", "hf", "--model_args", f"pretrained={source},max_length={longest}{extra}"]
-    words += ["--include_path", str(folder), "--tasks", GROUP, "--batch_size", "1", "--log_samples"]
+    words += ["--include_path", str(folder), "--tasks", ",".join([GROUP, *twins]), "--batch_size", "1"]
+    words += ["--log_samples"]
     return shlex.join([*words, "--output_path", "lm-eval-results"])
 
 
@@ -182,15 +203,16 @@ def write_folder(
     source = resources.files("ropekit").joinpath(f"data/lmeval/{MODULE}.py")
     with resources.as_file(source) as path:
         shutil.copyfile(path, folder / f"{MODULE}.py")
-    for task in tasks:
-        budget = max(d["max_gen_toks"] for d in docs if d["ropekit_task"] == task)
-        (folder / f"{TASK_PREFIX}{task}.yaml").write_text(task_yaml(task, lengths, budget))
+    for task, twin in task_twins(tasks):
+        budget = max(d["max_gen_toks"] for d in docs if d["ropekit_task"] == task and d["twin"] == twin)
+        (folder / f"{lm_eval_name(task, twin)}.yaml").write_text(task_yaml(task, lengths, budget, twin))
     (folder / f"{GROUP}.yaml").write_text(group_yaml(tasks, lengths))
     tokenizer.save_pretrained(str(folder / "tokenizer"))
     written = {
         **manifest,
         "group": GROUP,
-        "tasks": {task: f"{TASK_PREFIX}{task}" for task in tasks},
+        "tasks": {task: lm_eval_name(task) for task in tasks},
+        "twins": {lm_eval_name(task, twin): task for task, twin in task_twins(tasks) if twin},
         "lengths": lengths,
         "questions": len(docs),
         "longest_prompt": max(d["length"] for d in docs),
@@ -243,6 +265,7 @@ def export_lm_eval(
     tokens = text if text is not None else tokenize(shipped_text(), model.encode, model.separator)
     prepared = prepare_tasks(model, settings, tokens, leave_out=leave_out)  # none fits: the first task's refusal
     docs = lm_eval_docs(prepared.samples, tokenizer, train_length=model.train_length)
+    settings_tasks = list(dict.fromkeys(task for _, task in prepared.samples))
     bos = adds_special_tokens(tokenizer)
     longest = max(d["length"] + d["max_gen_toks"] for d in docs)
     manifest = {
@@ -255,7 +278,9 @@ def export_lm_eval(
         "eval_text_sha256": tokens.sha256,
         "dropped": prepared.dropped,
         "tokenizer_adds_special_tokens": bos,
-        "run": run_command(Path(folder), model.name, longest, bos),
+        "run": run_command(
+            Path(folder), model.name, longest, bos, [lm_eval_name(t, w) for t, w in task_twins(settings_tasks) if w]
+        ),
     }
     with staged_output(folder, force=force) as staged:
         return write_folder(staged, docs, tokenizer, manifest)

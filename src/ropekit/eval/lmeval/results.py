@@ -8,6 +8,9 @@ per (run, length, task) then get ropekit's Wilson intervals, and the :class:`~ro
 gives the means, the effective lengths at the threshold and relative to the model's own score, and the heatmap, as
 ``eval tasks`` does.
 
+A task's twin questions (the latent hops' literal twins: ``ropekit_latent_hop_literal``) are read beside the task's
+own rows, paired by sample, with the gap and its interval, as ``eval tasks`` gives them.
+
 A run is labelled like a method (``none=RESULTS``); the relative effective length needs the run named ``none``
 (ropekit's own-score convention), so a single unlabelled run is named ``none``: the model as served.
 """
@@ -18,12 +21,13 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ropekit.eval.tasks.limits import RULER_THRESHOLD
 from ropekit.eval.tasks.run import OWN_METHOD, TaskResult
-from ropekit.eval.tasks.scoring import cell
+from ropekit.eval.tasks.scoring import cell, paired_difference
 from ropekit.synthetic.suite import TASKS
 
 #: lm-eval's ``ruler`` tasks and ropekit's names for them (its QA tasks have no ropekit counterpart)
@@ -108,15 +112,34 @@ def _task_of(path: Path, record: dict[str, Any]) -> str:
     return RULER_TASKS[name]
 
 
-def read_samples(path: Path) -> tuple[str, dict[int, list[float]], int | None]:
-    """One samples file: ``(task, {length: scores}, train_length or None)`` (the training length ropekit wrote).
+@dataclass
+class SamplesFile:
+    """What one samples file holds.
+
+    Attributes:
+        task: ropekit's name of its task.
+        twin: ``""`` for the task's own questions, else the twin label (``literal``) of the questions it holds.
+        scores: per length, ``(sample, score)`` in file order (``sample``: ropekit's sample index, else ``doc_id``).
+        metric: the questions' metric as ropekit wrote it (``prefix`` for a long answer; ``all`` otherwise).
+        train_length: the training length ropekit wrote (``None``: none, or several).
+    """
+
+    task: str
+    twin: str
+    scores: dict[int, list[tuple[Any, float]]]
+    metric: str
+    train_length: int | None
+
+
+def read_samples(path: Path) -> SamplesFile:
+    """One samples file (:class:`SamplesFile`).
 
     Raises:
         ResultsError: an empty file, a line that is not an lm-eval record, a record without a positive length or a
             score, a sample twice (same ``doc_id`` and length), or samples of two tasks.
     """
-    scores: dict[int, list[float]] = {}
-    task, train = None, set()
+    scores: dict[int, list[tuple[Any, float]]] = {}
+    task, train, twins, metrics = None, set(), set(), set()
     first_line: dict[tuple[str, int], int] = {}  # (doc_id, length) -> the line that holds it
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
@@ -139,12 +162,18 @@ def read_samples(path: Path) -> tuple[str, dict[int, list[float]], int | None]:
                     f"{first_line[key]}); each sample must be counted once: give one lm-eval run per file"
                 )
             first_line[key] = number
-            scores.setdefault(length, []).append(_score(record, where))
+            sample = record["doc"].get("sample", json.dumps(record["doc_id"]))
+            scores.setdefault(length, []).append((sample, _score(record, where)))
             train.add(record["doc"].get("train_length"))
+            twins.add(str(record["doc"].get("twin") or ""))
+            metrics.add(str(record["doc"].get("metric") or "all"))
     if task is None:
         raise ResultsError(f"{str(path)!r} holds no sample")
+    if len(twins) > 1:
+        raise ResultsError(f"{str(path)!r} mixes a task's own questions with its twins'; ropekit writes them apart")
     trains = {t for t in train if isinstance(t, int)}
-    return task, scores, (trains.pop() if len(trains) == 1 else None)
+    metric = "prefix" if metrics == {"prefix"} else "all"
+    return SamplesFile(task, twins.pop(), scores, metric, trains.pop() if len(trains) == 1 else None)
 
 
 def parse_runs(items: Sequence[str]) -> list[tuple[str, Path]]:
@@ -182,20 +211,34 @@ def read_runs(
     """
     rows, files, written = [], [], set()
     for label, path in runs:
-        seen: dict[str, Path] = {}
+        seen: dict[tuple[str, str], Path] = {}
+        twins: list[SamplesFile] = []
+        owns: dict[str, SamplesFile] = {}
         for file in sample_files(path):
-            task, scores, train = read_samples(file)
-            if task in seen:
+            read = read_samples(file)
+            key = (read.task, read.twin)
+            if key in seen:
+                name = read.task + (f" ({read.twin})" if read.twin else "")
                 raise ResultsError(
-                    f"run {label!r} holds task {task} twice ({str(seen[task])!r} and {str(file)!r}); "
+                    f"run {label!r} holds task {name} twice ({str(seen[key])!r} and {str(file)!r}); "
                     "give one lm-eval run per results path"
                 )
-            seen[task] = file
-            files.append({"run": label, "task": task, "file": str(file)})
-            written.add(train)
-            family = TASKS.get(task).family if task in TASKS else "qa"
-            for length, values in sorted(scores.items()):
-                rows.append({"method": label, "length": length, "task": task, "family": family, **cell(values)})
+            seen[key] = file
+            files.append({"run": label, "task": read.task, "twin": read.twin, "file": str(file)})
+            written.add(read.train_length)
+            if read.twin:
+                twins.append(read)
+                continue
+            owns[read.task] = read
+            family = TASKS.get(read.task).family if read.task in TASKS else "qa"
+            for length, pairs in sorted(read.scores.items()):
+                values = [s for _, s in pairs]
+                row = {"method": label, "length": length, "task": read.task, "family": family, **cell(values)}
+                if read.metric == "prefix":
+                    row["exact"] = cell([float(s == 1.0) for s in values])
+                rows.append(row)
+        for read in twins:
+            _attach_twin(rows, label, read, owns.get(read.task))
     order = {name: i for i, name in enumerate(dict.fromkeys([*TASKS.names(), *RULER_TASKS.values()]))}
     labels = [label for label, _ in runs]
     rows.sort(key=lambda r: (labels.index(r["method"]), r["length"], order.get(r["task"], len(order)), r["task"]))
@@ -226,3 +269,28 @@ def read_runs(
         },
     }
     return TaskResult(context, rows)
+
+
+def _attach_twin(rows: list[dict[str, Any]], label: str, read: SamplesFile, own: SamplesFile | None) -> None:
+    """Put the twin questions of ``read`` beside their task's own rows of run ``label`` (read from ``own``): the
+    twin's cell and its gap, paired by sample (:func:`~ropekit.eval.tasks.scoring.paired_difference`).
+
+    Raises:
+        ResultsError: the run has no results of the task's own questions at a length, or other samples there.
+    """
+    for length, pairs in sorted(read.scores.items()):
+        theirs = dict(own.scores.get(length, [])) if own is not None else {}
+        mine = dict(pairs)
+        if sorted(theirs, key=str) != sorted(mine, key=str):
+            raise ResultsError(
+                f"run {label!r}: the {read.twin} twins of {read.task} at length {length} need the task's own "
+                "questions on the same samples in the same run (run the group and the twin tasks together: the "
+                "manifest's command)"
+            )
+        row = next(r for r in rows if (r["method"], r["length"], r["task"]) == (label, length, read.task))
+        order = sorted(mine, key=str)
+        try:
+            gap = paired_difference([theirs[i] for i in order], [mine[i] for i in order])
+        except ValueError as error:
+            raise ResultsError(f"run {label!r}: {read.task} at length {length}: {error}") from None
+        row.setdefault("twins", {})[read.twin] = {**cell([mine[i] for i in order]), "gap": gap}

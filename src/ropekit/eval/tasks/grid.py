@@ -17,7 +17,7 @@ import torch
 from ropekit.eval.methods import configured_groups
 from ropekit.eval.protocol import AnswersAll, EvalModel
 from ropekit.eval.tasks.decode import greedy_answer
-from ropekit.eval.tasks.scoring import cell, score
+from ropekit.eval.tasks.scoring import cell, paired_difference, score
 from ropekit.synthetic.base import Sample
 from ropekit.synthetic.suite import TASKS
 
@@ -47,6 +47,8 @@ def _answer_locally(model: EvalModel, sample: Sample) -> tuple[list[float], int,
     """One sample decoded in this process: its context prefilled once, each question answered greedily from that
     prefix. Returns the questions' scores, how many answers stopped early, and the forward tokens."""
     decoder = model.decoder()
+    if hasattr(decoder, "reserve"):  # a decoder of fixed room (llama.cpp's context): the longest answer's too
+        decoder.reserve(len(sample.context) + max(len(q.ids) + q.budget for q in sample.questions))
     decoder.extend(torch.from_numpy(sample.context), keep=0)
     scores, shortcuts, forward = [], 0, len(sample.context)
     for question in sample.questions:
@@ -136,8 +138,40 @@ def add_rows(
                         "length": length,
                         "task": task,
                         "family": TASKS[task].family,
-                        **cell([s for a in answered for s in a["scores"]]),
+                        **row_scores(samples[length, task], [a["scores"] for a in answered]),
                         "shortcut": sum(a["shortcuts"] for a in answered),
                         "forward_tokens": sum(a["forward"] for a in answered),
                     }
                 )
+
+
+def row_scores(group: list[Sample], scores: list[list[float]]) -> dict[str, Any]:
+    """A row's scores from each sample's question scores: the task's own questions' cell (:func:`cell`); for a task
+    scored by correct prefix, the share of exact answers (``exact``); per twin, its cell and its gap to the task's
+    own score, paired by sample (``twins``: ``{"literal": {cell, "gap": paired_difference}}``)."""
+    own = [
+        s
+        for sample, row in zip(group, scores, strict=True)
+        for q, s in zip(sample.questions, row, strict=True)
+        if not q.twin
+    ]
+    out: dict[str, Any] = cell(own)
+    if any(q.metric == "prefix" for q in group[0].questions):
+        out["exact"] = cell([float(s == 1.0) for s in own])
+    labels = list(dict.fromkeys(q.twin for q in group[0].questions if q.twin))
+    if labels:
+        out["twins"] = {}
+    for label in labels:
+        pairs = [(s, t) for sample, row in zip(group, scores, strict=True) for s, t in _pairs(sample, row, label)]
+        out["twins"][label] = {
+            **cell([t for _, t in pairs]),
+            "gap": paired_difference([s for s, _ in pairs], [t for _, t in pairs]),
+        }
+    return out
+
+
+def _pairs(sample: Sample, row: list[float], label: str) -> list[tuple[float, float]]:
+    """The (own, twin) score pairs of one sample: its own questions in order, each with the twin of that rank."""
+    own = [s for q, s in zip(sample.questions, row, strict=True) if not q.twin]
+    twin = [s for q, s in zip(sample.questions, row, strict=True) if q.twin == label]
+    return list(zip(own, twin, strict=True))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ropekit._defaults import NOLIMA_SHARE as NOLIMA_SHARE
 from ropekit._defaults import RULER_THRESHOLD as RULER_THRESHOLD  # shared with the report
 from ropekit._defaults import TASK_MULTIPLES
 

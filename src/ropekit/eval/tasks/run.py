@@ -29,10 +29,10 @@ from ropekit.eval.protocol import EvalModel
 from ropekit.eval.tasks import limits
 from ropekit.eval.tasks.grid import add_rows, answer_units, sample_cost, task_units
 from ropekit.eval.tasks.limits import LEARNED, MULTIPLES, RULER_THRESHOLD, SAMPLES
-from ropekit.eval.tasks.scoring import effective_lengths, pooled
+from ropekit.eval.tasks.scoring import effective_lengths, paired_counts, pooled
 from ropekit.eval.text import TokenizedText, shipped_text, tokenize
 from ropekit.synthetic.base import ANSWER_SLACK, Pieces, Sample
-from ropekit.synthetic.suite import TASKS, make_sample
+from ropekit.synthetic.suite import RULER, TASKS, make_sample, suite_tasks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +41,7 @@ class TaskSettings:
 
     Attributes:
         methods: scaling and attention methods (as ``--methods``: ``yarn``, ``self_extend``, ``yarn+self_extend``).
-        tasks: task names (:data:`ropekit.synthetic.suite.TASKS`).
+        tasks: task names (:data:`ropekit.synthetic.suite.TASKS`; default: RULER's).
         multiples: lengths as multiples of the training length (ignored when ``lengths`` is given).
         lengths: lengths in tokens.
         samples: samples per (length, task).
@@ -51,7 +51,7 @@ class TaskSettings:
     """
 
     methods: tuple[str, ...]
-    tasks: tuple[str, ...] = tuple(TASKS)
+    tasks: tuple[str, ...] = suite_tasks(RULER)
     multiples: tuple[float, ...] = MULTIPLES
     lengths: tuple[int, ...] | None = None
     samples: int = SAMPLES
@@ -246,7 +246,31 @@ def summarise(rows: list[dict[str, Any]], train_length: int, threshold: float) -
                 {"method": method, "subset": subset, **effective_lengths(per_length, threshold, reference)}
             )
     summary = {"own_method": own, "not_learned": not_learned, "means": means, "effective": effective}
+    if any("twins" in r for r in rows):
+        summary["twins"] = twin_gaps(rows)
     return summary if own is not None else {**summary, "note": NOT_JUDGED}
+
+
+def twin_gaps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (method, length, twin): the twin's score minus the tasks' own, pooled over the tasks that have that twin
+    (their pair counts added; :func:`~ropekit.eval.tasks.scoring.paired_counts`), with each side's pooled mean."""
+    out = []
+    keys = dict.fromkeys((r["method"], r["length"], label) for r in rows for label in r.get("twins", {}))
+    for method, length, label in keys:
+        cells = [r for r in rows if r["method"] == method and r["length"] == length and label in r.get("twins", {})]
+        counts = [sum(r["twins"][label]["gap"]["counts"][k] for r in cells) for k in range(4)]
+        out.append(
+            {
+                "method": method,
+                "length": length,
+                "twin": label,
+                "tasks": [r["task"] for r in cells],
+                "own": pooled(cells),
+                label: pooled([r["twins"][label] for r in cells]),
+                "gap": paired_counts(counts),
+            }
+        )
+    return out
 
 
 def _context(model: EvalModel, settings: TaskSettings, tokens: TokenizedText) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ropekit.eval.tasks.limits import LEARNED
+from ropekit.eval.tasks.limits import LEARNED, NOLIMA_SHARE
 from ropekit.eval.tasks.run import TaskResult
 
 
@@ -66,9 +66,33 @@ def effective_length_findings(result: TaskResult) -> list[str]:
             if "relative_threshold" in row
             else ""
         )
+        short = (
+            f"; relative to its own score at the shortest length (NoLiMa: >= {row['short_relative_threshold']:.1f}%): "
+            f"{_length(row['short_relative_effective_length'])}"
+            if "short_relative_threshold" in row
+            else ""
+        )
         lines.append(
             f"Effective length with {row['method']} ({row['subset']} tasks, mean >= {row['threshold']:g}%): "
-            f"{_length(row['effective_length'])}{relative}."
+            f"{_length(row['effective_length'])}{relative}{short}."
+        )
+    return lines + twin_findings(summary.get("twins", []))
+
+
+def _percent(cell: dict[str, Any], key: str = "score") -> str:
+    return f"{100 * cell[key]:.0f}% [{100 * cell['ci95'][0]:.0f}, {100 * cell['ci95'][1]:.0f}]"
+
+
+def twin_findings(twins: list[dict[str, Any]]) -> list[str]:
+    """One line per (method, length) with twin questions: the tasks' own score, the twin's, and the gap."""
+    lines = []
+    for row in twins:
+        gap = row["gap"]
+        lines.append(
+            f"{row['method']} at {row['length']:,} ({', '.join(row['tasks'])}): {_percent(row['own'])} against "
+            f"{_percent(row[row['twin']])} for the {row['twin']} twin; {row['twin']} − own = "
+            f"{100 * gap['difference']:+.0f} points [{100 * gap['ci95'][0]:+.0f}, {100 * gap['ci95'][1]:+.0f}] "
+            f"over {gap['pairs']} pairs."
         )
     return lines
 
@@ -88,7 +112,8 @@ def task_section(result: TaskResult, out: Path) -> list[str]:
         "and are left out). Greedy answers scored with string_match_all; intervals are 95% Wilson intervals. The "
         f"effective length is the longest length whose mean score (and every shorter one's) is at least "
         f"{settings['threshold']:g}%; the relative one uses {settings['threshold']:g}% of the model's own score at its "
-        "training length.</p>",
+        "training length; NoLiMa's uses "
+        f"{NOLIMA_SHARE:g}% of the method's own score at the shortest length.</p>",
     ]
     if "note" in summary:
         parts.append(f"<p>Not judged: {html.escape(summary['note'])}.</p>")
@@ -121,21 +146,49 @@ def task_section(result: TaskResult, out: Path) -> list[str]:
         )
         low, high = row["interval"]
         rel_low, rel_high = row.get("relative_interval", [None, None])
+        short_low, short_high = row.get("short_relative_interval", [None, None])
         body.append(
             f"<tr><td>{html.escape(row['method'])}</td><td>{row['subset']}</td>{means}"
             f"<td>{_length(row['effective_length'])} [{_length(low)}, {_length(high)}]</td>"
-            f"<td>{_length(row.get('relative_effective_length'))} [{_length(rel_low)}, {_length(rel_high)}]</td></tr>"
+            f"<td>{_length(row.get('relative_effective_length'))} [{_length(rel_low)}, {_length(rel_high)}]</td>"
+            f"<td>{_length(row.get('short_relative_effective_length'))} [{_length(short_low)}, {_length(short_high)}]"
+            "</td></tr>"
         )
     parts.append(
         "<table><thead><tr><th>method</th><th>tasks</th>"
         + head
-        + "<th>effective length [95%]</th><th>relative effective length [95%]</th></tr></thead><tbody>"
+        + "<th>effective length [95%]</th><th>relative effective length [95%]</th>"
+        f"<th>relative to the shortest length, NoLiMa's {NOLIMA_SHARE:g}% [95%]</th></tr></thead><tbody>"
         + "".join(body)
         + "</tbody></table>"
     )
+    parts += twin_table(summary.get("twins", []))
     if result.skipped:
         parts.append(
             "<p>Skipped: " + "; ".join(html.escape(f"{s['method']} ({s['reason']})") for s in result.skipped) + "</p>"
         )
     parts.append("<p>Raw data: <a href='tasks.json'>tasks.json</a>.</p>")
     return parts
+
+
+def twin_table(twins: list[dict[str, Any]]) -> list[str]:
+    """The report's table of twin questions (latent against literal): per method and length, both scores and the
+    gap with its paired 95% interval."""
+    if not twins:
+        return []
+    body = "".join(
+        f"<tr><td>{html.escape(row['method'])}</td><td>{row['length']:,}</td>"
+        f"<td>{html.escape(', '.join(row['tasks']))}</td><td>{_percent(row['own'])}</td>"
+        f"<td>{html.escape(row['twin'])} {_percent(row[row['twin']])}</td>"
+        f"<td>{100 * row['gap']['difference']:+.0f} [{100 * row['gap']['ci95'][0]:+.0f}, "
+        f"{100 * row['gap']['ci95'][1]:+.0f}]</td></tr>"
+        for row in twins
+    )
+    return [
+        "<h3>Latent against literal</h3>",
+        "<p>The latent-hop questions reach their needle only through bridge facts; each has a literal twin on the same "
+        "context that names the needle's key word. The gap (twin − own, in points) has Newcombe's paired 95% "
+        "interval.</p>",
+        "<table><thead><tr><th>method</th><th>length</th><th>tasks</th><th>own (latent)</th><th>twin</th>"
+        f"<th>twin − own</th></tr></thead><tbody>{body}</tbody></table>",
+    ]
