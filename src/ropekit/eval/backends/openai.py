@@ -257,7 +257,7 @@ class OpenAIEvalModel(EvalModel, AnswersAll):
         try:
             choice = self.complete(ids.tolist(), 1, echo=True, logprobs=1)
         except ServerError as error:
-            if "context" in str(error):
+            if error.kind == "context":
                 raise
             raise ValueError(f"{asked} refused the request: {error}") from None
         logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
@@ -344,5 +344,5 @@ def _context_error(error: ServerError, needed: int) -> ServerError:
     text = str(error).lower()
     if "context" in text and ("exceed" in text or "longer" in text or "maximum" in text):
         message = f"the server's context is shorter than the samples ({needed:,} tokens needed): {error}"
-        return ServerError(message, status=error.status)
+        return ServerError(message, status=error.status, kind="context")
     return error

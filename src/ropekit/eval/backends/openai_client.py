@@ -30,13 +30,15 @@ TRANSIENT = (OSError, http.client.HTTPException)
 class ServerError(RuntimeError):
     """The server is unreachable, answered with an error, or cannot serve the evaluation (one line); ``argument``:
     the evaluation's argument it is about; ``status``: the HTTP status of the server's last error reply (``None``:
-    no reply, or not an error reply)."""
+    no reply, or not an error reply); ``kind``: what went wrong where ropekit tells it apart (``"context"``: a
+    prompt longer than the server's context), else ``None``."""
 
     argument = "url"
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, kind: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.kind = kind
 
 
 class _HTTPStatus(Exception):
