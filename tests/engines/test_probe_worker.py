@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
         if request.get("die"):
             print("Fatal Python error: the engine crashed", file=sys.stderr, flush=True)
             os._exit(3)
-        reply = {{"error": "ValueError: no"}} if request.get("raise") else {{"pid": os.getpid(), **request}}
+        reply = {{"error": "ValueError: no", "error_type": "ValueError"}} if request.get("raise") else {{"pid": os.getpid(), **request}}
         print({probe_worker.MARK!r} + json.dumps(reply), flush=True)
     """
 )
@@ -50,7 +50,7 @@ def test_a_failed_request_is_its_reply_and_the_process_goes_on(script) -> None:
     before = probe_worker.ask(sys.executable, script, {})
     failed = probe_worker.ask(sys.executable, script, {"raise": True})
     after = probe_worker.ask(sys.executable, script, {})
-    assert failed.data is None and failed.error == "ValueError: no"
+    assert failed.data is None and failed.error == "ValueError: no" and failed.error_type == "ValueError"
     assert before.data["pid"] == after.data["pid"]
 
 
@@ -91,3 +91,15 @@ def test_the_deadline_comes_from_the_environment(monkeypatch) -> None:
     for bad in ("soon", "-1", "0"):
         monkeypatch.setenv("ROPEKIT_PROBE_TIMEOUT", bad)
         assert probe_worker.timeout_s() == probe_worker.TIMEOUT_S
+
+
+def test_a_caught_error_carries_its_type_and_the_row_reads_the_type_not_the_text() -> None:
+    """An engine's class refusing a configuration (a ValueError caught by the probe) is "cannot express"; another
+    error whose message merely mentions ValueError is "cannot run here"."""
+    from ropekit.engines import vllm
+
+    engine = type("Engine", (), {"NAME": "vLLM", "version": staticmethod(lambda: "0")})
+    refused = vllm.failed_row(engine, "ValueError: no", "", {}, "ValueError")
+    other = vllm.failed_row(engine, "RuntimeError: a ValueError upstream", "", {}, "RuntimeError")
+    died = vllm.failed_row(engine, "NotImplementedError: not on CPU", "", {})  # the last line of a traceback
+    assert (refused.verdict, other.verdict, died.verdict) == ("cannot express", "cannot run here", "cannot express")

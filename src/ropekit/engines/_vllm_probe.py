@@ -42,7 +42,7 @@ MARK = "ropekit-reply "
 
 def serve(answer) -> None:
     """Answer each JSON request line on stdin with one line, :data:`MARK` and the JSON reply of ``answer`` (or
-    ``{"error": ...}`` where it raised), until stdin ends: one process serves a whole run
+    ``{"error": ..., "error_type": ...}`` where it raised), until stdin ends: one process serves a whole run
     (:mod:`ropekit.engines.probe_worker`)."""
     for line in sys.stdin:
         if not line.strip():
@@ -50,7 +50,7 @@ def serve(answer) -> None:
         try:
             reply = answer(json.loads(line))
         except Exception as error:  # one request's failure is its reply; the next request still runs
-            reply = {"error": f"{type(error).__name__}: {error}"}
+            reply = {"error": f"{type(error).__name__}: {error}", "error_type": type(error).__name__}
         print(MARK + json.dumps(reply), flush=True)
 
 

@@ -44,6 +44,8 @@ class Reply:
     data: dict[str, Any] | None = None
     error: str | None = None
     late: bool = False
+    #: the exception's class name where the probe caught it (``None``: it died, or gave no reply in time)
+    error_type: str | None = None
 
 
 @dataclass
@@ -89,7 +91,9 @@ def ask(python: Path | str, script: Path, request: dict[str, Any], *, timeout: f
     if isinstance(line, str):
         worker.answered = True
         data = json.loads(line[len(MARK) :])
-        return Reply(error=data["error"]) if "error" in data else Reply(data=data)
+        if "error" in data:
+            return Reply(error=data["error"], error_type=data.get("error_type"))
+        return Reply(data=data)
     _stop(_WORKERS.pop(key))
     if line is _LATE:
         late = f"no reply within {limit:g} s (the probe process was stopped)"

@@ -148,7 +148,7 @@ def table_row(engine: ModuleType, request: dict[str, Any], case: Case, where: st
         why = f"{engine.NAME}'s probe process: {reply.error}"
         row = EngineRow(engine.NAME, engine.version(), "cannot run here", why, where)
     elif reply.data is None:
-        row = failed_row(engine, reply.error or "no output", where, request)
+        row = failed_row(engine, reply.error or "no output", where, request, reply.error_type)
     else:
         row = row_from_reply(engine, reply.data, case, where)
     return replace(row, interpreter=str(interpreter))
@@ -185,10 +185,20 @@ def request_for(case: Case) -> dict[str, Any]:
     }
 
 
-def failed_row(engine: ModuleType, last: str, where: str, request: dict[str, Any]) -> EngineRow:
-    """The row of an engine's probe that failed, from its error (or the last line it wrote before it died): an error
-    naming ``ValueError`` or ``NotImplementedError`` is its classes refusing the configuration, "cannot express"."""
-    verdict = "cannot express" if "ValueError" in last or "NotImplementedError" in last else "cannot run here"
+#: the exceptions by which an engine's classes refuse a configuration ("cannot express"); any other is "cannot run"
+REFUSALS = ("ValueError", "NotImplementedError")
+
+
+def failed_row(
+    engine: ModuleType, last: str, where: str, request: dict[str, Any], error_type: str | None = None
+) -> EngineRow:
+    """The row of an engine's probe that failed, from the exception it caught (``error_type``) or, where the process
+    died, the exception named at the start of the last line it wrote (the engine's own traceback): one of
+    :data:`REFUSALS` is its classes refusing the configuration, "cannot express"."""
+    import re
+
+    named = error_type or (re.match(r"\s*([A-Za-z_][\w.]*)(?=:)", last) or [None, None])[1]
+    verdict = "cannot express" if (named or "").rpartition(".")[2] in REFUSALS else "cannot run here"
     arch = request.get("architecture") or "this architecture"
     return EngineRow(engine.NAME, engine.version(), verdict, f"{engine.NAME}'s {arch} class refuses it: {last}", where)
 
