@@ -17,9 +17,10 @@ from ropekit.cli.common import MAX_BOUND_WORK
 
 
 def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
-    """Replace training, the experiment, the sweeps, the report and the figures with stand-ins that keep the
-    library's argument checks, and cap the exact-bound computations at a small length (``argv``: the arguments of
-    the example running now, which the caps read: only an explicit ``--robust`` may ask for a long robust bound)."""
+    """Replace training, the search past its plan, the experiment, the sweeps, the report and the figures with
+    stand-ins that keep the library's argument checks, and cap the exact-bound computations at a small length
+    (``argv``: the arguments of the example running now, which the caps read: only an explicit ``--robust`` may ask
+    for a long robust bound)."""
     import ropekit.eval.report as report
     import ropekit.eval.sweep as sweep
     import ropekit.eval.tasks.run as tasks_run
@@ -92,6 +93,21 @@ def install_stand_ins(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
 
         return draw
 
+    import ropekit.search.pipeline as search_pipeline
+
+    real_search = search_pipeline.search_model
+
+    def planned_search(request, out, *, dry_run=False, **kwargs):
+        """The search up to its plan (the model loaded, the samples made, one candidate timed): every check of a
+        real search runs, and no search of 96 candidates does."""
+        import typer
+
+        planned = real_search(request, out, dry_run=True, **kwargs)
+        if dry_run:
+            return planned
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(search_pipeline, "search_model", planned_search)
     monkeypatch.setattr(train_module, "train", fake_train)
     monkeypatch.setattr(experiment, "run_experiment", fake_experiment)
     monkeypatch.setattr(sweep, "run_sweep", fake_sweep)
