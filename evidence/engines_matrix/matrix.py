@@ -9,6 +9,7 @@ Each cell is a verdict with its largest difference, or the one-line refusal (``e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import tempfile
 import traceback
@@ -156,6 +157,7 @@ def _invoke(*args: Any) -> tuple[str, Any]:
 
     from ropekit.cli.app import app
 
+    _build_app_once()
     result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
     if result.exit_code == 0:
         return "ok", result
@@ -163,6 +165,15 @@ def _invoke(*args: Any) -> tuple[str, Any]:
         return "refused", _line(result.output)
     last = traceback.format_exception_only(type(result.exception), result.exception)[-1].strip()
     return "TRACEBACK", last[:200]
+
+
+@functools.cache
+def _build_app_once() -> None:
+    """Typer's test runner builds the click command from the app on each call (0.1 CPU-s, a dozen calls a row):
+    built once a process here; the app does not change during a run."""
+    import typer.testing
+
+    typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 
 def _extend_args(method: str, source: Path) -> list[str]:
