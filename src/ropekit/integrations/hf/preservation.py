@@ -117,7 +117,16 @@ def _measure_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | 
 
     model = tiny_model(config, layers)
     _, decoder_layers = layers_of(model)
-    rotations = capture_layers(model, [attention_of(layer) for layer in decoder_layers])
+    attentions = [attention_of(layer) for layer in decoder_layers]
+    try:
+        rotations = capture_layers(model, attentions)
+    except ValueError:
+        raise
+    except Exception as error:  # transformers' own forward fails on this config (sizes its class does not derive)
+        why = " ".join(str(error).split())[:160]
+        raise ValueError(
+            f"transformers' forward of {type(model).__name__} fails: {type(error).__name__}: {why}"
+        ) from None
     return [None if rotation is None else measure(rotation) for rotation in rotations]
 
 
