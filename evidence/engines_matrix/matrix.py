@@ -9,6 +9,7 @@ Each cell is a verdict with its largest difference, or the one-line refusal (``e
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import tempfile
 import traceback
@@ -105,16 +106,22 @@ def shrink(config: Any, depth: int = 0, kept: set[str] = frozenset()) -> None:
     """``config`` and its sub-configs (BLT's encoder, decoder, ...) with :data:`SHRINK`'s sizes where they have the
     key (but the ``kept`` keys, given as shipped), every per-layer list cut to the layers kept, MLA's key/value heads
     as many as its query heads (its keys are per head), a hybrid's attention on its last kept layer, and token ids
-    inside the vocabulary."""
+    inside the vocabulary; MLA's query head (``qk_head_dim``) the sum of its shrunk parts, and a ``rotary_dim`` the same
+    share of the shrunk head as of the class's."""
     from transformers import PretrainedConfig
 
     layers = getattr(config, "num_hidden_layers", None)
+    head, rotary = _get(config, "head_dim"), _get(config, "rotary_dim")
     for key, value in SHRINK.items():
         if key not in kept and _get(config, key) is not None:
             _set(config, key, value)
     unset_head = "head_dim" in vars(config) and vars(config)["head_dim"] is None
     if "head_dim" not in kept and unset_head and _get(config, "num_attention_heads"):
         _set(config, "head_dim", SHRINK["head_dim"])  # classes that read it unset (Ministral, Hunyuan v1)
+    if "rotary_dim" not in kept and isinstance(head, int) and isinstance(rotary, int) and _get(config, "head_dim"):
+        _set(config, "rotary_dim", max(2, rotary * _get(config, "head_dim") // head // 2 * 2))  # its share of the head
+    if _get(config, "qk_head_dim") and _get(config, "qk_nope_head_dim") and _get(config, "qk_rope_head_dim"):
+        _set(config, "qk_head_dim", config.qk_nope_head_dim + config.qk_rope_head_dim)  # derived at __init__ only
     if _get(config, "kv_lora_rank") is not None and _get(config, "num_key_value_heads"):
         _set(config, "num_key_value_heads", SHRINK["num_attention_heads"])
     if _get(config, "mamba_n_heads") and _get(config, "mamba_d_head"):  # heads x size = expand x d
@@ -156,6 +163,7 @@ def _invoke(*args: Any) -> tuple[str, Any]:
 
     from ropekit.cli.app import app
 
+    _build_app_once()
     result = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
     if result.exit_code == 0:
         return "ok", result
@@ -163,6 +171,15 @@ def _invoke(*args: Any) -> tuple[str, Any]:
         return "refused", _line(result.output)
     last = traceback.format_exception_only(type(result.exception), result.exception)[-1].strip()
     return "TRACEBACK", last[:200]
+
+
+@functools.cache
+def _build_app_once() -> None:
+    """Typer's test runner builds the click command from the app on each call (0.1 CPU-s, a dozen calls a row):
+    built once a process here; the app does not change during a run."""
+    import typer.testing
+
+    typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 
 def _extend_args(method: str, source: Path) -> list[str]:

@@ -3,9 +3,10 @@ architecture × engine, every verdict other than "same" with its reason, each re
 table (``evidence/engines_matrix/matrix.md``: architecture × method × engine → verdict and the whole detail).
 
 A reason is a row's detail without its measured numbers (the largest difference, the first position it shows,
-the temporary folder it was made in) and with the architecture's own name written ``{arch}`` and the method's, where the reason says the engine does not run
-it, ``{method}``: "MLX-LM cannot load this checkpoint: Model type {arch} not supported." is one reason for every
-architecture it applies to.
+frequencies measured to several digits, written "…", the temporary folder it was made in), with the engine's model
+file written ``{file}``, the architecture's own name ``{arch}`` and the method's, where the reason names the method it
+does not run or quotes it, ``{method}``: "MLX-LM cannot load this checkpoint: Model type {arch} not supported." is
+one reason for every architecture it applies to.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from matrix import FACTOR, METHODS, Cell, Row
 COLUMNS = ("ropekit", "MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
 #: each column's letter in the reason labels (V3: the third reason of vLLM's column)
 LETTERS = {"ropekit": "R", "MLX-LM": "M", "llama.cpp": "L", "vLLM": "V", "SGLang": "S", "Ollama": "O"}
-#: the longest reason the summary prints (the full text is in the full table)
-REASON_CHARS = 260
+#: the longest reason the summary prints (the full text is in the full table); reasons alike up to there are one
+REASON_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,15 @@ def reason_of(arch: str, cell: Cell) -> str:
     text = re.sub(r"; measured: .*$", "", text)
     text = re.sub(r" \(rotary module of [^)]*\)$", "", text)
     text = re.sub(r"/tmp/[^\s)']*", "<folder>", text)
+    text = re.sub(r"\b(?:vllm|sglang|mlx_lm)/[\w/]+\.py\b", "{file}", text)  # one reason for every engine file
+    text = re.sub(r"(?<![\w.])\d+\.\d{3,}(?:e-?\d+)?(?![\w.])|(?<![\w.])\d(?:\.\d+)?e-?\d+(?![\w.])", "…", text)
     text = re.sub(r"(?<![\w.-])" + re.escape(arch) + r"(?![\w-])", "{arch}", text)
     if cell.method != "none":  # "plain RoPE, not yarn", "no linear on a sliding layer": one reason for every method
         text = re.sub(r"\b(not|no) " + re.escape(cell.method) + r"\b", r"\1 {method}", text)
-    return " ".join(text.split())
+        text = re.sub(r"(?<=\W)(['`])" + re.escape(cell.method) + r"\1", r"\1{method}\1", text)
+        text = re.sub(r"\b" + re.escape(cell.method) + r" turns by\b", "{method} turns by", text)
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 
 
 def keyed(rows: Iterable[Row]) -> list[Keyed]:
@@ -178,9 +184,8 @@ def reason_lines(cells: list[Keyed], named: dict[tuple[str, str, str], str]) -> 
         lines += [f"### {column}", ""]
         for key in mine:
             _, verdict, reason = key
-            text = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
             where = f"{counted[key]} cells, {len(covers[key])} architectures"
-            lines.append(f"- **{named[key]}** {verdict} ({where}): {_cell_text(text) or '(no detail)'}")
+            lines.append(f"- **{named[key]}** {verdict} ({where}): {_cell_text(reason) or '(no detail)'}")
         lines.append("")
     return lines
 

@@ -63,3 +63,32 @@ def test_a_class_that_cannot_be_built_is_read_from_source_and_says_so(tmp_path, 
     monkeypatch.setattr(vllm, "request_for", lambda case: {k: v for k, v in made(case).items() if k != "folder"})
     row = _row(folder)
     assert row.verdict == "same" and row.numbers["source"] == "read from source" and "read from source" in row.detail
+
+
+def test_llama_with_longrope_is_measured_from_the_built_class(tmp_path) -> None:
+    """vLLM's LongRoPE module keeps no ``is_neox_style`` (it builds NeoX pairs only): the built class's row is still
+    measured (the pairing it says is the one its get_rope call passed), and differs from transformers' tables by
+    vLLM's known choice of the long list at every position (served past L0)."""
+    folder = held_out_folder("llama", tmp_path / "llama", longrope(8))
+    row = _row(folder)
+    assert row.verdict == "differs" and "chooses LongRoPE's list once" in row.detail, row.detail
+    assert row.numbers["source"] == "built class" and row.numbers["class"] == "Phi3LongRoPEScaledRotaryEmbedding"
+    assert row.numbers["neox"] is True and row.numbers["neox_found"] is True
+    assert row.numbers[f"table_max_diff@{L0}"] > 1.0  # the long list at positions below L0: O(1)
+
+
+def test_a_moe_class_builds_after_a_dense_one_in_the_same_probe_process(tmp_path) -> None:
+    """The probe process sets up vLLM's parallel groups once, for the first model it builds; a dense model first
+    must not leave out the expert-parallel group every MoE class asks for (its row would fall back to the source)."""
+    from helpers.hf_models import random_hf_model
+    from ropekit.engines import probe_worker
+
+    probe_worker.close()  # a fresh probe process: a dense class is the first it builds
+    dense = _row(held_out_folder("llama", tmp_path / "llama", LINEAR))
+    assert dense.numbers["source"] == "built class", dense.detail
+    moe = tmp_path / "ernie4_5_moe"
+    rope = {**LINEAR, "rope_theta": 10000.0}
+    sizes = {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 32, "moe_layer_start_index": 0}
+    random_hf_model("ernie4_5_moe", head_dim=16, positions=TARGET, rope_parameters=rope, **sizes).save_pretrained(moe)
+    row = _row(moe)
+    assert row.verdict == "same" and row.numbers["source"] == "built class", row.detail

@@ -112,12 +112,15 @@ def vllm_config(request: dict):
 
 
 def group() -> None:
-    """A one-process gloo group with tensor and pipeline parallelism 1 (once a process)."""
+    """A one-process gloo group with tensor and pipeline parallelism 1 (once a process), expert-parallel group
+    included: initialised under a config without a model, for which vLLM creates every group (under a dense model's
+    config it leaves the expert group out, and every MoE class built later in the process would fail to build)."""
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
     from vllm.distributed import parallel_state
 
     if parallel_state.model_parallel_is_initialized():
         return
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), set_current_vllm_config(VllmConfig(device_config=DeviceConfig("cpu"))):
         path = os.path.join(tempfile.mkdtemp(prefix="ropekit-vllm-"), "group")
         parallel_state.init_distributed_environment(1, 0, f"file://{path}", 0, "gloo")
         parallel_state.initialize_model_parallel(1, 1)

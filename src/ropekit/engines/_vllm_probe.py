@@ -104,7 +104,7 @@ def answer_built(request: dict, reply: dict, build) -> dict:
     reply.update(
         recorded_arguments(arguments, get_rope), permutes_qk=source.get("permutes_qk"), calls=len(found["calls"])
     )
-    reply["neox"] = bool(rope.is_neox_style)
+    reply["neox"] = said_pairing(rope, reply.get("recorded") or {})
     head, half = int(rope.head_size), request["rotary_dim"] // 2
     try:
         reply["neox_found"] = rotates_neox(rope, head)
@@ -166,8 +166,16 @@ def rotates_neox(rope, head: int) -> bool:
     _, rotated = (forward or rope.forward)(torch.tensor([1]), vector.clone(), vector.clone())
     rotated = rotated.reshape(head)
     if rotary <= 2:
-        return bool(rope.is_neox_style)
+        return bool(getattr(rope, "is_neox_style", True))
     return bool(abs(float(rotated[rotary // 2])) > abs(float(rotated[1])))
+
+
+def said_pairing(rope, recorded: dict):
+    """The pairing the built module says it rotates: its ``is_neox_style`` (a model class may set it after building),
+    else, for a class that keeps none (LongRoPE, which builds NeoX pairs only), the ``is_neox_style`` its recorded
+    ``get_rope`` call passed; ``None`` where neither says."""
+    said = getattr(rope, "is_neox_style", recorded.get("is_neox_style"))
+    return None if said is None else bool(said)
 
 
 def answer_from_source(request: dict, reply: dict) -> dict:

@@ -18,9 +18,30 @@ def version() -> str | None:
     return transformers.__version__
 
 
+#: transformers' reading of recent folders, keyed by the folder and its ``config.json`` text: a comparison reads
+#: the folder's config a dozen times (compared layer, rope dict, each engine's request), and transformers formats
+#: the whole config into a log line on each read, whatever the log level
+_READ: dict[tuple[str, bytes], object] = {}
+#: how many readings :data:`_READ` keeps
+KEPT_READS = 8
+
+
 def read_config(folder: Path):
     """transformers' config of ``folder`` as it reads it (older keys and ``layer_types`` defaults resolved; the text
-    part of a multimodal config), its warnings silenced."""
+    part of a multimodal config), its warnings silenced. Read once per folder and ``config.json`` text (the object
+    is shared: callers only read it)."""
+    file = Path(folder) / "config.json"
+    if not file.is_file():
+        return _read_config(folder)  # transformers' own error
+    key = (str(file.resolve()), file.read_bytes())
+    if key not in _READ:
+        while len(_READ) >= KEPT_READS:
+            del _READ[next(iter(_READ))]
+        _READ[key] = _read_config(folder)
+    return _READ[key]
+
+
+def _read_config(folder: Path):
     import logging
 
     from transformers import AutoConfig

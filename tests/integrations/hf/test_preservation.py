@@ -172,3 +172,25 @@ def test_a_writer_that_drops_the_partial_rotary_key_is_refused(tmp_path, monkeyp
     with pytest.raises(ValueError, match=r"^layer 0: the output rotates 40 dims .*, the source 32 dims"):
         extend(source, LinearScaling(factor=S), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_source_transformers_cannot_run_is_not_checked_and_says_why() -> None:
+    """LongCat-Flash's ``qk_head_dim`` (saved in config.json) left at 192 while its two parts are 16 each: transformers'
+    own forward of that config raises (its attention splits 192 dims into 16 + 16). The check says so in one note,
+    never a traceback."""
+    import torch
+
+    from ropekit.integrations.hf.preservation import Request, check_preserved
+
+    sizes = {"vocab_size": 64, "hidden_size": 64, "num_layers": 1, "num_attention_heads": 4, "kv_lora_rank": 32,
+             "q_lora_rank": 32, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 16,
+             "n_routed_experts": 4, "ffn_hidden_size": 64, "expert_ffn_hidden_size": 32}  # fmt: skip
+    config = transformers.LongcatFlashConfig(**sizes).to_dict() | {"qk_head_dim": 192}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="split_with_sizes"):  # the oracle: transformers' own forward
+            measured = transformers.LongcatFlashConfig.from_dict(config)
+            transformers.AutoModelForCausalLM.from_config(measured)(torch.zeros(1, 4, dtype=torch.long))
+        note = check_preserved(config, config, Request(None, None, 256))
+    assert note is not None and note.startswith("preservation not checked: transformers' forward of ")
+    assert "RuntimeError: split_with_sizes" in note and "\n" not in note

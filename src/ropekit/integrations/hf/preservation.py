@@ -90,15 +90,43 @@ def measure(rotation: Any) -> LayerRope:
     return LayerRope(tuple(pairs), np.asarray(freqs))
 
 
+#: recent measurements, keyed by the config's JSON text and the layer count: a source extended with several methods
+#: is measured once (a measurement depends on nothing else: the tiny model's weights are drawn from a fixed seed)
+_MEASURED: dict[tuple[str, int], list[LayerRope | None]] = {}
+#: how many measurements :data:`_MEASURED` keeps
+KEPT_MEASUREMENTS = 4
+
+
 def measured_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | None]:
     """Per layer of the tiny model of ``config`` (:func:`~ropekit.integrations.hf.tiny_model.tiny_model`), its
-    measured rotation; ``None`` for a layer that rotates nothing (NoPE)."""
+    measured rotation; ``None`` for a layer that rotates nothing (NoPE). Measured once per config text and layer
+    count (the list is shared: its entries are frozen)."""
+    import json
+
+    key = (json.dumps(config, sort_keys=True, default=repr), layers)
+    if key not in _MEASURED:
+        while len(_MEASURED) >= KEPT_MEASUREMENTS:
+            del _MEASURED[next(iter(_MEASURED))]
+        _MEASURED[key] = _measure_layers(config, layers)
+    return list(_MEASURED[key])
+
+
+def _measure_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | None]:
     from ropekit.integrations.hf.rotation_capture import attention_of, capture_layers, layers_of
     from ropekit.integrations.hf.tiny_model import tiny_model
 
     model = tiny_model(config, layers)
     _, decoder_layers = layers_of(model)
-    rotations = capture_layers(model, [attention_of(layer) for layer in decoder_layers])
+    attentions = [attention_of(layer) for layer in decoder_layers]
+    try:
+        rotations = capture_layers(model, attentions)
+    except ValueError:
+        raise
+    except Exception as error:  # transformers' own forward fails on this config (sizes its class does not derive)
+        why = " ".join(str(error).split())[:160]
+        raise ValueError(
+            f"transformers' forward of {type(model).__name__} fails: {type(error).__name__}: {why}"
+        ) from None
     return [None if rotation is None else measure(rotation) for rotation in rotations]
 
 
