@@ -16,9 +16,3 @@ $R eval tasks --model tiny --tasks latent_hop,latent_hop_2,path_traversal,ladder
 # latent against literal
 $R eval tasks --model "$GGUF" --tasks latent_hop,latent_hop_2 --lengths 1k,2k --samples 12 --methods none --json \
   > $OUT/smollm2_latent.json
-# the long answer (a third of the length, decoded token by token where wrong)
-$R eval tasks --model "$GGUF" --tasks path_traversal --lengths 1k,2k --samples 3 --methods none --json \
-  > $OUT/smollm2_path.json
-# the ladder
-$R eval tasks --model "$GGUF" --tasks ladder_retrieve,ladder_copy,ladder_copy_compute,ladder_compute --lengths 1k,2k \
-  --samples 6 --methods none --json > $OUT/smollm2_ladder.json
