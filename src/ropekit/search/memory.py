@@ -38,8 +38,7 @@ def rows_per_forward(model: Any, request: Any, target: int) -> int | None:
         return request.batch_size
     budget = MEMORY_SHARE * free
     if one > budget:
-        argument = "target_length" if request.target_length is not None else "target_multiple"
-        value = request.target_length if request.target_length is not None else request.target_multiple
+        argument, value = request.target_argument()
         raise InvalidArgument(
             argument,
             value,

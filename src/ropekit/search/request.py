@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ropekit._validate import require_choice, require_float, require_int
@@ -90,10 +90,9 @@ class SearchRequest:
             return self.target_length
         return round(float(self.target_multiple) * original_length)
 
-    def header(self) -> dict[str, Any]:
-        """What the journal checks on resume: everything that changes the scores or the candidates (not the budget,
-        not the batch size)."""
-        data = asdict(self)
-        for key in ("evaluations", "budget_seconds", "batch_size"):
-            data.pop(key)
-        return data
+    def target_argument(self) -> tuple[str, Any]:
+        """``(name, value)`` of the argument that gave the target (``target_length`` or ``target_multiple``): what a
+        refusal about the target names."""
+        if self.target_length is not None:
+            return "target_length", self.target_length
+        return "target_multiple", self.target_multiple

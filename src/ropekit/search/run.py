@@ -163,8 +163,7 @@ def _short_text(request: SearchRequest, source: str, tokens: int, target: int) -
     if request.text is not None:
         message = f"text {source!r} has {tokens:,} tokens; a sample of {target:,} needs more"
         return InvalidArgument("text", request.text, message=message)
-    argument = "target_length" if request.target_length is not None else "target_multiple"
-    value = request.target_length if request.target_length is not None else request.target_multiple
+    argument, value = request.target_argument()
     return InvalidArgument(
         argument,
         value,
