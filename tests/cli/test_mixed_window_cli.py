@@ -77,4 +77,4 @@ def test_finetune_mixed_window_takes_a_longrope_models_own_lists(make_llama, tmp
     assert result.exit_code == 0, result.output
     written = json.loads((out / "config.json").read_text())["rope_parameters"]
     assert written["long_factor"] == LONG and written["short_factor"] == [1.0] * 8
-    assert "rows of documents ≤ 64 tokens" in result.stderr
+    assert "rows on the short list (positions below L0 64" in result.stderr

@@ -26,10 +26,10 @@ def test_a_config_whose_keys_disagree_warns_in_one_line_each(llama_config, tmp_p
     result = CliRunner().invoke(app, ["plan", "--model", str(folder), "--target-length", "256"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if "warn" in line.lower()]
+    # transformers' own config class resolves the two dicts (rope_scaling wins: linear ×2), as ropekit now reads them;
+    # the top-level rope_theta that disagrees with the resolved dict is the one warning left
     assert lines == [
-        "warning: config has both rope_scaling and rope_parameters, and they disagree on ['rope_type']; using "
-        "rope_scaling (transformers reads `rope_scaling or rope_parameters`)",
-        "warning: config has rope_theta=20000.0 at the top level and rope_theta=10000.0 in rope_scaling; using "
-        "10000.0 from rope_scaling (transformers' rule)",
+        "warning: config has rope_theta=20000.0 at the top level and rope_theta=10000.0 in rope_parameters; using "
+        "10000.0 from rope_parameters (transformers' rule)",
     ]
     assert (warnings.showwarning, list(warnings.filters)) == before
