@@ -45,3 +45,15 @@ def test_unknown_engines_are_named(llama_dir) -> None:
     with pytest.raises(InvalidArgument) as caught:
         check_compare(llama_dir, engines=("Ollama", "TGI"))
     assert caught.value.argument == "engines" and caught.value.value == ["TGI"]
+
+
+def test_engine_names_match_without_case(llama_dir) -> None:
+    """``--engines vllm,ollama`` names the engines the table spells ``vLLM`` and ``Ollama`` (the command and the
+    library accept both spellings); a name no engine has is still refused as given."""
+    from ropekit.engines.compare import engine_names
+
+    assert engine_names(["vllm", " OLLAMA", "llama.CPP", "TGI"]) == ("vLLM", "Ollama", "llama.cpp", "TGI")
+    check_compare(llama_dir, engines=("vllm", "sglang"))
+    result = CliRunner().invoke(app, ["engines", "--model", str(llama_dir), "--engines", "ollama", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [row["engine"] for row in json.loads(result.stdout)["engines"]] == ["Ollama"]

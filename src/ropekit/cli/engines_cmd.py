@@ -31,10 +31,10 @@ def engines_command(
     is compared as it is (an already-extended output). Each row: the engine and its version, its verdict (same,
     differs: how much, from which position and why, cannot express, cannot run here) and the line that launches it.
     """
-    from ropekit.engines.compare import COMPARED_ENGINES, Extension, compare
+    from ropekit.engines.compare import COMPARED_ENGINES, Extension, compare, engine_names
 
     model = method.model
-    chosen = tuple(e.strip() for e in engines.split(",")) if engines else COMPARED_ENGINES
+    chosen = engine_names(engines.split(",")) if engines else COMPARED_ENGINES
     _check(model, chosen, logits, engines)
     extension, original = None, None
     if method.given:

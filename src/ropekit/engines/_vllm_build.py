@@ -91,8 +91,62 @@ def unimportable(architecture: str) -> str | None:
     try:
         registered.load_model_cls()
     except ImportError as error:
-        return f"{type(error).__name__}: {error}"
+        if getattr(error, "name", None) != "torchvision" or not stand_in_torchvision():
+            return f"{type(error).__name__}: {error}"
+        return unimportable.__wrapped__(architecture)
     return None
+
+
+class _Absent:
+    """Any attribute of the torchvision stand-in: usable as a name, a base class or an annotation; calling it raises."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, name: str):
+        return _Absent(f"{self._name}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self._name} is a stand-in: torchvision is not installed here")
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+
+def stand_in_torchvision() -> bool:
+    """Let ``import torchvision...`` succeed with empty modules (:class:`_Absent` attributes), once a process;
+    ``False`` where it is already in place. vLLM's multimodal model files (Qwen3.5, Qwen3-VL) import transformers'
+    image processors, which import torchvision at module level; its CPU build is not on the package index this
+    machine reaches, and the text model's rotary never calls it. Installed after transformers has checked which
+    packages exist, so transformers still takes torchvision as absent (its PIL processors), as vLLM does."""
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    import transformers  # noqa: F401  (its package check runs before the stand-in exists)
+
+    class Module(types.ModuleType):
+        def __getattr__(self, name: str):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Absent(f"{self.__name__}.{name}")
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname, path, target=None):
+            if fullname.split(".")[0] == "torchvision":
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return None
+
+        def create_module(self, spec):
+            return Module(spec.name)
+
+        def exec_module(self, module):
+            module.__path__ = []
+
+    if any(type(finder).__name__ == "Finder" and finder.__module__ == __name__ for finder in sys.meta_path):
+        return False
+    sys.meta_path.insert(0, Finder())
+    return True
 
 
 def vllm_config(request: dict):

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 COMPARED_ENGINES = ("MLX-LM", "llama.cpp", "vLLM", "SGLang", "Ollama")
 
 
+def engine_names(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as :data:`COMPARED_ENGINES` spells them, matched without regard to case (``vllm`` is ``vLLM``);
+    a name no engine has is kept as given, for :func:`check_compare` to refuse."""
+    spelled = {name.lower(): name for name in COMPARED_ENGINES}
+    return tuple(spelled.get(name.strip().lower(), name.strip()) for name in names)
+
+
 def probe_for(folder: Path, *, original_length: int | None = None, logit_tokens: int = 0, seed: int = 0) -> Probe:
     """The probe for an extended folder: L0, the target (its ``max_position_embeddings``) and the switch lengths of
     its RoPE (:func:`~ropekit.scaling.static_form.static_form`); ``logit_tokens`` random ids (0: no logits)."""
@@ -202,7 +209,7 @@ def check_compare(model: str | Path, *, engines: Sequence[str] = COMPARED_ENGINE
     if not (path.is_file() and path.suffix == ".gguf") and not (path / "config.json").is_file():
         message = f"model {str(model)!r}: give a transformers model folder (with config.json) or a .gguf file"
         raise InvalidArgument("model", str(model), message=message)
-    unknown = sorted(set(engines) - set(COMPARED_ENGINES))
+    unknown = sorted(set(engine_names(engines)) - set(COMPARED_ENGINES))
     if unknown:
         message = f"engines: unknown {unknown}; available: {', '.join(COMPARED_ENGINES)}"
         raise InvalidArgument("engines", unknown, message=message, allowed=COMPARED_ENGINES, leads=True)
@@ -243,6 +250,7 @@ def compare(
     from ropekit._versions import unchecked
 
     check_compare(model, engines=engines, logits=logits)
+    engines = engine_names(engines)
     model = Path(model)
     if extension is None and model.suffix == ".gguf":
         raise InvalidArgument("model", str(model), message="model: a .gguf file needs an extension to compare")
