@@ -74,7 +74,7 @@ def built(request: dict) -> dict:
         "architecture": architecture,
         "file": module.__file__,
         "calls": calls,
-        "stubbed": stubbed,
+        "stubbed": (["torchvision (empty modules)"] if torchvision_stood_in() else []) + stubbed,
     }
 
 
@@ -91,9 +91,24 @@ def unimportable(architecture: str) -> str | None:
     try:
         registered.load_model_cls()
     except ImportError as error:
-        if getattr(error, "name", None) != "torchvision" or not stand_in_torchvision():
+        if getattr(error, "name", None) != "torchvision" or torchvision_stood_in():
             return f"{type(error).__name__}: {error}"
-        return unimportable.__wrapped__(architecture)
+        stand_in_torchvision()
+    return imported_here(architecture) if torchvision_stood_in() else None
+
+
+def imported_here(architecture: str) -> str | None:
+    """Import ``architecture``'s class in this process (the torchvision stand-in in place) and register it as
+    imported, so that vLLM inspects it here rather than in a fresh interpreter without the stand-in (every class
+    from then on: a model file imported once in this process is not imported again); why not, as
+    :func:`unimportable` says it."""
+    from vllm.model_executor.models.registry import ModelRegistry, _RegisteredModel
+
+    try:
+        model_class = ModelRegistry.models[architecture].load_model_cls()
+    except ImportError as error:
+        return f"{type(error).__name__}: {error}"
+    ModelRegistry.models[architecture] = _RegisteredModel.from_model_cls(model_class)
     return None
 
 
@@ -113,10 +128,9 @@ class _Absent:
         return (object,)
 
 
-def stand_in_torchvision() -> bool:
-    """Let ``import torchvision...`` succeed with empty modules (:class:`_Absent` attributes), once a process;
-    ``False`` where it is already in place. vLLM's multimodal model files (Qwen3.5, Qwen3-VL) import transformers'
-    image processors, which import torchvision at module level; its CPU build is not on the package index this
+def stand_in_torchvision() -> None:
+    """Let ``import torchvision...`` succeed with empty modules (:class:`_Absent` attributes). vLLM's multimodal
+    model files (Qwen3.5, Qwen3-VL) import transformers' image processors, which import torchvision at module level; its CPU build is not on the package index this
     machine reaches, and the text model's rotary never calls it. Installed after transformers has checked which
     packages exist, so transformers still takes torchvision as absent (its PIL processors), as vLLM does."""
     import importlib.abc
@@ -143,10 +157,12 @@ def stand_in_torchvision() -> bool:
         def exec_module(self, module):
             module.__path__ = []
 
-    if any(type(finder).__name__ == "Finder" and finder.__module__ == __name__ for finder in sys.meta_path):
-        return False
     sys.meta_path.insert(0, Finder())
-    return True
+
+
+def torchvision_stood_in() -> bool:
+    """Whether :func:`stand_in_torchvision` has run in this process."""
+    return any(type(finder).__module__ == __name__ for finder in sys.meta_path)
 
 
 def vllm_config(request: dict):
