@@ -115,7 +115,7 @@ def reference_answer(folder: Path, probe: Probe) -> Answer:
     scaling = getattr(attention, "scaling", None)
     answer = Answer(softmax_scale=None if scaling is None else float(scaling))
     rotation = capture(model, attention)
-    answer.rope_key = _rope_key(rotation)
+    answer.rope_key = rotation.rope_key()
     half = _pairs(decoder, layer_type or answer.rope_key, rotation)
     for served in probe.served_lengths:
         positions = positions_below(probe, served)
@@ -139,16 +139,6 @@ def _rotating_block(matrices, half: int):
     if moved[: 2 * half].any() or not moved[width - 2 * half :].any():
         return matrices
     return matrices[:, width - 2 * half :, width - 2 * half :]
-
-
-def _rope_key(rotation) -> str | None:
-    """The ``layer_type`` the compared layer's rotary call was given where it names no layer type of the config but
-    a key of its rope dict (DeepSeek-V4's ``main``/``compress``), recorded in the forward; else ``None``."""
-    for source in rotation.sources:
-        if source is not None:
-            kind = rotation.capture.rotary_calls[source[0]].kwargs.get("layer_type")
-            return kind if isinstance(kind, str) else None
-    return None
 
 
 def _pairs(decoder, layer_type: str | None, rotation) -> int:

@@ -12,7 +12,13 @@ The keys of each architecture (:data:`SHIPPED`) and where they were read:
   factor 1.2079, beta 32/1), 65,536 positions, three sliding layers then one full; ``Olmo3Config`` gives
   ``rope_scaling`` to the full-attention layers only.
 * Hunyuan dense (tencent/Hunyuan-7B-Instruct config.json): ``rope_scaling`` ``{"type": "dynamic", "alpha": 1000, ...}``,
-  ``rope_theta`` 1e4, ``head_dim`` 128, 32,768 positions; NTK-alpha in ``modeling_hunyuan_v1_dense.py``.
+  ``rope_theta`` 1e4, ``head_dim`` 128, 32,768 positions; NTK-alpha in ``modeling_hunyuan_v1_dense.py``. Also with
+  256 positions (the engines matrix's size), fewer than the check's forward: beyond them transformers' ``dynamic``
+  update recomputes the source's RoPE as dynamic NTK from ``rope_theta``, so the source is measured within them.
+* DeepSeek-V4 (deepseek-ai/DeepSeek-V4-Flash config.json): ``head_dim`` 512, ``qk_rope_head_dim`` 64,
+  ``compress_ratios`` 0 then 4, ``rope_theta`` 1e4, ``compress_rope_theta`` 1.6e5, ``rope_scaling`` YaRN x16 from
+  65,536, 1,048,576 positions; ``DeepseekV4Config`` gives the YaRN to its ``compress`` RoPE (the compressed layers),
+  its sliding layers run ``main`` (plain RoPE at 1e4).
 * Pythia (EleutherAI/pythia-160m config.json): ``rotary_pct`` 0.25, ``rotary_emb_base`` 1e4, head 64, 2,048 positions.
 * StableLM 2 (stabilityai/stablelm-2-1_6b config.json): ``partial_rotary_factor`` 0.25, ``rope_theta`` 1e4, head 64,
   4,096 positions.
@@ -43,6 +49,10 @@ _OLMO3_YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embedd
                "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1}  # fmt: skip
 _HUNYUAN = {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
             "type": "dynamic"}  # fmt: skip
+_DEEPSEEK_V4_YARN = {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536, "beta_fast": 32,
+                     "beta_slow": 1}  # fmt: skip
+#: Hunyuan's NTK-alpha base: rope_theta · alpha^(d / (d − 2)), d = 128
+_HUNYUAN_BASE = 1e4 * 1000.0 ** (128 / 126)
 
 #: name → (model type, head size, layers, hub RoPE keys, L0, unscaled base, rotated dims, scaled layer type)
 SHIPPED = {
@@ -51,7 +61,12 @@ SHIPPED = {
     "olmo3": ("olmo3", 128, 4, {"rope_theta": 5e5, "rope_scaling": _OLMO3_YARN, "max_position_embeddings": 65536,
               "sliding_window": 4096}, 8192, 5e5, 128, "full_attention"),
     "hunyuan-dense": ("hunyuan_v1_dense", 128, 2, {"head_dim": 128, "rope_theta": 1e4, "rope_scaling": _HUNYUAN,
-                      "max_position_embeddings": 32768}, 32768, 1e4 * 1000.0 ** (128 / 126), 128, None),
+                      "max_position_embeddings": 32768}, 32768, _HUNYUAN_BASE, 128, None),
+    "hunyuan-dense-256": ("hunyuan_v1_dense", 128, 2, {"head_dim": 128, "rope_theta": 1e4, "rope_scaling": _HUNYUAN,
+                          "max_position_embeddings": 256}, 256, _HUNYUAN_BASE, 128, None),
+    "deepseek-v4": ("deepseek_v4", 512, 2, {"head_dim": 512, "qk_rope_head_dim": 64, "compress_ratios": [0, 4],
+                    "rope_theta": 10000, "compress_rope_theta": 160000, "rope_scaling": _DEEPSEEK_V4_YARN,
+                    "max_position_embeddings": 1048576}, 65536, 160000.0, 64, "compressed_sparse_attention"),
     "pythia": ("gpt_neox", 64, 2, {"rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048},
                2048, 1e4, 16, None),
     "stablelm2": ("stablelm", 64, 2, {"partial_rotary_factor": 0.25, "rope_theta": 10000,
@@ -79,6 +94,9 @@ def shipped_folder(name: str, path):
     sizes |= {key: hub[key] for key in ("head_dim", "sliding_window") if key in hub}
     if model_type == "minimax_m2":
         sizes |= {"num_local_experts": 2, "num_experts_per_tok": 1}
+    if model_type == "deepseek_v4":
+        sizes |= {"n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 16, "q_lora_rank": 32,
+                  "o_lora_rank": 32, "o_groups": 1, "index_n_heads": 1, "index_head_dim": 64, "hc_mult": 1}  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = CONFIG_MAPPING[model_type](**sizes)
@@ -156,18 +174,26 @@ def test_hunyuan_ntk_alpha_is_transformers_own_rotary(tmp_path) -> None:
     np.testing.assert_allclose(ours, SHIPPED["hunyuan-dense"][5] ** (-np.arange(64) / 64), rtol=1e-12)
 
 
-def test_a_writer_that_drops_the_partial_rotary_key_is_refused(tmp_path, monkeypatch) -> None:
+def _wrong_writer(monkeypatch, edit) -> None:
+    """``extend`` writes its config through ``edit`` (given a copy of the config dict, changed in place)."""
     from ropekit.integrations.hf import extend as extend_module
 
     written = extend_module.write_config
 
-    def dropping(out, config):
+    def writing(out, config):
         config = json.loads(json.dumps(dict(config)))
-        for params in (config, config.get("rope_parameters") or {}, config.get("rope_scaling") or {}):
-            params.pop("partial_rotary_factor", None)
+        edit(config)
         written(out, config)
 
-    monkeypatch.setattr(extend_module, "write_config", dropping)
+    monkeypatch.setattr(extend_module, "write_config", writing)
+
+
+def test_a_writer_that_drops_the_partial_rotary_key_is_refused(tmp_path, monkeypatch) -> None:
+    def dropping(config):
+        for params in (config, config.get("rope_parameters") or {}, config.get("rope_scaling") or {}):
+            params.pop("partial_rotary_factor", None)
+
+    _wrong_writer(monkeypatch, dropping)
     source = shipped_folder("phi2", tmp_path / "source")  # without the key, PhiConfig's default 0.5 applies
     with pytest.raises(ValueError, match=r"^layer 0: the output rotates 40 dims .*, the source 32 dims"):
         extend(source, LinearScaling(factor=S), tmp_path / "out")
@@ -194,3 +220,61 @@ def test_a_source_transformers_cannot_run_is_not_checked_and_says_why() -> None:
         note = check_preserved(config, config, Request(None, None, 256))
     assert note is not None and note.startswith("preservation not checked: transformers' forward of ")
     assert "RuntimeError: split_with_sizes" in note and "\n" not in note
+
+
+def _giving(message: str) -> float:
+    """The frequency a refusal says the layer's pair should turn at."""
+    import re
+
+    return float(re.search(r"\(giving ([0-9.e+-]+)\)", message).group(1))
+
+
+@pytest.mark.parametrize("kind", ["yarn", "linear"])
+def test_a_writer_that_drops_hunyuans_alpha_is_refused(kind, tmp_path, monkeypatch) -> None:
+    """The method on the plain ``rope_theta`` rather than on NTK-alpha's base; the source is measured within its
+    256 positions, where transformers runs its NTK-alpha (beyond them it recomputes a dynamic NTK from rope_theta)."""
+
+    def plain_base(config):
+        for params in (config, config.get("rope_parameters") or {}, config.get("rope_scaling") or {}):
+            if "rope_theta" in params:
+                params["rope_theta"] = 1e4
+
+    _wrong_writer(monkeypatch, plain_base)
+    source = shipped_folder("hunyuan-dense-256", tmp_path / "source")
+    with pytest.raises(ValueError, match=r"^layer 0: its lowest-frequency pair turns at ") as refused:
+        extend(source, _method(kind, 256), tmp_path / "out")
+    wanted = _HUNYUAN_BASE ** (-63 / 64) / S  # closed form: NTK-alpha's lowest pair slowed by s
+    assert math.isclose(_giving(str(refused.value)), wanted, rel_tol=1e-4)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["yarn", "linear"])
+def test_a_writer_that_scales_deepseek_v4s_sliding_layers_is_refused(kind, tmp_path, monkeypatch) -> None:
+    """DeepSeek-V4's sliding layers run its ``main`` RoPE, whose base the model keeps: a writer that gives ``main`` the
+    method too is refused at the sliding layer (the compressed one, on ``compress``, is scaled as asked)."""
+
+    def main_scaled(config):
+        params = config["rope_parameters"]
+        params["main"] = {**params["compress"], "rope_theta": params["main"]["rope_theta"]}
+
+    _wrong_writer(monkeypatch, main_scaled)
+    source = shipped_folder("deepseek-v4", tmp_path / "source")
+    with pytest.raises(ValueError, match=r"^layer 0 \(sliding_attention, RoPE 'main'\): the request leaves this layer"):
+        extend(source, _method(kind, 65536), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_writer_that_keeps_deepseek_v4s_shipped_yarn_is_refused(tmp_path, monkeypatch) -> None:
+    """``compress`` left at the shipped YaRN x16 when x32 is asked for: the compressed layer's lowest pair turns at
+    1/16, not 1/32, of plain RoPE's at compress_rope_theta."""
+
+    def shipped_kept(config):
+        config["rope_parameters"]["compress"] |= {"rope_type": "yarn", "factor": 16.0}
+
+    _wrong_writer(monkeypatch, shipped_kept)
+    source = shipped_folder("deepseek-v4", tmp_path / "source")
+    where = r"^layer 1 \(compressed_sparse_attention, RoPE 'compress'\): its lowest-frequency pair turns at "
+    with pytest.raises(ValueError, match=where) as refused:
+        extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
+    assert math.isclose(_giving(str(refused.value)), 160000.0 ** (-31 / 32) / 32, rel_tol=1e-4)  # closed form
+    assert not (tmp_path / "out").exists()

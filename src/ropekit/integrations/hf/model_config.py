@@ -8,8 +8,10 @@ a ``config.json`` dict, a transformers config object or a model (its ``.config``
 
 The layer-type rule (:func:`scaled_layer_types`): a model with one RoPE per layer type (Gemma 3: ``rope_parameters``
 keyed by layer type) gets a method on its ``full_attention`` layers by default, as transformers scales Gemma 3 (its
-sliding layers see only their window, so they never meet the longer distances); a per-layer-type model none of whose
-layers is ``full_attention`` gets it on every layer type its layers run, since nothing says which of them are local.
+sliding layers see only their window, so they never meet the longer distances); DeepSeek-V4 (``rope_parameters`` keyed
+by ``main`` and ``compress``) gets it on ``compress``, the RoPE of its compressed attention layers, as its release
+scales them (``main`` serves only its sliding-window layers, which keep their own base); a per-layer-type model with
+neither gets it on every layer type its layers run, since nothing says which of them are local.
 Only the types in the config's per-layer ``layer_types`` list count: transformers adds a ``full_attention`` RoPE to a
 Gemma 3 config that lacks one, so the raw ``config.json`` (read by ``extend``) and the loaded config (``eval``) give
 the same answer. Asking for layer types on a model with one RoPE is refused.
@@ -33,8 +35,10 @@ from ropekit.integrations.hf.native_rope import native_rope, older_transformers_
 from ropekit.integrations.hf.rope_layers import rope_layout
 from ropekit.scaling.registry import ScalingConfig
 
-#: the layer types a method goes to by default on a per-layer-type model that has them (see :func:`scaled_layer_types`)
-DEFAULT_LAYER_TYPES = ("full_attention",)
+#: the layer types a method goes to by default on a per-layer-type model that has them (see :func:`scaled_layer_types`):
+#: the layers that meet the longest distances (full attention; DeepSeek-V4's ``compress`` RoPE, which its compressed
+#: attention layers run, while its ``main`` RoPE serves only its sliding-window layers)
+DEFAULT_LAYER_TYPES = ("full_attention", "compress")
 #: config keys that carry a RoPE (a rope dict, or the base)
 _ROPE_KEYS = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_emb_base")
 

@@ -4,13 +4,19 @@ from transformers' own forward, not from ropekit's reading of either config.
 The source's and the written ``config.json`` are each built as a tiny random model of transformers' own classes
 (:mod:`~ropekit.integrations.hf.tiny_model`: the same head size, rotary layout and layer types, the same weights). One
 short forward of each records, per layer, the rotation its modeling file applies
-(:mod:`~ropekit.integrations.hf.rotation_capture`), replayed on basis vectors at positions 0, 1 and
-:data:`SERVED` − 1. From those matrices alone come each layer's rotated dimensions, its pairs (the dimension each one
-turns with) and each pair's frequency θ (the angle at position 1: θ ≤ 1 rad, so it is never wrapped). Then, layer by
+(:mod:`~ropekit.integrations.hf.rotation_capture`), replayed on basis vectors at positions 0, 1 and n − 1 of a
+forward of n tokens: the written model at n = :data:`SERVED`, the source within its own length (n = :data:`SERVED` or
+its ``max_position_embeddings`` where that is shorter), since beyond it transformers runs a length-following RoPE
+there (its ``dynamic`` update recomputes Hunyuan's NTK-alpha as dynamic NTK from ``rope_theta``) that is not the RoPE
+the source was trained with. From those matrices alone come each layer's rotated dimensions, its pairs (the
+dimension each one turns with) and each pair's frequency θ (the angle at position 1: θ ≤ 1 rad, so it is never
+wrapped). Each layer is judged by the rope-dict key its rotary call was given in the forward (its layer type, or
+DeepSeek-V4's ``main``/``compress``, which its model class chooses per layer), else by its layer type. Then, layer by
 layer, the written model must:
 
 * rotate in the same layers (a NoPE layer stays NoPE), the same dimensions in the same pairs;
-* leave the layers the request does not scale (sliding layers whose own base the model keeps) as the source has them;
+* leave the layers the request does not scale (sliding layers whose own base the model keeps, DeepSeek-V4's ``main``
+  layers) as the source has them;
 * in the layers it scales, turn its highest- and lowest-frequency pairs as the requested method turns them from the
   unscaled frequencies u: linear, YaRN, Llama 3 and NTK slow the lowest pair by exactly s (where its wavelength is
   beyond the original length); YaRN, Llama 3 and NTK keep the highest one. u is the source layer's own measured
@@ -43,10 +49,12 @@ RTOL = 1e-4
 @dataclass(frozen=True)
 class LayerRope:
     """One layer's rotation as measured: its pairs (each ``(dim, partner)``, ``dim < partner``, in the input's
-    coordinates, sorted) and each pair's frequency in radians per token."""
+    coordinates, sorted), each pair's frequency in radians per token, and the ``layer_type`` its rotary call was given
+    (:meth:`~ropekit.integrations.hf.rotation_capture.Rotation.rope_key`)."""
 
     pairs: tuple[tuple[int, int], ...]
     freqs: np.ndarray
+    rope_key: str | None = None
 
     def describe(self) -> str:
         dims = sorted(d for pair in self.pairs for d in pair)
@@ -69,9 +77,10 @@ def _ranges(dims: list[int]) -> str:
     return ", ".join(spans)
 
 
-def measure(rotation: Any) -> LayerRope:
-    """The pairs and frequencies of one recorded :class:`~ropekit.integrations.hf.rotation_capture.Rotation`."""
-    matrices = rotation.matrices(SERVED, np.array([0, 1, SERVED - 1]))  # (3, W, W): row j is the image of e_j
+def measure(rotation: Any, served: int = SERVED) -> LayerRope:
+    """The pairs and frequencies of one recorded :class:`~ropekit.integrations.hf.rotation_capture.Rotation`, replayed
+    in a forward of ``served`` tokens."""
+    matrices = rotation.matrices(served, np.array([0, 1, served - 1]))  # (3, W, W): row j is the image of e_j
     zero = matrices[0]
     norms = np.linalg.norm(zero, axis=1)
     inner = (matrices @ zero.T) / norms[None, None, :] / norms[None, :, None]  # C[p, j, k], the input's coordinates
@@ -87,31 +96,39 @@ def measure(rotation: Any) -> LayerRope:
     first = dims[turning & (partner > dims)]
     pairs = [(int(j), int(partner[j])) for j in first]
     freqs = np.arctan2(np.abs(inner[1, first, partner[first]]), inner[1, first, first])
-    return LayerRope(tuple(pairs), np.asarray(freqs))
+    return LayerRope(tuple(pairs), np.asarray(freqs), rotation.rope_key())
 
 
-#: recent measurements, keyed by the config's JSON text and the layer count: a source extended with several methods
-#: is measured once (a measurement depends on nothing else: the tiny model's weights are drawn from a fixed seed)
-_MEASURED: dict[tuple[str, int], list[LayerRope | None]] = {}
+#: recent measurements, keyed by the config's JSON text, the layer count and the served length: a source extended with
+#: several methods is measured once (a measurement depends on nothing else: the tiny model's weights are drawn from a
+#: fixed seed)
+_MEASURED: dict[tuple[str, int, int], list[LayerRope | None]] = {}
 #: how many measurements :data:`_MEASURED` keeps
 KEPT_MEASUREMENTS = 4
 
 
-def measured_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | None]:
+def measured_layers(config: Mapping[str, Any], layers: int, served: int = SERVED) -> list[LayerRope | None]:
     """Per layer of the tiny model of ``config`` (:func:`~ropekit.integrations.hf.tiny_model.tiny_model`), its
-    measured rotation; ``None`` for a layer that rotates nothing (NoPE). Measured once per config text and layer
-    count (the list is shared: its entries are frozen)."""
+    measured rotation in a forward of ``served`` tokens; ``None`` for a layer that rotates nothing (NoPE). Measured
+    once per config text, layer count and length (the list is shared: its entries are frozen)."""
     import json
 
-    key = (json.dumps(config, sort_keys=True, default=repr), layers)
+    key = (json.dumps(config, sort_keys=True, default=repr), layers, served)
     if key not in _MEASURED:
         while len(_MEASURED) >= KEPT_MEASUREMENTS:
             del _MEASURED[next(iter(_MEASURED))]
-        _MEASURED[key] = _measure_layers(config, layers)
+        _MEASURED[key] = _measure_layers(config, layers, served)
     return list(_MEASURED[key])
 
 
-def _measure_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | None]:
+def own_length(read: Any) -> int:
+    """The length the source is measured at: :data:`SERVED`, or its ``max_position_embeddings`` (read by
+    transformers' config class ``read``) where that is shorter (at least 3 tokens: positions 0, 1 and a later one)."""
+    length = getattr(read, "max_position_embeddings", None)
+    return max(3, min(SERVED, int(length))) if isinstance(length, int) and length > 0 else SERVED
+
+
+def _measure_layers(config: Mapping[str, Any], layers: int, served: int) -> list[LayerRope | None]:
     from ropekit.integrations.hf.rotation_capture import attention_of, capture_layers, layers_of
     from ropekit.integrations.hf.tiny_model import tiny_model
 
@@ -127,7 +144,7 @@ def _measure_layers(config: Mapping[str, Any], layers: int) -> list[LayerRope | 
         raise ValueError(
             f"transformers' forward of {type(model).__name__} fails: {type(error).__name__}: {why}"
         ) from None
-    return [None if rotation is None else measure(rotation) for rotation in rotations]
+    return [None if rotation is None else measure(rotation, served) for rotation in rotations]
 
 
 @dataclass(frozen=True)
@@ -157,25 +174,38 @@ def check_preserved(source: Mapping[str, Any], written: Mapping[str, Any], reque
         return f"preservation not checked: transformers does not build {source.get('model_type')!r} from its text part"
     count = layer_count(read)
     try:
-        before, after = measured_layers(source, count), measured_layers(written, count)
+        before, after = measured_layers(source, count, own_length(read)), measured_layers(written, count)
     except ValueError as error:
         return f"preservation not checked: {error}"
     types = list(getattr(read, "layer_types", None) or [])[:count]
     for index, (old, new) in enumerate(zip(before, after, strict=True)):
         layer_type = types[index] if types else None
-        scaled = request.layer_types is None or layer_type in request.layer_types
-        why = _layer_differs(old, new, scaled, request, _plain_base(read, layer_type))
+        key = _rope_key(read, old, layer_type)
+        scaled = request.layer_types is None or key in request.layer_types
+        why = _layer_differs(old, new, scaled, request, _plain_base(read, key))
         if why is not None:
-            where = f"layer {index}" + (f" ({layer_type})" if layer_type else "")
+            named = [name for name in (layer_type, None if key == layer_type else f"RoPE {key!r}") if name]
+            where = f"layer {index}" + (f" ({', '.join(named)})" if named else "")
             raise ValueError(f"{where}: {why}; the written model is not the source with the requested scaling")
     return None
 
 
-def _plain_base(read: Any, layer_type: str | None) -> float | None:
-    """The base transformers' config object reads for ``layer_type``'s RoPE (``None`` where it states none)."""
+def _rope_key(read: Any, old: LayerRope | None, layer_type: str | None) -> str | None:
+    """The key of the rope dict the layer runs: the one its rotary call was given in the source's forward where the
+    dict has it (DeepSeek-V4's ``main``/``compress``), else its layer type."""
+    params = getattr(read, "rope_parameters", None)
+    recorded = old.rope_key if old is not None else None
+    if recorded is not None and isinstance(params, Mapping) and isinstance(params.get(recorded), Mapping):
+        return recorded
+    return layer_type
+
+
+def _plain_base(read: Any, key: str | None) -> float | None:
+    """The base transformers' config object reads for the RoPE of rope-dict key ``key`` (``None`` where it states
+    none)."""
     params = getattr(read, "rope_parameters", None) or {}
-    if layer_type is not None and isinstance(params.get(layer_type), Mapping):
-        params = params[layer_type]
+    if key is not None and isinstance(params.get(key), Mapping):
+        params = params[key]
     base = params.get("rope_theta") if isinstance(params, Mapping) else None
     return None if base is None else float(base)
 

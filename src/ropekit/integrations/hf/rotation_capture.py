@@ -164,6 +164,16 @@ class Rotation:
         out = out.movedim(q, 1).reshape(width, len(positions), width)  # (basis j, position, output dim)
         return out.transpose(0, 1).double().numpy()
 
+    def rope_key(self) -> str | None:
+        """The ``layer_type`` the layer's rotary call was given (a key of the rope dict: a layer type, or DeepSeek-V4's
+        ``main``/``compress``, which its model class chooses per layer), recorded in the forward; ``None`` where the
+        call names none."""
+        for source in self.sources:
+            if source is not None:
+                kind = self.capture.rotary_calls[source[0]].kwargs.get("layer_type")
+                return kind if isinstance(kind, str) else None
+        return None
+
     def _rotary_outputs(self, served: int, positions: np.ndarray) -> dict:
         import torch
 
