@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.held_out_models import L0, LINEAR, TARGET, held_out_folder, longrope
+from helpers.held_out_models import L0, LINEAR, TARGET, YARN, held_out_folder, longrope
 from ropekit.engines import vllm
 from ropekit.engines.compare import compare_folder, probe_for
 
@@ -92,3 +92,27 @@ def test_a_moe_class_builds_after_a_dense_one_in_the_same_probe_process(tmp_path
     random_hf_model("ernie4_5_moe", head_dim=16, positions=TARGET, rope_parameters=rope, **sizes).save_pretrained(moe)
     row = _row(moe)
     assert row.verdict == "same" and row.numbers["source"] == "built class", row.detail
+
+
+def test_qwen3_5_as_shipped_with_yarn_is_built_and_same(tmp_path) -> None:
+    """Qwen3.5's model file imports transformers' image processors, which import torchvision (absent here): the build
+    stands in empty modules for it and builds the class. Its rotary (M-RoPE sections at text positions, partial
+    rotary 0.25, base 1e7) with YaRN x4 on top gives transformers' tables: "same", from the built class (a source
+    reading followed qwen3_next.py and said "differs")."""
+    import copy
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "evidence" / "engines_matrix"))
+    import matrix
+    import shipped
+
+    family = shipped.SHIPPED["qwen3_5"]
+    keys = copy.deepcopy(family.keys)
+    text = keys["text_config"]
+    text["max_position_embeddings"] = TARGET
+    text["rope_parameters"] = {**text["rope_parameters"], **YARN}
+    folder = matrix.tiny_folder(family.model_type, tmp_path / "qwen3_5", keys)
+    row = _row(folder)
+    assert row.verdict == "same", row.detail
+    assert row.numbers["source"] == "built class" and "torchvision (empty modules)" in row.numbers["stubbed"]
