@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path[0:0] = [str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
+sys.path[0:0] = [str(HERE), str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
+from as_released import EXPLAINED, KEYS, trained_routers  # noqa: E402
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
 
 from helpers.llamacpp_convert import _CHILD, byte_tokenizer, convert, converter, missing  # noqa: E402
@@ -52,6 +53,13 @@ def hf_class(model_type: str) -> str:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
+
+
+def build(model_type: str, folder: Path) -> None:
+    """The tiny ``model_type`` model at ``folder`` as released (:mod:`as_released`), with the byte tokenizer."""
+    tiny_folder(model_type, folder, KEYS.get(model_type))
+    trained_routers(model_type, folder)
+    byte_tokenizer(folder)
 
 
 class OverTime(BaseException):
@@ -95,6 +103,7 @@ def measure(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]
     if why is not None:
         return [{"method": "source", "verdict": "not run", "detail": f"llama.cpp: {why}"[:240]}]
     cells = [{"method": "source", **compare(folder, gguf, model_type)}]
+    lost = lost_original_length(folder, gguf)
     for method in METHODS:
         flags = ["--scaling", method] + ([] if method == "none" else ["--factor", str(FACTOR)])
         out = work / f"{model_type}-{method}"
@@ -102,12 +111,25 @@ def measure(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]
         if status != "ok":
             cells.append({"method": method, "verdict": f"folder extend {status}", "detail": said})
             continue
-        status, said = _invoke("extend", "--model", gguf, *flags, "-o", f"{out}.gguf", "--force")
+        status, said = _invoke("extend", "--model", gguf, *flags, *lost, "-o", f"{out}.gguf", "--force")
         if status != "ok":
             cells.append({"method": method, "verdict": f"gguf extend {status}", "detail": said})
             continue
         cells.append({"method": method, **compare(out, Path(f"{out}.gguf"), model_type)})
     return cells
+
+
+def lost_original_length(folder: Path, gguf: Path) -> list[str]:
+    """``--original-length N`` (the folder's) for a GGUF file that lost it (Llama 3's scaling baked into
+    ``rope_freqs``: ``extend`` refuses YaRN on it without the flag), else nothing."""
+    from ropekit.integrations.gguf.read_rope import unrecorded_original_length
+    from ropekit.integrations.hf.load import load_config
+    from ropekit.integrations.hf.model_config import first_scaled_type, original_length_of, rope_of
+
+    if unrecorded_original_length(gguf) is None:
+        return []
+    config = load_config(folder)
+    return ["--original-length", str(original_length_of(config, rope_of(config, first_scaled_type(config))))]
 
 
 def timed(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]:
@@ -149,7 +171,7 @@ def main() -> None:
                     stored[model_type] = {**row, "converter": "not registered", "cells": []}
                     continue
                 try:
-                    byte_tokenizer(tiny_folder(model_type, work / model_type))
+                    build(model_type, work / model_type)
                 except Exception as error:
                     stored[model_type] = {**row, "converter": f"not built: {type(error).__name__}", "cells": []}
                     continue
@@ -159,6 +181,8 @@ def main() -> None:
                 why = done[work / f"{model_type}.gguf"]
                 cells = [] if why else timed(model_type, work / model_type, work / f"{model_type}.gguf", work)
                 stored[model_type] = {**row, "converter": why or "converted", "cells": cells}
+                if model_type in EXPLAINED:
+                    stored[model_type]["explained"] = EXPLAINED[model_type]
                 ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
                 print(model_type, why or [c["verdict"] for c in cells], flush=True)
     ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
@@ -186,13 +210,16 @@ def summary(stored: dict) -> str:
         "|---|---|",
         *[f"| {key} | {n} |" for key, n in sorted(counts.items())],
         "",
-        "| architecture | converter | " + " | ".join(("source", *METHODS)) + " |",
-        "|---|---|" + "---|" * (1 + len(METHODS)),
+        "| architecture | converter | " + " | ".join(("source", *METHODS)) + " | why it differs |",
+        "|---|---|" + "---|" * (2 + len(METHODS)),
     ]
     for row in supported:
         by = {c["method"]: c for c in row["cells"]}
         shown = [_cell(by.get(m)) for m in ("source", *METHODS)]
-        lines.append(f"| {row['arch']} | {row['converter'][:60].replace('|', '/')} | " + " | ".join(shown) + " |")
+        why = EXPLAINED.get(row["arch"], "").replace("|", "/")
+        lines.append(
+            f"| {row['arch']} | {row['converter'][:60].replace('|', '/')} | " + " | ".join(shown) + f" | {why} |"
+        )
     return "\n".join(lines) + "\n"
 
 

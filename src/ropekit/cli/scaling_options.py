@@ -235,4 +235,23 @@ def resolve_scaling(
     else:
         with scaling_errors(parsed, names):
             resolved = resolve(o.scaling, rope=rope, original_length=original, params=parsed.values, **request)
+    if resolved.scaling is not None and resolved.scaling.stated_original_length() and not o.original_length:
+        _refuse_unknown_original(
+            o.model, given=parsed is not None and "original_max_position_embeddings" in parsed.values
+        )
     return resolved.scaling, original, resolved.target_length, types, resolved.note
+
+
+def _refuse_unknown_original(model: Path, *, given: bool) -> None:
+    """The one-line error when a method relative to the original length is asked of a GGUF file that does not say
+    that length (:func:`~ropekit.integrations.gguf.read_rope.unrecorded_original_length`), and no option gave it."""
+    if given or model.suffix.lower() != ".gguf":
+        return
+    from ropekit.integrations.gguf.read_rope import unrecorded_original_length
+
+    why = unrecorded_original_length(model)
+    if why is not None:
+        raise fail(
+            f"--original-length is needed: {why}; give the model's pre-training length (its transformers config's "
+            "rope_parameters original_max_position_embeddings, 8192 for Llama 3.1)"
+        )

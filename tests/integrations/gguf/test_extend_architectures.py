@@ -121,3 +121,44 @@ def test_extend_writes_a_gguf_that_llamacpp_runs_as_transformers_runs_the_folder
     gap = float(np.abs(ours - theirs).max())
     assert gap <= TOLERANCE, (model_type, method, gap)
     assert float(np.abs(unextended - theirs).max()) > 5 * gap, "the scaling changed nothing llama.cpp computes"
+
+
+@pytest.fixture(scope="module")
+def llama3_gguf(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny Apertus with its shipped Llama 3 scaling (swiss-ai/Apertus-8B: factor 8, original length 8192, which
+    llama.cpp's converter bakes into ``rope_freqs`` without writing the length), and its converted GGUF file."""
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    import torch
+    from transformers import ApertusConfig, ApertusForCausalLM
+
+    work = tmp_path_factory.mktemp("llama3")
+    llama3 = {"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0, "low_freq_factor": 1.0}
+    llama3 |= {"high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    torch.manual_seed(0)
+    ApertusForCausalLM(ApertusConfig(**SMALL, rope_parameters=llama3)).save_pretrained(work / "apertus")
+    byte_tokenizer(work / "apertus")
+    done = convert([(work / "apertus", work / "apertus.gguf")])
+    assert done[work / "apertus.gguf"] is None, done
+    return work / "apertus", work / "apertus.gguf"
+
+
+def test_yarn_on_a_gguf_that_lost_its_original_length_needs_it_given(llama3_gguf, tmp_path: Path) -> None:
+    """The converted file says no pre-training length (its context_length is the extended one): YaRN's correction
+    range would be relative to another length than the folder's, so ``extend`` asks for it; given, llama.cpp runs
+    the written file as transformers runs the folder extended the same way."""
+    from ropekit.engines.llama_cpp import logits
+
+    folder, gguf = llama3_gguf
+    flags = ["--scaling", "yarn", "--factor", "4"]
+    done = run("extend", "--model", gguf, *flags, "--out", tmp_path / "guess.gguf")
+    assert done.exit_code == 2 and "--original-length is needed" in done.output, done.output
+    assert "apertus.rope.scaling.original_context_length" in done.output
+    assert run("extend", "--model", folder, *flags, "--out", tmp_path / "folder").exit_code == 0
+    done = run("extend", "--model", gguf, *flags, "--original-length", "8192", "--out", tmp_path / "out.gguf")
+    assert done.exit_code == 0, done.output
+    theirs = _transformers_logits(tmp_path / "folder")
+    gap = float(np.abs(logits(tmp_path / "out.gguf", IDS) - theirs).max())
+    assert gap <= TOLERANCE, gap
+    assert float(np.abs(logits(gguf, IDS) - theirs).max()) > 5 * gap, "the scaling changed nothing llama.cpp computes"

@@ -37,6 +37,17 @@ def test_tensors_are_copied_byte_for_byte_and_rope_keys_rewritten(tmp_path: Path
     assert {k: written[k] for k in unchanged} == unchanged
 
 
+def test_which_dims_rotate_is_kept_as_the_source_says(tmp_path: Path) -> None:
+    """Laguna's sliding layers rotate ``rope.dimension_count_swa`` dims at ``rope.freq_base_swa``: not the scaling, so
+    the written file says what the source says (llama.cpp falls back to the full layers' dims without the key)."""
+    own = {"rope.dimension_count_swa": 2 * D, "rope.freq_base_swa": 10000.0, "attention.sliding_window": 512}
+    source = write_source(tmp_path / "in.gguf", arch="laguna", metadata=own)
+    out = extend_gguf(source, YarnScaling(factor=2.0, original_max_position_embeddings=L0), tmp_path / "out.gguf").out
+    written = fields(out)
+    assert {key: written.get(f"laguna.{key}") for key in own} == own
+    assert written["laguna.rope.dimension_count"] == D and written["laguna.rope.scaling.type"] == "yarn"
+
+
 def test_per_pair_methods_write_rope_freqs_that_llamacpp_divides_by(tmp_path: Path) -> None:
     spec = Llama3Scaling(factor=4.0, original_max_position_embeddings=L0, low_freq_factor=1.0, high_freq_factor=4.0)
     source = write_source(tmp_path / "in.gguf")

@@ -308,6 +308,31 @@ def gguf_model_rope(path: str | Path) -> tuple[Any, int]:
     return rope, int(original)
 
 
+def unrecorded_original_length(path: str | Path, *, reader: GGUFHeader | None = None) -> str | None:
+    """Why the GGUF file ``path`` does not say its pre-training length, or ``None`` when it does.
+
+    A file whose RoPE is already scaled by per-pair factors (the ``rope_freqs`` tensor: llama.cpp's converter bakes
+    Llama 3's scaling into it, Llama 3.1 and Apertus among them) without ``rope.scaling.original_context_length``
+    has lost the length that scaling was relative to (the converter writes no key for Llama 3's
+    ``original_max_position_embeddings``); its ``context_length`` is the extended length. A method relative to an
+    original length (YaRN's correction range) read from it would be relative to another length than the same
+    model's transformers folder says.
+
+    Raises:
+        ValueError: as :func:`read_file_rope`.
+    """
+    header = open_gguf(path) if reader is None else reader
+    file = read_file_rope(path, reader=header)
+    key = arch_key(keys().Rope.SCALING_ORIG_CTX_LEN, file.architecture)
+    if file.rope.freq_factors is None or context_length_of(header, key, 0):
+        return None
+    return (
+        f"{Path(path).name}'s RoPE is scaled by its {ROPE_FREQS!r} tensor (as llama.cpp's converter writes Llama 3's "
+        f"scaling) and the file has no {key!r}, so its pre-training length is unknown (its context_length is the "
+        "extended one)"
+    )
+
+
 def apply_gguf_rope(config: Any, path: str | Path, *, reader: GGUFHeader | None = None) -> Any:
     """Give a transformers config loaded from the GGUF file ``path`` the RoPE llama.cpp runs (in place; returned).
 

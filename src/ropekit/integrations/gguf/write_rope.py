@@ -27,6 +27,11 @@ from ropekit.integrations.gguf.file import check_gguf
 from ropekit.integrations.gguf.llamacpp_rope import ROPE_FREQS_ARCHITECTURES, LlamaCppRope, to_llamacpp
 from ropekit.integrations.gguf.read_rope import ROPE_FREQS, FileRope, architecture_of, import_gguf, read_file_rope
 
+#: gguf-py's names (``Keys.Rope``) of the ``{arch}.rope.*`` keys that say which dims rotate and the sliding layers'
+#: own base, not the scaling: copied as the source has them (llama.cpp reads Laguna's sliding layers' rotary dims
+#: from ``dimension_count_swa`` and M-RoPE's sections from ``dimension_sections``; without them it rotates others)
+_KEPT_ROPE_KEYS = ("DIMENSION_COUNT", "DIMENSION_COUNT_SWA", "DIMENSION_SECTIONS", "FREQ_BASE_SWA")
+
 
 def gguf_form(
     file: FileRope,
@@ -108,7 +113,7 @@ def _write(gguf: Any, reader: Any, partial: Path, arch: str, form: LlamaCppRope,
     """The GGUF file at ``partial``: ``reader``'s keys and tensors with ``form`` as its RoPE."""
     keys = gguf.Keys
     rope_prefix = keys.Rope.FREQ_BASE.format(arch=arch).removesuffix("freq_base")  # "{arch}.rope."
-    kept_rope = {keys.Rope.DIMENSION_COUNT.format(arch=arch), keys.Rope.FREQ_BASE_SWA.format(arch=arch)}
+    kept_rope = {getattr(keys.Rope, name).format(arch=arch) for name in _KEPT_ROPE_KEYS}
     rewritten = {keys.LLM.CONTEXT_LENGTH.format(arch=arch), keys.General.ARCHITECTURE}
     writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
     try:
