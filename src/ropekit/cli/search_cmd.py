@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, option_errors, output_error, parse_length, print_json
+from ropekit.cli.eval_processes import launch_aware
 from ropekit.cli.search_table_view import print_table
 
 _NAMES = {
@@ -31,6 +32,7 @@ _NAMES = {
     "population": "--population",
     "parents": "--parents",
     "dtype": "--dtype",
+    "device_map": "--device-map",
     "space": "--space",
     "short_tolerance": "--short-tolerance",
     "out": "--out",
@@ -62,6 +64,7 @@ def _target(text: str) -> dict[str, Any]:
     return {"target_length": parse_length(text, "--target-length", minimum=2)}
 
 
+@launch_aware
 def search_command(
     model: str = typer.Option("tiny", help="'tiny' (bundled), a tiny checkpoint, a transformers folder or a .gguf."),
     target_length: str = typer.Option(..., help="The length to search for: tokens (16k) or a multiple of L0 (4x)."),
@@ -79,6 +82,9 @@ def search_command(
         False, "--switch", help="Write short_factor as ones (plain RoPE up to L0; engines switch by their own rule)."
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
+    device_map: str | None = typer.Option(
+        None, help="transformers device_map, e.g. 'auto': one model over several devices (one process only)."
+    ),
     space: str = typer.Option(
         "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."
     ),
@@ -101,6 +107,7 @@ def search_command(
     transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). docs/search.md.
     """
     import ropekit
+    from ropekit.eval.parallel import ProcessFailed
 
     if budget is not None and evaluations is not None:
         raise fail("give --budget or --evaluations, not both")
@@ -118,6 +125,7 @@ def search_command(
         "parents": parents,
         "switch": switch,
         "dtype": dtype,
+        "device_map": device_map,
         "space": space,
         "short_tolerance": short_tolerance,
     }
@@ -128,6 +136,8 @@ def search_command(
             )
     except OSError as error:
         raise output_error(error, out) from None
+    except ProcessFailed as error:  # another process of the launch failed; its error, naming it
+        raise fail(f"search failed: {error}") from error
     if dry_run:
         return
     if json_output:
@@ -181,9 +191,18 @@ def _print_plan(planned: dict[str, Any]) -> None:
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
         f"{planned['samples']} search + {planned['heldout_samples']} held-out samples at {planned['target_length']:,} "
         f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB; at 1x the attention factor alone "
-        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}",
+        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}; "
+        f"{_where(planned)}",
         err=True,
     )
+
+
+def _where(planned: dict[str, Any]) -> str:
+    """Where the candidates are scored: the processes (each a share of every generation) and the device map."""
+    count = planned["processes"]
+    shares = "1 process" if count == 1 else f"{count} processes, each scoring a share of every generation"
+    placed = f"device map {planned['device_map']!r}" if planned["device_map"] else "no device map"
+    return f"{shares}; {placed}"
 
 
 def _print_result(result: dict[str, Any], out: Path) -> None:

@@ -96,10 +96,11 @@ def _check_model(request: SearchRequest) -> Callable[[Any], None]:
     return check
 
 
-def prepare(request: SearchRequest) -> Prepared:
-    """Load the model (refusing one without RoPE and a target not above L0 before its weights load), tokenize the
-    text, build the search and held-out samples, fingerprint the model and plan the memory
-    (:func:`ropekit.search.memory.rows_per_forward`), all before any forward pass.
+def prepare(request: SearchRequest, *, sharing: int = 1) -> Prepared:
+    """Load the model (refusing one without RoPE and a target not above L0 before its weights load, and a device map
+    for the tiny model before it loads), tokenize the text, build the search and held-out samples, fingerprint the
+    model and plan the memory (:func:`ropekit.search.memory.rows_per_forward`; ``sharing``: the processes sharing
+    this machine's memory), all before any forward pass.
 
     Raises:
         ValueError: a bad model, target or text, or a target that does not fit in memory (an
@@ -110,14 +111,16 @@ def prepare(request: SearchRequest) -> Prepared:
     from ropekit.search.identity import model_identity
     from ropekit.search.memory import rows_per_forward
 
-    model = load_eval_model(request.model, dtype=request.dtype, before_weights=_check_model(request))
+    _check_device_map(request)
+    load = {"dtype": request.dtype, "device_map": request.device_map, "before_weights": _check_model(request)}
+    model = load_eval_model(request.model, **load)
     text = shipped_text() if request.text is None else read_text(request.text)
     tokens = tokenize(text, model.encode, model.separator)
     filler = tokens.ids.numpy()
     target = request.target_for(model.train_length)
     if len(filler) <= target:
         raise _short_text(request, tokens.source, len(filler), target)
-    batch_size = rows_per_forward(model, request, target)
+    batch_size = rows_per_forward(model, request, target, sharing=sharing)
 
     def encode(data: bytes):
         return model.encode(data).numpy()
@@ -155,6 +158,16 @@ def prepare(request: SearchRequest) -> Prepared:
         short,
         heldout_short,
     )
+
+
+def _check_device_map(request: SearchRequest) -> None:
+    from ropekit._bundled import is_tiny_checkpoint
+
+    if request.device_map is not None and is_tiny_checkpoint(request.model):
+        message = lambda n: (  # noqa: E731
+            f"{n('device_map')} applies to transformers models; the tiny model {request.model!r} runs on the CPU"
+        )
+        raise InvalidArgument("device_map", request.device_map, message=message, leads=True)
 
 
 def _short_text(request: SearchRequest, source: str, tokens: int, target: int) -> InvalidArgument:
@@ -227,11 +240,12 @@ def peak_memory_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan(prepared: Prepared, recorded: dict[str, Any] | None = None, *, processes: int = 1) -> dict[str, Any]:
     """Time one candidate (the first seed on the search samples) and say what the budget buys.
 
     Args:
         recorded: the plan of the journal being resumed (:func:`planned_evaluations`).
+        processes: how many processes score each generation (the formulas and held-out scores run in one).
     """
     start = time.perf_counter()
     objective(prepared, next(iter(prepared.seeds.values())))
@@ -243,7 +257,13 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         "seconds_per_candidate": seconds,
         "evaluations": evaluations,
         "budget_seconds": request.budget_seconds,
-        "estimated_seconds": seconds * (evaluations + extra * (1 + request.heldout_samples / request.samples)),
+        "estimated_seconds": seconds
+        * (
+            rounds(evaluations, request.population, len(prepared.seeds), processes)
+            + extra * (1 + request.heldout_samples / request.samples)
+        ),
+        "processes": processes,
+        "device_map": request.device_map,
         "peak_memory_bytes": peak_memory_bytes(),
         "batch_size": prepared.batch_size,
         "samples": request.samples,
@@ -253,6 +273,17 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         "factor": prepared.factor,
         **short_floor(prepared),
     }
+
+
+def rounds(evaluations: int, population: int, seeds: int, processes: int) -> int:
+    """Candidates scored one after another in each process: per generation (the first holds the seeds and mutants up
+    to ``population``, each later one ``population``), its share of the largest process."""
+    count, size = 0, min(evaluations, max(population, seeds))
+    while evaluations > 0:
+        count += math.ceil(size / processes)
+        evaluations -= size
+        size = min(evaluations, population)
+    return count
 
 
 def planned_evaluations(request: SearchRequest, seconds: float, recorded: dict[str, Any] | None) -> int:
@@ -310,8 +341,10 @@ def execute(
     journal: Journal,
     *,
     progress: Callable[[int, float], None] | None = None,
+    processes: Any = None,
 ) -> SearchTrace:
-    """Run the search until ``evaluations`` candidates are scored, taking the scores ``journal`` holds."""
+    """Run the search until ``evaluations`` candidates are scored, taking the scores ``journal`` holds; each
+    generation shared among ``processes`` (:func:`~ropekit.search.evolve.run_search`)."""
     request = prepared.request
     settings = SearchSettings(
         evaluations=evaluations, population=request.population, parents=request.parents, seed=request.seed
@@ -323,6 +356,7 @@ def execute(
         factor=prepared.factor,
         journal=journal,
         progress=progress,
+        processes=processes,
     )
 
 
