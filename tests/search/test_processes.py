@@ -100,6 +100,7 @@ def test_a_device_map_on_several_processes_is_refused_by_name():
         refuse_device_map(PlayedRanks(), "auto")
     assert refused.value.argument == "device_map"
     refuse_device_map(PlayedRanks(), None)
+    refuse_device_map(PlayedRanks(), "cuda")  # each process's own device
 
 
 def _env() -> dict[str, str]:
@@ -133,3 +134,20 @@ def test_two_gloo_processes_find_what_one_process_finds(tmp_path):
     written = {name: read_journal(tmp_path / name / "journal.jsonl")[1] for name in ("one", "two")}
     assert sorted(written["two"]) == list(range(10))  # one line per candidate, whichever process scored it
     assert [written["two"][i]["candidate"] for i in range(10)] == [written["one"][i]["candidate"] for i in range(10)]
+
+
+@pytest.mark.parametrize(
+    ("evaluations", "population", "seeds", "processes", "expected"),
+    [
+        (10, 4, 6, 2, 3 + 2),  # the six seeds in shares of 3, then four children in shares of 2
+        (96, 16, 6, 1, 96),  # one process scores every candidate
+        (96, 16, 6, 4, 4 * 6),  # six generations of 16, four each
+        (21, 16, 6, 4, 4 + 2),  # generation 0 of 16, then the last 5 (two in the largest share)
+        (3, 16, 6, 2, 2),  # a budget below the seeds
+    ],
+)
+def test_the_plan_counts_candidates_in_shares(evaluations, population, seeds, processes, expected):
+    """Oracle: the generations' sizes written out by hand, each share the ceiling of size / processes."""
+    from ropekit.search.run import rounds
+
+    assert rounds(evaluations, population, seeds, processes) == expected

@@ -83,7 +83,9 @@ def search_command(
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
     device_map: str | None = typer.Option(
-        None, help="transformers device_map, e.g. 'auto': one model over several devices (one process only)."
+        None,
+        help="transformers device_map: 'auto' spreads one model over the GPUs (one process); 'cuda' puts each "
+        "process's copy on its own GPU (accelerate launch).",
     ),
     space: str = typer.Option(
         "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."

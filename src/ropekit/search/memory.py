@@ -25,7 +25,8 @@ def rows_per_forward(model: Any, request: Any, target: int, *, sharing: int = 1)
         model: the :class:`~ropekit.eval.protocol.EvalModel`.
         request: the :class:`~ropekit.search.request.SearchRequest`.
         target: the sample length in tokens.
-        sharing: how many processes (each with its own copy of the model) share the free memory.
+        sharing: how many processes (each with its own copy of the model) share this machine's memory: the free
+            memory of a model on the CPU is divided among them (on an accelerator each process has its own).
 
     Raises:
         InvalidArgument: about the target length (one sample does not fit) or ``batch_size`` (it does not fit).
@@ -35,7 +36,8 @@ def rows_per_forward(model: Any, request: Any, target: int, *, sharing: int = 1)
 
     one, two = peak_memory_estimate(model, target, 1), peak_memory_estimate(model, target, 2)
     free = available_memory(model.device())
-    free = None if free is None else free // sharing
+    if free is not None and model.device().type == "cpu":
+        free //= sharing
     if one is None or two is None or free is None:
         return request.batch_size
     budget = MEMORY_SHARE * free

@@ -50,24 +50,29 @@ def own_errors(processes: Any) -> Iterator[None]:
         raise
 
 
+#: transformers' device maps that spread one model over every device there is
+SPREADING = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
 def refuse_device_map(processes: Any, device_map: str | None) -> None:
-    """A device map spreads one model over every device it names; on several processes each would load its own copy
-    over the same devices.
+    """A device map that spreads one model over the devices (:data:`SPREADING`) is for one process: on several,
+    each would load its own copy over the same devices. A single device (``cuda``: each process's own, as
+    accelerate sets it) serves several.
 
     Raises:
-        InvalidArgument: about ``device_map``, when it is given on several processes.
+        InvalidArgument: about ``device_map``, when a spreading one is given on several processes.
     """
     from ropekit.errors import InvalidArgument
 
-    if device_map is not None and processes.processes > 1:
+    if device_map in SPREADING and processes.processes > 1:
         count = processes.processes
         raise InvalidArgument(
             "device_map",
             device_map,
             message=lambda n: (
                 f"{n('device_map')} {device_map!r} spreads one model over the devices; on {count} processes each would "
-                f"load its own copy onto the same devices: run one process with {n('device_map')} (a model larger "
-                f"than one device), or several without it"
+                f"load its own copy onto the same devices: run one process with {n('device_map')} {device_map} (a "
+                f"model larger than one device), or give {n('device_map')} cuda (each process on its own device)"
             ),
             leads=True,
         )
