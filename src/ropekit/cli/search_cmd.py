@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, option_errors, output_error, parse_length, print_json
+from ropekit.cli.eval_options import DEVICE_MAP
 from ropekit.cli.eval_processes import launch_aware
 from ropekit.cli.search_table_view import print_table
 
@@ -82,11 +83,7 @@ def search_command(
         False, "--switch", help="Write short_factor as ones (plain RoPE up to L0; engines switch by their own rule)."
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
-    device_map: str | None = typer.Option(
-        None,
-        help="transformers device_map: 'auto' spreads one model over the GPUs (one process); 'cuda' puts each "
-        "process's copy on its own GPU (accelerate launch).",
-    ),
+    device_map: str | None = DEVICE_MAP,
     space: str = typer.Option(
         "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."
     ),
@@ -106,7 +103,8 @@ def search_command(
     above it); children are mutants and crossovers in log-factor space, factors >= 1, non-decreasing, and >= s from
     each candidate's critical pair on. A stopped search resumes from OUT/journal.jsonl to the same result. OUT gets
     search.json (use it in `ropekit eval ... --methods yarn,searched --param factors=OUT/search.json`) and, for a
-    transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). docs/search.md.
+    transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). Under `accelerate
+    launch -m ropekit.cli search` each process scores a share of every generation. docs/search.md.
     """
     import ropekit
     from ropekit.eval.parallel import ProcessFailed
