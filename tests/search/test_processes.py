@@ -151,3 +151,27 @@ def test_the_plan_counts_candidates_in_shares(evaluations, population, seeds, pr
     from ropekit.search.run import rounds
 
     assert rounds(evaluations, population, seeds, processes) == expected
+
+
+@pytest.mark.distributed
+def test_a_failure_in_one_process_stops_the_search_and_its_journal_resumes(tmp_path):
+    """Process 1's first candidate raises: both stop, the main process prints that error on one line and writes no
+    search.json; its journal holds the main process's own share of generation 0 (the units dealt round-robin:
+    candidates 0, 2, 4), which a search in one process then takes instead of scoring again."""
+    out = tmp_path / "out"
+    worker = [sys.executable, str(WORKER), "--processes", "2", "--fail-rank", "1", "--fail-method", "search"]
+    failed = _run([*worker, "--", *SEARCH, "--out", str(out)])
+    assert failed.returncode == 2, failed.stderr[-3000:]
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: search failed: rank 1 of 2: injected failure in rank 1"]
+    assert failed.stdout == "" and not (out / "search.json").exists()
+    _, kept, _ = read_journal(out / "journal.jsonl")
+    assert sorted(kept) == [0, 2, 4]
+
+    seeds = [arg if arg != "10" else "6" for arg in SEARCH]  # --evaluations 6: generation 0, the seeds
+    resumed = _run([sys.executable, "-m", "ropekit.cli", *seeds, "--out", str(out)])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming: 3 candidates already scored" in resumed.stderr
+    trace = json.loads(resumed.stdout)["trace"]
+    assert [trace[i]["score"] for i in (0, 2, 4)] == [kept[i]["score"] for i in (0, 2, 4)]
+    assert sorted(read_journal(out / "journal.jsonl")[1]) == list(range(6))

@@ -37,15 +37,16 @@ def gathered(processes: Any, value: T) -> list[T]:
 
 @contextlib.contextmanager
 def own_errors(processes: Any) -> Iterator[None]:
-    """A failure that started in this process raised as its own error (an error about an argument stays one, for the
-    front end to name); a failure in another process stays a :class:`~ropekit.eval.parallel.ProcessFailed` naming
-    that process."""
+    """A failure that started in the main process raised there as its own error (an error about an argument stays
+    one, for the front end to name); everywhere else a failure stays a
+    :class:`~ropekit.eval.parallel.ProcessFailed` naming the process it started in (the other processes' front ends
+    end with it quietly: the main process reports)."""
     from ropekit.eval.parallel import ProcessFailed
 
     try:
         yield
     except ProcessFailed as failed:
-        if failed.rank == processes.rank and failed.__cause__ is not None:
+        if processes.is_main and failed.rank == processes.rank and failed.__cause__ is not None:
             raise failed.__cause__ from None
         raise
 
