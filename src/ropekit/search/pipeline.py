@@ -116,8 +116,10 @@ def _search(request: SearchRequest, out: Path, processes: Any, *, force: bool, d
     for parts in gathered(processes, prepared.parts):  # the objective's parts of every candidate, wherever scored
         prepared.parts.update(parts)
 
+    formulas = formula_scores(prepared, processes)
+    result = describe(prepared, trace, formulas, time.perf_counter() - start, processes=processes)
+
     def finish() -> dict[str, Any]:
-        result = describe(prepared, trace, formula_scores(prepared), time.perf_counter() - start)
         result["plan"] = {key: planned[key] for key in ("evaluations", "budget_seconds", "batch_size", "processes")}
         result["plan"]["device_map"] = request.device_map
         result["journal"] = {"file": JOURNAL, "resumed_from": journal.resumed, "skipped_lines": journal.skipped}

@@ -245,7 +245,7 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None, *, processe
 
     Args:
         recorded: the plan of the journal being resumed (:func:`planned_evaluations`).
-        processes: how many processes score each generation (the formulas and held-out scores run in one).
+        processes: how many processes share each generation and the final scores.
     """
     start = time.perf_counter()
     objective(prepared, next(iter(prepared.seeds.values())))
@@ -260,7 +260,7 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None, *, processe
         "estimated_seconds": seconds
         * (
             rounds(evaluations, request.population, len(prepared.seeds), processes)
-            + extra * (1 + request.heldout_samples / request.samples)
+            + math.ceil(extra / processes) * (1 + request.heldout_samples / request.samples)
         ),
         "processes": processes,
         "device_map": request.device_map,
@@ -311,28 +311,34 @@ def short_floor(prepared: Prepared) -> dict[str, float]:
     return {"short_floor": math.expm1(prepared.short.floor), "short_tolerance": prepared.request.short_tolerance}
 
 
-def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
+def formula_scores(prepared: Prepared, processes: Any = None) -> dict[str, dict[str, float | str]]:
     """Each formula of :data:`FORMULAS` as its own method (its own attention factor and attention), on both sets;
-    a method the model cannot run is recorded with why."""
+    a method the model cannot run is recorded with why. The formulas are shared among ``processes``
+    (:mod:`ropekit.eval.parallel`; ``None``: this one), every process getting all of them."""
+    from ropekit.eval.parallel import ONE_PROCESS
+
+    def run(indices: list[int]) -> list[dict[str, float | str]]:
+        return [_formula_score(prepared, FORMULAS[i]) for i in indices]
+
+    return dict(zip(FORMULAS, (processes or ONE_PROCESS).map([1] * len(FORMULAS), run), strict=True))
+
+
+def _formula_score(prepared: Prepared, method: str) -> dict[str, float | str]:
     from ropekit.eval.methods import configure, restore
     from ropekit.search.objective import sample_scores
 
-    rows: dict[str, dict[str, float | str]] = {}
-    for method in FORMULAS:
-        length, original = prepared.target_length, prepared.original_length
-        try:
-            configure(prepared.model, method, length=length, train_length=original, factor=prepared.factor, params={})
-        except LookupError as error:
-            rows[method] = {"skipped": str(error)}
-            continue
-        try:
-            rows[method] = {
-                name: float(sample_scores(prepared.model, samples, batch_size=prepared.batch_size)[0].mean())
-                for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
-            }
-        finally:
-            restore(prepared.model, method)
-    return rows
+    length, original = prepared.target_length, prepared.original_length
+    try:
+        configure(prepared.model, method, length=length, train_length=original, factor=prepared.factor, params={})
+    except LookupError as error:
+        return {"skipped": str(error)}
+    try:
+        return {
+            name: float(sample_scores(prepared.model, samples, batch_size=prepared.batch_size)[0].mean())
+            for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
+        }
+    finally:
+        restore(prepared.model, method)
 
 
 def execute(
