@@ -128,6 +128,11 @@ def test_two_gloo_processes_find_what_one_process_finds(tmp_path):
     assert [r["score"] for r in shared["trace"]] == pytest.approx([r["score"] for r in alone["trace"]], rel=1e-6)
     assert shared["scores"] == pytest.approx(alone["scores"], rel=1e-6)
     assert shared["table"]["winner"] == alone["table"]["winner"]
+    for key in ("loss", "accuracy", "short_change"):  # the final table's rows, measured in shares
+        rows = [{name: row[key] for name, row in run["table"]["rows"].items()} for run in (shared, alone)]
+        assert list(rows[0]) == list(rows[1]) and rows[0] == pytest.approx(rows[1], rel=1e-6)
+    for method, row in alone["formulas"].items():  # each formula as its own method, measured in shares
+        assert shared["formulas"][method] == pytest.approx(row, rel=1e-6)
     assert (shared["plan"]["processes"], alone["plan"]["processes"]) == (2, 1)
     assert json.loads((tmp_path / "two" / "search.json").read_text()) == shared
 
