@@ -186,13 +186,13 @@ def _note(message: str) -> None:
 def _print_plan(planned: dict[str, Any]) -> None:
     memory = planned["peak_memory_bytes"] / 2**20
     rows = f"; {planned['batch_size']} samples per forward" if planned["batch_size"] else ""
+    typer.echo(f"plan: {_where(planned)}", err=True)
     typer.echo(
         f"plan: {planned['evaluations']} candidates × {planned['seconds_per_candidate']:.2f} s "
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
         f"{planned['samples']} search + {planned['heldout_samples']} held-out samples at {planned['target_length']:,} "
         f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB; at 1x the attention factor alone "
-        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}; "
-        f"{_where(planned)}",
+        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}",
         err=True,
     )
 
