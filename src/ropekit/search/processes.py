@@ -4,7 +4,8 @@ shares.
 Every process loads the model and builds the same samples; each generation's candidates are scored by the processes
 in shares (:func:`ropekit.search.evolve.run_search` with
 :meth:`Launched.map <ropekit.eval.parallel.Launched.map>`, which deals them and gathers the scores in candidate
-order), so every process holds the same trace and makes the same next generation. The main process alone checks and
+order), so every process holds the same trace and makes the same next generation; the final scores (the formulas,
+the final table's rows) are shared the same way. The main process alone checks and
 writes the output folder and the journal, and times the plan; what it decides (the journal's scores, the plan, the
 result) reaches the others through :func:`from_main`, and an error there reaches them too, so no process waits for
 one that has stopped. Without a launcher this is the plain call (:data:`~ropekit.eval.parallel.ONE_PROCESS`).
