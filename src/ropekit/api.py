@@ -264,7 +264,10 @@ def search(
         log: called with each note; ``on_plan``: with the plan before the search starts.
         **settings: the other fields of :class:`~ropekit.search.request.SearchRequest` (``samples``,
             ``heldout_samples``, ``seed``, ``text``, ``batch_size``, ``population``, ``parents``, ``switch``,
-            ``dtype``).
+            ``dtype``, ``device_map``, ``space``, ``short_tolerance``).
+
+    Under ``accelerate launch`` every process calls it; each scores a share of every generation, the main process
+    alone writes ``out``, and every process returns the same result (docs/search.md).
 
     Returns:
         ``search.json``'s contents (:mod:`ropekit.search.result`); with ``dry_run``, the plan.

@@ -54,6 +54,12 @@ def test_a_target_beyond_the_shipped_text_names_the_target_not_text(tmp_path):
     assert "--text '" not in line and "shipped held-out text" in line
 
 
+def test_a_device_map_for_the_tiny_model_fails_before_it_loads(tmp_path):
+    line = assert_error(run("search", "--target-length", "4x", "--out", tmp_path / "o", "--device-map", "auto"))
+    assert line.startswith("error: --device-map applies to transformers models; the tiny model 'tiny' runs on the CPU")
+    assert not (tmp_path / "o").exists()
+
+
 def test_model_without_rope_fails_before_any_work(tmp_path):
     from ropekit.model import TinyLM, save
     from ropekit.model.tiny import TinyConfig

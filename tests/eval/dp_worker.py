@@ -1,4 +1,5 @@
-"""``ropekit eval ...`` data-parallel over CPU processes joined by gloo, as ``accelerate launch`` starts them.
+"""``ropekit eval ...`` and ``ropekit search`` data-parallel over CPU processes joined by gloo, as ``accelerate launch``
+starts them.
 
 Usage: ``python tests/eval/dp_worker.py --processes 2 [--fail-rank R] -- ARGS... [-- ARGS...]``: every process runs
 each command (``-- ARGS``) in turn in one interpreter (torch and ropekit load once); exits with the first failing
@@ -7,8 +8,9 @@ command's code.
 Each worker gets the variables ``accelerate launch --multi_gpu --num_processes N`` gives its workers (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR``, ...) with ``ACCELERATE_USE_CPU=true``, as ``tests/finetune/fsdp_worker.py`` does; ropekit
 joins them through accelerate's ``PartialState`` itself. ``--fail-rank R`` is the test's own failure: in process R
-the first unit measured (a sample, a perplexity length or a passkey cell) raises ``RuntimeError("injected failure
-in rank R")``; ``--fail-method M`` makes that the first unit of method M.
+the first unit measured (a sample, a perplexity length, a passkey cell or a search candidate) raises
+``RuntimeError("injected failure in rank R")``; ``--fail-method M`` makes that the first unit of method M (``search``:
+a search candidate).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def _inject_failure(rank: int, method: str | None) -> None:
     """Make the first unit of ``method`` (any method when ``None``) measured in this process raise."""
     from ropekit.eval import methods, sweep_grid
     from ropekit.eval.tasks import grid
+    from ropekit.search import run as search_run
 
     def failing(original, method_of):
         def run(*args, **kwargs):
@@ -42,6 +45,7 @@ def _inject_failure(rank: int, method: str | None) -> None:
     methods.configure = remember
     grid._answer_locally = failing(grid._answer_locally, lambda *a: current["method"])
     sweep_grid._measure = failing(sweep_grid._measure, lambda model, settings, tokens, unit: unit[0])
+    search_run.objective = failing(search_run.objective, lambda *a: "search")
 
 
 def _worker(rank: int, processes: int, port: int, fail_rank: int | None, fail_method: str | None, commands) -> None:

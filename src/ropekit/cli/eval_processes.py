@@ -1,4 +1,5 @@
-"""``eval perplexity|passkey|tasks`` under ``accelerate launch`` with several processes: one output, one voice.
+"""``eval perplexity|passkey|tasks`` and ``search`` under ``accelerate launch`` with several processes: one output, one
+voice.
 
 :func:`launch_aware` wraps each command. Without a launcher (or with one process) it changes nothing and accelerate
 is not imported. With several, every process checks the options, loads the model and measures its share of the

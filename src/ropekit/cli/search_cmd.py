@@ -15,6 +15,8 @@ from typing import Any
 import typer
 
 from ropekit.cli.common import fail, json_option, option_errors, output_error, parse_length, print_json
+from ropekit.cli.eval_options import DEVICE_MAP
+from ropekit.cli.eval_processes import launch_aware
 from ropekit.cli.search_table_view import print_table
 
 _NAMES = {
@@ -31,6 +33,7 @@ _NAMES = {
     "population": "--population",
     "parents": "--parents",
     "dtype": "--dtype",
+    "device_map": "--device-map",
     "space": "--space",
     "short_tolerance": "--short-tolerance",
     "out": "--out",
@@ -62,6 +65,7 @@ def _target(text: str) -> dict[str, Any]:
     return {"target_length": parse_length(text, "--target-length", minimum=2)}
 
 
+@launch_aware
 def search_command(
     model: str = typer.Option("tiny", help="'tiny' (bundled), a tiny checkpoint, a transformers folder or a .gguf."),
     target_length: str = typer.Option(..., help="The length to search for: tokens (16k) or a multiple of L0 (4x)."),
@@ -79,6 +83,7 @@ def search_command(
         False, "--switch", help="Write short_factor as ones (plain RoPE up to L0; engines switch by their own rule)."
     ),
     dtype: str = typer.Option("auto", help="auto, bfloat16, float16, float32."),
+    device_map: str | None = DEVICE_MAP,
     space: str = typer.Option(
         "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."
     ),
@@ -98,9 +103,11 @@ def search_command(
     above it); children are mutants and crossovers in log-factor space, factors >= 1, non-decreasing, and >= s from
     each candidate's critical pair on. A stopped search resumes from OUT/journal.jsonl to the same result. OUT gets
     search.json (use it in `ropekit eval ... --methods yarn,searched --param factors=OUT/search.json`) and, for a
-    transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). docs/search.md.
+    transformers model or a GGUF, the model folder as `ropekit extend` writes one (native longrope). Under `accelerate
+    launch -m ropekit.cli search` each process scores a share of every generation. docs/search.md.
     """
     import ropekit
+    from ropekit.eval.parallel import ProcessFailed
 
     if budget is not None and evaluations is not None:
         raise fail("give --budget or --evaluations, not both")
@@ -118,6 +125,7 @@ def search_command(
         "parents": parents,
         "switch": switch,
         "dtype": dtype,
+        "device_map": device_map,
         "space": space,
         "short_tolerance": short_tolerance,
     }
@@ -128,6 +136,8 @@ def search_command(
             )
     except OSError as error:
         raise output_error(error, out) from None
+    except ProcessFailed as error:  # another process of the launch failed; its error, naming it
+        raise fail(f"search failed: {error}") from error
     if dry_run:
         return
     if json_output:
@@ -176,6 +186,7 @@ def _note(message: str) -> None:
 def _print_plan(planned: dict[str, Any]) -> None:
     memory = planned["peak_memory_bytes"] / 2**20
     rows = f"; {planned['batch_size']} samples per forward" if planned["batch_size"] else ""
+    typer.echo(f"plan: {_where(planned)}", err=True)
     typer.echo(
         f"plan: {planned['evaluations']} candidates × {planned['seconds_per_candidate']:.2f} s "
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
@@ -184,6 +195,14 @@ def _print_plan(planned: dict[str, Any]) -> None:
         f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}",
         err=True,
     )
+
+
+def _where(planned: dict[str, Any]) -> str:
+    """Where the candidates are scored: the processes (each a share of every generation) and the device map."""
+    count = planned["processes"]
+    shares = "1 process" if count == 1 else f"{count} processes, each scoring a share of every generation"
+    placed = f"device map {planned['device_map']!r}" if planned["device_map"] else "no device map"
+    return f"{shares}; {placed}"
 
 
 def _print_result(result: dict[str, Any], out: Path) -> None:

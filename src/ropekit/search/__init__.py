@@ -15,7 +15,9 @@ of passkey samples at the target length (:mod:`ropekit.search.objective`); lower
 * :mod:`~ropekit.search.result`: ``search.json`` (its schema is documented there and in docs/search.md);
 * :mod:`~ropekit.search.pipeline`: one search end to end (what ``ropekit search`` and :func:`ropekit.api.search`
   run), with :mod:`~ropekit.search.identity` (the journal's header), :mod:`~ropekit.search.memory` (the memory plan)
-  and :mod:`~ropekit.search.output` (the output folder).
+  and :mod:`~ropekit.search.output` (the output folder);
+* :mod:`~ropekit.search.processes`: a search among the processes of ``accelerate launch`` (each generation scored in
+  shares; the main process decides and writes).
 
 The package is also the short API's entry: ``ropekit.search(model, out=..., target_length=...)`` calls
 :func:`ropekit.api.search` (the top package makes it callable: a package and a function cannot share the name

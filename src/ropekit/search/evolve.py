@@ -9,6 +9,7 @@ search is a function of its settings and the scores; :class:`~ropekit.search.jou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -93,46 +94,49 @@ def run_search(
     factor: float,
     journal: Journal | None = None,
     progress: Callable[[int, float], None] | None = None,
+    processes: Any = None,
 ) -> SearchTrace:
     """Search until ``settings.evaluations`` candidates are scored; return the trace.
 
+    A generation's candidates are made before any of them is scored (a child depends on the scores of the
+    generations before it, never on its siblings'), then scored: in one process one after the other, under a
+    launch in shares, one per process (``processes.map``), every process getting every score. So the trace is the
+    same whatever the number of processes.
+
     Args:
-        objective: candidate → score (lower is better); called once per new candidate.
+        objective: candidate → score (lower is better); called once per new candidate, in the process that scores it.
         seeds: generation 0's first members, in order (the formulas).
         factor: s, which the candidates are held to from their critical pair on.
-        journal: scores already made (a resumed search) and where new ones are appended.
-        progress: called after each evaluation with (evaluations done, best score so far).
+        journal: scores already made (a resumed search) and where new ones are appended (by the main process, each
+            as soon as it has it).
+        progress: called (in the main process) with (evaluations done, best score so far) as each score is known.
+        processes: the processes that score (:mod:`ropekit.eval.parallel`; ``None``: this one).
     """
+    from ropekit.eval.parallel import ONE_PROCESS
+
+    processes = processes if processes is not None else ONE_PROCESS
     journal = journal if journal is not None else Journal(None, {})
     trace, seen = SearchTrace(), set()
     ops = settings.operators
 
-    def score(candidate: Candidate, generation: int) -> bool:
-        if len(trace.scored) >= settings.evaluations or candidate.key() in seen:
-            return False
-        seen.add(candidate.key())
-        index = len(trace.scored)
-        value = journal.recorded(index, candidate)
-        if value is None:
-            value = float(objective(candidate))
-            journal.append(index, candidate, value, generation)
-        trace.scored.append((candidate, value, generation))
-        if progress is not None:
-            progress(len(trace.scored), trace.best[1])
-        return True
+    def propose(batch: list[Candidate], candidate: Candidate) -> None:
+        if len(trace.scored) + len(batch) < settings.evaluations and candidate.key() not in seen:
+            seen.add(candidate.key())
+            batch.append(candidate)
 
     rng = np.random.default_rng([settings.seed, 0])
-    members = list(seeds.values())
+    members, batch = list(seeds.values()), []
     for candidate in members:
-        score(candidate, 0)
+        propose(batch, candidate)
     for _ in range(RETRIES * settings.population):
-        if len(trace.scored) >= min(settings.population, settings.evaluations):
+        if len(batch) >= min(settings.population, settings.evaluations):
             break
-        score(mutate(members[int(rng.integers(len(members)))], rng, factor, ops), 0)
+        propose(batch, mutate(members[int(rng.integers(len(members)))], rng, factor, ops))
+    _score(batch, 0, trace, objective, journal, progress, processes)
     generation = 1
     while len(trace.scored) < settings.evaluations and generation <= settings.evaluations * RETRIES:
         rng = np.random.default_rng([settings.seed, generation])
-        parents = trace.ranked(settings.parents)
+        parents, batch = trace.ranked(settings.parents), []
         for _ in range(settings.population):
             for _ in range(RETRIES):
                 first = parents[int(rng.integers(len(parents)))]
@@ -143,6 +147,54 @@ def run_search(
                     child = mutate(first, rng, factor, ops)
                 if child.key() not in seen:
                     break
-            score(child, generation)
+            propose(batch, child)
+        _score(batch, generation, trace, objective, journal, progress, processes)
         generation += 1
     return trace
+
+
+def _score(
+    batch: list[Candidate],
+    generation: int,
+    trace: SearchTrace,
+    objective: Callable[[Candidate], float],
+    journal: Journal,
+    progress: Callable[[int, float], None] | None,
+    processes: Any,
+) -> None:
+    """Score one generation's ``batch`` (the journal's scores taken, the rest shared among ``processes``) and add it
+    to ``trace`` in order. The main process journals each new score and reports it as soon as it has it: its own
+    share as scored, the others' when they are gathered."""
+    start = len(trace.scored)
+    values: list[float | None] = [journal.recorded(start + i, c) for i, c in enumerate(batch)]
+    done = [start, min((s for _, s, _ in trace.scored), default=math.inf)]  # (count, best) the main process knows
+
+    def known(i: int, value: float, *, new: bool) -> None:
+        if not processes.is_main:
+            return
+        if new:
+            journal.append(start + i, batch[i], value, generation)
+        done[0], done[1] = done[0] + 1, min(done[1], value)
+        if progress is not None:
+            progress(done[0], done[1])
+
+    for i, value in enumerate(values):
+        if value is not None:
+            known(i, value, new=False)
+    todo = [i for i, value in enumerate(values) if value is None]
+
+    def run(units: list[int]) -> list[float]:
+        scores = []
+        for unit in units:
+            scores.append(float(objective(batch[todo[unit]])))
+            known(todo[unit], scores[-1], new=True)
+        return scores
+
+    if todo:
+        costs = [1] * len(todo)  # every candidate is the same forward passes
+        mine = set(processes.share(costs))
+        for unit, value in enumerate(processes.map(costs, run)):
+            values[todo[unit]] = value
+            if unit not in mine:
+                known(todo[unit], value, new=True)
+    trace.scored.extend((c, float(v), generation) for c, v in zip(batch, values, strict=True))  # type: ignore[arg-type]

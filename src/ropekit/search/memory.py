@@ -17,7 +17,7 @@ from ropekit.errors import InvalidArgument
 MEMORY_SHARE = 0.8
 
 
-def rows_per_forward(model: Any, request: Any, target: int) -> int | None:
+def rows_per_forward(model: Any, request: Any, target: int, *, sharing: int = 1) -> int | None:
     """The batch size the search runs with: ``request.batch_size`` when it fits, else the largest that fits
     (``None``: every sample in one forward). Where the model's size or the free memory is unknown, the request's.
 
@@ -25,6 +25,8 @@ def rows_per_forward(model: Any, request: Any, target: int) -> int | None:
         model: the :class:`~ropekit.eval.protocol.EvalModel`.
         request: the :class:`~ropekit.search.request.SearchRequest`.
         target: the sample length in tokens.
+        sharing: how many processes (each with its own copy of the model) share this machine's memory: the free
+            memory of a model on the CPU is divided among them (on an accelerator each process has its own).
 
     Raises:
         InvalidArgument: about the target length (one sample does not fit) or ``batch_size`` (it does not fit).
@@ -34,6 +36,8 @@ def rows_per_forward(model: Any, request: Any, target: int) -> int | None:
 
     one, two = peak_memory_estimate(model, target, 1), peak_memory_estimate(model, target, 2)
     free = available_memory(model.device())
+    if free is not None and model.device().type == "cpu":
+        free //= sharing
     if one is None or two is None or free is None:
         return request.batch_size
     budget = MEMORY_SHARE * free

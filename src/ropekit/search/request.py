@@ -34,6 +34,8 @@ class SearchRequest:
         population, parents: the evolution's sizes (:class:`~ropekit.search.evolve.SearchSettings`).
         switch: write ``short_factor`` as ones (plain RoPE up to L0) instead of equal to ``long_factor``.
         dtype: the evaluation dtype (:data:`ropekit.eval.model_support.DTYPES`).
+        device_map: transformers' ``device_map`` (e.g. ``"auto"``: one model over several devices), for a
+            transformers model in one process; ``None``: where the loader puts it.
         space: the candidates' form (:data:`ropekit.search.space.SPACES`): ``free`` or ``longrope2``.
         short_tolerance: the 1x perplexity change (0.02: 2%) a candidate may cost before the short-length term of
             the objective counts (:mod:`ropekit.search.objective`).
@@ -53,6 +55,7 @@ class SearchRequest:
     parents: int = PARENTS
     switch: bool = False
     dtype: str = "auto"
+    device_map: str | None = None
     space: str = "free"
     short_tolerance: float = SHORT_TOLERANCE
 
@@ -81,6 +84,8 @@ class SearchRequest:
         require_int("parents", self.parents, minimum=1)
         if self.batch_size is not None:
             require_int("batch_size", self.batch_size, minimum=1)
+        if self.device_map is not None and (not isinstance(self.device_map, str) or not self.device_map.strip()):
+            raise InvalidArgument("device_map", self.device_map, "must name a device map such as 'auto'")
         require_choice("space", self.space, SPACES)
         require_float("short_tolerance", self.short_tolerance, at_least=0.0)
 

@@ -41,13 +41,16 @@ from ropekit.search.table import final_table
 FORMAT = "ropekit-search/1"
 
 
-def describe(prepared: Prepared, trace: SearchTrace, formulas: dict[str, Any], seconds: float) -> dict[str, Any]:
+def describe(
+    prepared: Prepared, trace: SearchTrace, formulas: dict[str, Any], seconds: float, *, processes: Any = None
+) -> dict[str, Any]:
     """The ``search.json`` dict (every number a plain float or int); scores the best, the seeds and the formulas on
-    the held-out samples and windows (:func:`~ropekit.search.table.final_table`)."""
+    the held-out samples and windows (:func:`~ropekit.search.table.final_table`, its rows shared among
+    ``processes``: every process calls this and gets the same dict)."""
     from dataclasses import asdict
 
     best, best_score = trace.best
-    table = final_table(prepared, best)
+    table = final_table(prepared, best, processes=processes)
     rows = table["rows"]
     parts = prepared.parts.get(best.key(), {})
     seeds = {}

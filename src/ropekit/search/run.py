@@ -96,10 +96,11 @@ def _check_model(request: SearchRequest) -> Callable[[Any], None]:
     return check
 
 
-def prepare(request: SearchRequest) -> Prepared:
-    """Load the model (refusing one without RoPE and a target not above L0 before its weights load), tokenize the
-    text, build the search and held-out samples, fingerprint the model and plan the memory
-    (:func:`ropekit.search.memory.rows_per_forward`), all before any forward pass.
+def prepare(request: SearchRequest, *, sharing: int = 1) -> Prepared:
+    """Load the model (refusing one without RoPE and a target not above L0 before its weights load, and a device map
+    for the tiny model before it loads), tokenize the text, build the search and held-out samples, fingerprint the
+    model and plan the memory (:func:`ropekit.search.memory.rows_per_forward`; ``sharing``: the processes sharing
+    this machine's memory), all before any forward pass.
 
     Raises:
         ValueError: a bad model, target or text, or a target that does not fit in memory (an
@@ -110,14 +111,16 @@ def prepare(request: SearchRequest) -> Prepared:
     from ropekit.search.identity import model_identity
     from ropekit.search.memory import rows_per_forward
 
-    model = load_eval_model(request.model, dtype=request.dtype, before_weights=_check_model(request))
+    _check_device_map(request)
+    load = {"dtype": request.dtype, "device_map": request.device_map, "before_weights": _check_model(request)}
+    model = load_eval_model(request.model, **load)
     text = shipped_text() if request.text is None else read_text(request.text)
     tokens = tokenize(text, model.encode, model.separator)
     filler = tokens.ids.numpy()
     target = request.target_for(model.train_length)
     if len(filler) <= target:
         raise _short_text(request, tokens.source, len(filler), target)
-    batch_size = rows_per_forward(model, request, target)
+    batch_size = rows_per_forward(model, request, target, sharing=sharing)
 
     def encode(data: bytes):
         return model.encode(data).numpy()
@@ -155,6 +158,16 @@ def prepare(request: SearchRequest) -> Prepared:
         short,
         heldout_short,
     )
+
+
+def _check_device_map(request: SearchRequest) -> None:
+    from ropekit._bundled import is_tiny_checkpoint
+
+    if request.device_map is not None and is_tiny_checkpoint(request.model):
+        message = lambda n: (  # noqa: E731
+            f"{n('device_map')} applies to transformers models; the tiny model {request.model!r} runs on the CPU"
+        )
+        raise InvalidArgument("device_map", request.device_map, message=message, leads=True)
 
 
 def _short_text(request: SearchRequest, source: str, tokens: int, target: int) -> InvalidArgument:
@@ -227,11 +240,12 @@ def peak_memory_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan(prepared: Prepared, recorded: dict[str, Any] | None = None, *, processes: int = 1) -> dict[str, Any]:
     """Time one candidate (the first seed on the search samples) and say what the budget buys.
 
     Args:
         recorded: the plan of the journal being resumed (:func:`planned_evaluations`).
+        processes: how many processes share each generation and the final scores.
     """
     start = time.perf_counter()
     objective(prepared, next(iter(prepared.seeds.values())))
@@ -243,7 +257,13 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         "seconds_per_candidate": seconds,
         "evaluations": evaluations,
         "budget_seconds": request.budget_seconds,
-        "estimated_seconds": seconds * (evaluations + extra * (1 + request.heldout_samples / request.samples)),
+        "estimated_seconds": seconds
+        * (
+            rounds(evaluations, request.population, len(prepared.seeds), processes)
+            + math.ceil(extra / processes) * (1 + request.heldout_samples / request.samples)
+        ),
+        "processes": processes,
+        "device_map": request.device_map,
         "peak_memory_bytes": peak_memory_bytes(),
         "batch_size": prepared.batch_size,
         "samples": request.samples,
@@ -253,6 +273,17 @@ def plan(prepared: Prepared, recorded: dict[str, Any] | None = None) -> dict[str
         "factor": prepared.factor,
         **short_floor(prepared),
     }
+
+
+def rounds(evaluations: int, population: int, seeds: int, processes: int) -> int:
+    """Candidates scored one after another in each process: per generation (the first holds the seeds and mutants up
+    to ``population``, each later one ``population``), its share of the largest process."""
+    count, size = 0, min(evaluations, max(population, seeds))
+    while evaluations > 0:
+        count += math.ceil(size / processes)
+        evaluations -= size
+        size = min(evaluations, population)
+    return count
 
 
 def planned_evaluations(request: SearchRequest, seconds: float, recorded: dict[str, Any] | None) -> int:
@@ -280,28 +311,34 @@ def short_floor(prepared: Prepared) -> dict[str, float]:
     return {"short_floor": math.expm1(prepared.short.floor), "short_tolerance": prepared.request.short_tolerance}
 
 
-def formula_scores(prepared: Prepared) -> dict[str, dict[str, float | str]]:
+def formula_scores(prepared: Prepared, processes: Any = None) -> dict[str, dict[str, float | str]]:
     """Each formula of :data:`FORMULAS` as its own method (its own attention factor and attention), on both sets;
-    a method the model cannot run is recorded with why."""
+    a method the model cannot run is recorded with why. The formulas are shared among ``processes``
+    (:mod:`ropekit.eval.parallel`; ``None``: this one), every process getting all of them."""
+    from ropekit.eval.parallel import ONE_PROCESS
+
+    def run(indices: list[int]) -> list[dict[str, float | str]]:
+        return [_formula_score(prepared, FORMULAS[i]) for i in indices]
+
+    return dict(zip(FORMULAS, (processes or ONE_PROCESS).map([1] * len(FORMULAS), run), strict=True))
+
+
+def _formula_score(prepared: Prepared, method: str) -> dict[str, float | str]:
     from ropekit.eval.methods import configure, restore
     from ropekit.search.objective import sample_scores
 
-    rows: dict[str, dict[str, float | str]] = {}
-    for method in FORMULAS:
-        length, original = prepared.target_length, prepared.original_length
-        try:
-            configure(prepared.model, method, length=length, train_length=original, factor=prepared.factor, params={})
-        except LookupError as error:
-            rows[method] = {"skipped": str(error)}
-            continue
-        try:
-            rows[method] = {
-                name: float(sample_scores(prepared.model, samples, batch_size=prepared.batch_size)[0].mean())
-                for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
-            }
-        finally:
-            restore(prepared.model, method)
-    return rows
+    length, original = prepared.target_length, prepared.original_length
+    try:
+        configure(prepared.model, method, length=length, train_length=original, factor=prepared.factor, params={})
+    except LookupError as error:
+        return {"skipped": str(error)}
+    try:
+        return {
+            name: float(sample_scores(prepared.model, samples, batch_size=prepared.batch_size)[0].mean())
+            for name, samples in (("search", prepared.search), ("heldout", prepared.heldout))
+        }
+    finally:
+        restore(prepared.model, method)
 
 
 def execute(
@@ -310,8 +347,10 @@ def execute(
     journal: Journal,
     *,
     progress: Callable[[int, float], None] | None = None,
+    processes: Any = None,
 ) -> SearchTrace:
-    """Run the search until ``evaluations`` candidates are scored, taking the scores ``journal`` holds."""
+    """Run the search until ``evaluations`` candidates are scored, taking the scores ``journal`` holds; each
+    generation shared among ``processes`` (:func:`~ropekit.search.evolve.run_search`)."""
     request = prepared.request
     settings = SearchSettings(
         evaluations=evaluations, population=request.population, parents=request.parents, seed=request.seed
@@ -323,6 +362,7 @@ def execute(
         factor=prepared.factor,
         journal=journal,
         progress=progress,
+        processes=processes,
     )
 
 

@@ -46,30 +46,43 @@ def _measure(prepared, setup: Callable[[], None]) -> dict[str, np.ndarray]:
     }
 
 
-def measured_rows(prepared, best: Candidate, extra: Mapping[str, list[float]] | None = None) -> dict[str, dict]:
+def measured_rows(
+    prepared, best: Candidate, extra: Mapping[str, list[float]] | None = None, *, processes: Any = None
+) -> dict[str, dict]:
     """Per row, the per-sample held-out losses and hits and the per-window 1x loss changes: the searched factors,
     each seed formula exactly as its formula gives it (whatever the search's form), ``extra`` factor lists (name →
     factors, e.g. an earlier search's), then each formula of :data:`ropekit.search.run.FORMULAS` as its own method
-    (a method the model cannot run is left out)."""
-    from ropekit.eval.methods import configure, restore
+    (a method the model cannot run is left out). The rows are shared among ``processes``
+    (:mod:`ropekit.eval.parallel`; ``None``: this one), every process getting all of them."""
+    from ropekit.eval.parallel import ONE_PROCESS
     from ropekit.search.run import FORMULAS
 
     lists = {SEARCHED: best.factors}
     seeds = seed_candidates(prepared.model.rope, prepared.original_length, prepared.factor)
     lists.update({f"longrope[{name}]": seed.factors for name, seed in seeds.items()})
     lists.update(dict(extra or {}))
-    rows = {name: measure_factors(prepared, factors) for name, factors in lists.items()}
+    units: list[tuple[str, list[float] | None]] = [*lists.items(), *((method, None) for method in FORMULAS)]
+
+    def run(indices: list[int]) -> list[dict[str, np.ndarray] | None]:
+        return [_row(prepared, *units[i]) for i in indices]
+
+    measured = (processes or ONE_PROCESS).map([1] * len(units), run)
+    return {name: row for (name, _), row in zip(units, measured, strict=True) if row is not None}
+
+
+def _row(prepared, name: str, factors: list[float] | None) -> dict[str, np.ndarray] | None:
+    """A factor list's row, or formula ``name``'s as its own method (``None``: the model cannot run it)."""
+    from ropekit.eval.methods import configure, restore
+
+    if factors is not None:
+        return measure_factors(prepared, factors)
     options = {"length": prepared.target_length, "train_length": prepared.original_length, "params": {}}
-    for method in FORMULAS:
-        try:
-            rows[method] = _measure(
-                prepared, lambda m=method: configure(prepared.model, m, factor=prepared.factor, **options)
-            )
-        except LookupError:
-            continue
-        finally:
-            restore(prepared.model, method)
-    return rows
+    try:
+        return _measure(prepared, lambda: configure(prepared.model, name, factor=prepared.factor, **options))
+    except LookupError:
+        return None
+    finally:
+        restore(prepared.model, name)
 
 
 def summarize(rows: Mapping[str, Mapping[str, np.ndarray]], kinds: tuple[str, ...]) -> dict[str, Any]:
@@ -120,9 +133,11 @@ def verdict(table: dict[str, Any]) -> list[str]:
     return lines
 
 
-def final_table(prepared, best: Candidate, extra: Mapping[str, list[float]] | None = None) -> dict[str, Any]:
+def final_table(
+    prepared, best: Candidate, extra: Mapping[str, list[float]] | None = None, *, processes: Any = None
+) -> dict[str, Any]:
     """:func:`summarize` of :func:`measured_rows` on the prepared held-out samples, with the held-out kinds."""
-    table = summarize(measured_rows(prepared, best, extra), prepared.heldout.kinds)
+    table = summarize(measured_rows(prepared, best, extra, processes=processes), prepared.heldout.kinds)
     return {
         "kinds": sorted(set(prepared.heldout.kinds)),
         "samples": len(prepared.heldout.kinds),
