@@ -22,11 +22,19 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path[0:0] = [str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
+sys.path[0:0] = [str(HERE), str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
+from released import RELEASED  # noqa: E402
 
-from helpers.llamacpp_convert import _CHILD, byte_tokenizer, convert, converter, missing  # noqa: E402
+from helpers.llamacpp_convert import (  # noqa: E402
+    _CHILD,
+    byte_tokenizer,
+    convert,
+    converter,
+    missing,
+    sentencepiece_tokenizer,
+)
 
 ROWS, SUMMARY = HERE / "rows.json", HERE / "summary.md"
 METHODS = ("none", "linear", "yarn")
@@ -52,6 +60,19 @@ def hf_class(model_type: str) -> str:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
+
+
+def build(model_type: str, folder: Path) -> Path:
+    """The tiny ``model_type`` model at ``folder`` with the keys, their spelling in ``config.json`` and the tokenizer
+    llama.cpp needs of it (:data:`released.RELEASED`; the config class's defaults and byte-level BPE elsewhere)."""
+    released = RELEASED.get(model_type)
+    tiny_folder(model_type, folder, released.keys if released else None)
+    if released and released.spelled:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(config | released.spelled, indent=2) + "\n")
+    tokenizer = sentencepiece_tokenizer if released and released.tokenizer == "sentencepiece" else byte_tokenizer
+    tokenizer(folder)
+    return folder
 
 
 class OverTime(BaseException):
@@ -149,7 +170,7 @@ def main() -> None:
                     stored[model_type] = {**row, "converter": "not registered", "cells": []}
                     continue
                 try:
-                    byte_tokenizer(tiny_folder(model_type, work / model_type))
+                    build(model_type, work / model_type)
                 except Exception as error:
                     stored[model_type] = {**row, "converter": f"not built: {type(error).__name__}", "cells": []}
                     continue
