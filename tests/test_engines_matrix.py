@@ -85,3 +85,31 @@ def test_each_shipped_family_builds_and_gets_transformers_reference(name, tmp_pa
     np.testing.assert_allclose(table, expected, atol=1e-4)
     if name == "deepseek_v4":  # its rope dict is keyed main/compress: the layer's own choice, recorded
         assert answer.rope_key == "compress"
+
+
+def test_shrunk_hrm_text_has_a_cache_slot_per_layer_and_cycle(tmp_path) -> None:
+    """HRM-Text's ``num_hidden_layers`` counts cache slots (layers per stack x H_cycles x (L_cycles + 1)): the shrunk
+    stack gets as many slots, so transformers' forward with its cache gives the logits of its forward without."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(matrix.tiny_folder("hrm_text", tmp_path / "hrm"), dtype=torch.float32)
+    config = model.config
+    assert config.num_layers_per_stack == matrix.SHRINK["num_hidden_layers"]
+    assert config.num_hidden_layers == config.num_layers_per_stack * config.H_cycles * (config.L_cycles + 1)
+    ids = torch.tensor([[5, 17, 3, 250, 9, 42]])
+    with torch.no_grad():
+        cached, uncached = model(ids, use_cache=True).logits, model(ids, use_cache=False).logits
+    torch.testing.assert_close(cached, uncached)
+
+
+def test_a_kept_layer_count_keeps_every_per_layer_list(tmp_path) -> None:
+    """Given ``num_hidden_layers`` (Llama 4's period of 4), the per-layer lists the class derives from it stay that
+    long: 3 chunked RoPE layers, then a full NoPE layer (the class's own rule, every 4th layer)."""
+    from transformers import AutoConfig
+
+    folder = matrix.tiny_folder("llama4_text", tmp_path / "llama4", {"num_hidden_layers": 4})
+    config = AutoConfig.from_pretrained(folder)
+    assert config.num_hidden_layers == 4
+    assert config.layer_types == ["chunked_attention"] * 3 + ["full_attention"]
+    assert config.no_rope_layers == [1, 1, 1, 0]

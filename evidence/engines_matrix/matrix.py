@@ -106,8 +106,9 @@ def shrink(config: Any, depth: int = 0, kept: set[str] = frozenset()) -> None:
     """``config`` and its sub-configs (BLT's encoder, decoder, ...) with :data:`SHRINK`'s sizes where they have the
     key (but the ``kept`` keys, given as shipped), every per-layer list cut to the layers kept, MLA's key/value heads
     as many as its query heads (its keys are per head), a hybrid's attention on its last kept layer, and token ids
-    inside the vocabulary; MLA's query head (``qk_head_dim``) the sum of its shrunk parts, and a ``rotary_dim`` the same
-    share of the shrunk head as of the class's."""
+    inside the vocabulary; MLA's query head (``qk_head_dim``) the sum of its shrunk parts, a ``rotary_dim`` the same
+    share of the shrunk head as of the class's, and HRM-Text's cache slots (``num_hidden_layers``) those of its shrunk
+    stack. A layer count given in ``kept`` is kept, with every per-layer list as long."""
     from transformers import PretrainedConfig
 
     layers = getattr(config, "num_hidden_layers", None)
@@ -129,11 +130,17 @@ def shrink(config: Any, depth: int = 0, kept: set[str] = frozenset()) -> None:
         _set(config, "mamba_d_head", expand * SHRINK["hidden_size"] // config.mamba_n_heads)
     if hasattr(config, "attn_layer_indices"):
         _set(config, "attn_layer_indices", [SHRINK["num_hidden_layers"] - 1])
+    kept_layers = _get(config, "num_hidden_layers")  # SHRINK's, or the count the keys give
     for key, value in list(vars(config).items()):
-        if isinstance(value, list) and layers and len(value) == layers and layers > SHRINK["num_hidden_layers"]:
-            _set(config, key, value[: SHRINK["num_hidden_layers"]])
+        if isinstance(value, list) and layers and len(value) == layers and kept_layers and layers > kept_layers:
+            _set(config, key, value[:kept_layers])
         elif isinstance(value, PretrainedConfig) and depth < 3:
             shrink(value, depth + 1, kept)
+    if _get(config, "num_layers_per_stack") and "num_hidden_layers" not in kept:
+        # HRM-Text: the stack has num_layers_per_stack layers; num_hidden_layers counts the cache's slots, one per
+        # layer per cycle (per stack x H_cycles x (L_cycles + 1)), derived at __init__ only
+        _set(config, "num_layers_per_stack", SHRINK["num_hidden_layers"])
+        _set(config, "num_hidden_layers", SHRINK["num_hidden_layers"] * config.H_cycles * (config.L_cycles + 1))
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
         if isinstance(getattr(config, key, None), int):
             _set(config, key, 0)

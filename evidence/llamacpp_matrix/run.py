@@ -2,8 +2,9 @@
 shared cores: run it niced in the background).
 
 For every causal-LM architecture of transformers with RoPE (``evidence/engines_matrix``'s list and tiny models: its
-config class's defaults, 2 layers, hidden size 64) whose HF class llama.cpp's own converter registers: the tiny model
-is converted to an F32 GGUF file by the converter (``tests/helpers/llamacpp_convert.py``), then llama.cpp's logits
+config class's defaults, 2 layers, hidden size 64; where llama.cpp needs more of the model, the keys and the tokenizer
+its release has, ``released.py``) whose HF class llama.cpp's own converter registers: the tiny model is converted
+to an F32 GGUF file by the converter (``tests/helpers/llamacpp_convert.py``), then llama.cpp's logits
 (llama-cpp-python) are compared with transformers' on the same ids, for the source and for each method (none, linear,
 yarn; factor 4) written by ``ropekit extend`` twice: into a folder (transformers' side) and into a GGUF file
 (llama.cpp's). A cell is ``same`` (max |Δlogit| within :data:`TOLERANCE`), ``differs`` (with the gap), ``extend
@@ -26,8 +27,16 @@ sys.path[0:0] = [str(HERE), str(HERE.parent / "engines_matrix"), str(HERE.parent
 
 from as_released import EXPLAINED, KEYS, trained_routers  # noqa: E402
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
+from released import RELEASED  # noqa: E402
 
-from helpers.llamacpp_convert import _CHILD, byte_tokenizer, convert, converter, missing  # noqa: E402
+from helpers.llamacpp_convert import (  # noqa: E402
+    _CHILD,
+    byte_tokenizer,
+    convert,
+    converter,
+    missing,
+    sentencepiece_tokenizer,
+)
 
 ROWS, SUMMARY = HERE / "rows.json", HERE / "summary.md"
 METHODS = ("none", "linear", "yarn")
@@ -55,11 +64,20 @@ def hf_class(model_type: str) -> str:
     return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
 
 
-def build(model_type: str, folder: Path) -> None:
-    """The tiny ``model_type`` model at ``folder`` as released (:mod:`as_released`), with the byte tokenizer."""
-    tiny_folder(model_type, folder, KEYS.get(model_type))
+def build(model_type: str, folder: Path) -> Path:
+    """The tiny ``model_type`` model at ``folder`` with the keys, their spelling in ``config.json`` and the tokenizer
+    llama.cpp needs of it (:data:`released.RELEASED`, :data:`as_released.KEYS`; the config class's defaults and
+    byte-level BPE elsewhere), its all-zero routers trained (:func:`as_released.trained_routers`)."""
+    released = RELEASED.get(model_type)
+    keys = {**KEYS.get(model_type, {}), **(released.keys if released else {})}
+    tiny_folder(model_type, folder, keys or None)
     trained_routers(model_type, folder)
-    byte_tokenizer(folder)
+    if released and released.spelled:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(config | released.spelled, indent=2) + "\n")
+    tokenizer = sentencepiece_tokenizer if released and released.tokenizer == "sentencepiece" else byte_tokenizer
+    tokenizer(folder)
+    return folder
 
 
 class OverTime(BaseException):

@@ -81,6 +81,32 @@ def byte_tokenizer(folder: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=alphabet[0]).save_pretrained(folder)
 
 
+#: the special pieces of Gemma's SentencePiece model, in its order (google/gemma-3-1b-pt tokenizer.model: 0 <pad>,
+#: 1 <eos>, 2 <bos>, 3 <unk>)
+SENTENCEPIECE_SPECIALS = ("<pad>", "<eos>", "<bos>", "<unk>")
+
+
+def sentencepiece_tokenizer(folder: Path) -> None:
+    """Save a SentencePiece ``tokenizer.model`` in ``folder``: Gemma's four special pieces, then the 256 byte pieces
+    (``<0x00>`` ... ``<0xFF>``, byte fallback) and ``▁``; no merges learned (a byte model), as a family that ships
+    SentencePiece gives llama.cpp's converter (its vocabulary is padded to the config's ``vocab_size``, as a
+    released checkpoint's is, where a ``tokenizer.json`` would be counted as it is)."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+    proto = model_pb2.ModelProto()
+    piece_type = model_pb2.ModelProto.SentencePiece
+    specials = [(p, piece_type.UNKNOWN if p == "<unk>" else piece_type.CONTROL) for p in SENTENCEPIECE_SPECIALS]
+    pieces = [*specials, *((f"<0x{b:02X}>", piece_type.BYTE) for b in range(256)), ("▁", piece_type.NORMAL)]
+    for text, kind in pieces:
+        proto.pieces.add(piece=text, score=0.0, type=kind)
+    spec = proto.trainer_spec
+    spec.model_type, spec.vocab_size, spec.byte_fallback = model_pb2.TrainerSpec.BPE, len(pieces), True
+    spec.pad_id, spec.eos_id, spec.bos_id, spec.unk_id = range(4)
+    spec.pad_piece, spec.eos_piece, spec.bos_piece, spec.unk_piece = SENTENCEPIECE_SPECIALS
+    proto.normalizer_spec.name, proto.normalizer_spec.add_dummy_prefix = "identity", False
+    (folder / "tokenizer.model").write_bytes(proto.SerializeToString())
+
+
 def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
     """Convert each transformers folder to its F32 GGUF file (``(folder, out)`` pairs), in one child process (the
     converter's imports once); out → ``None``, or why it was not written (the converter's error line)."""
