@@ -108,7 +108,15 @@ def _write(gguf: Any, reader: Any, partial: Path, arch: str, form: LlamaCppRope,
     """The GGUF file at ``partial``: ``reader``'s keys and tensors with ``form`` as its RoPE."""
     keys = gguf.Keys
     rope_prefix = keys.Rope.FREQ_BASE.format(arch=arch).removesuffix("freq_base")  # "{arch}.rope."
-    kept_rope = {keys.Rope.DIMENSION_COUNT.format(arch=arch), keys.Rope.FREQ_BASE_SWA.format(arch=arch)}
+    # which dims rotate, in which sections, on which layers: the layout a scaling keeps (M-RoPE's sections and the
+    # sliding layers' rotary dim too, which llama.cpp needs to load Qwen3.5's and Gemma 4's files)
+    layout = (
+        keys.Rope.DIMENSION_COUNT,
+        keys.Rope.DIMENSION_COUNT_SWA,
+        keys.Rope.DIMENSION_SECTIONS,
+        keys.Rope.FREQ_BASE_SWA,
+    )
+    kept_rope = {key.format(arch=arch) for key in layout}
     rewritten = {keys.LLM.CONTEXT_LENGTH.format(arch=arch), keys.General.ARCHITECTURE}
     writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
     try:
