@@ -2,7 +2,8 @@
 shared cores: run it niced in the background).
 
 For every causal-LM architecture of transformers with RoPE (``evidence/engines_matrix``'s list and tiny models: its
-config class's defaults, 2 layers, hidden size 64) whose HF class llama.cpp's own converter registers: the tiny model
+config class's defaults, 2 layers, hidden size 64, with the keys and tokenizer ``released.py`` gives where the
+converter or llama.cpp needs what the family's released checkpoints have) whose HF class llama.cpp's own converter registers: the tiny model
 is converted to an F32 GGUF file by the converter (``tests/helpers/llamacpp_convert.py``), then llama.cpp's logits
 (llama-cpp-python) are compared with transformers' on the same ids, for the source and for each method (none, linear,
 yarn; factor 4) written by ``ropekit extend`` twice: into a folder (transformers' side) and into a GGUF file
@@ -25,6 +26,7 @@ HERE = Path(__file__).parent
 sys.path[0:0] = [str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
+from released import BUILD, TOKENIZER  # noqa: E402
 
 from helpers.llamacpp_convert import _CHILD, byte_tokenizer, convert, converter, missing  # noqa: E402
 
@@ -106,7 +108,11 @@ def measure(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]
         if status != "ok":
             cells.append({"method": method, "verdict": f"gguf extend {status}", "detail": said})
             continue
-        cells.append({"method": method, **compare(out, Path(f"{out}.gguf"), model_type)})
+        try:
+            cells.append({"method": method, **compare(out, Path(f"{out}.gguf"), model_type)})
+        except Exception as error:  # extend's file, not the source's: the source cell stands
+            said = f"{type(error).__name__}: {error}"[:240]
+            cells.append({"method": method, "verdict": "TRACEBACK", "detail": f"extend's GGUF file: {said}"})
     return cells
 
 
@@ -149,9 +155,11 @@ def main() -> None:
                     stored[model_type] = {**row, "converter": "not registered", "cells": []}
                     continue
                 try:
-                    byte_tokenizer(tiny_folder(model_type, work / model_type))
+                    folder = tiny_folder(model_type, work / model_type, BUILD.get(model_type))
+                    TOKENIZER.get(model_type, byte_tokenizer)(folder)
                 except Exception as error:
-                    stored[model_type] = {**row, "converter": f"not built: {type(error).__name__}", "cells": []}
+                    why = f"not built: {type(error).__name__}: {' '.join(str(error).split())}"[:240]
+                    stored[model_type] = {**row, "converter": why, "cells": []}
                     continue
                 built[model_type] = row
             done = convert([(work / t, work / f"{t}.gguf") for t in built]) if built else {}
