@@ -42,6 +42,10 @@ BUILD: dict[str, dict[str, Any]] = {
         "num_experts_per_tok": 2,
         "first_k_dense_replace": 1,
         "num_key_value_heads": 4,
+        # the router's score function: transformers' Dots1TopkRouter applies a sigmoid whatever the config says;
+        # llama.cpp reads the gating function the converter writes from scoring_func, and aborts building the MoE
+        # graph without one
+        "scoring_func": "sigmoid",
     },
     # the converter reads head_dim, which FalconH1Config does not declare (transformers derives hidden / heads);
     # tiiuae/Falcon-H1-0.5B-Instruct's config.json ships it (64 = 1024 / 16): here 16 = 64 / 4
@@ -81,3 +85,9 @@ BUILD: dict[str, dict[str, Any]] = {
 #: the tokenizer each architecture's tiny model is saved with, where not :func:`byte_tokenizer` (256 byte tokens):
 #: Gemma 4 ships a SentencePiece-style BPE vocabulary with byte fallback, the only kind its converter reads
 TOKENIZER = {model_type: byte_fallback_tokenizer for model_type in ("gemma4", "gemma4_text", "gemma4_unified")}
+
+#: what a measured difference comes from, where it was traced (appended to the source cell's detail)
+NOTES = {
+    "dbrx": "the RoPE base: transformers 5.18 runs rope_parameters' (absent in the release, so 10000), llama.cpp the "
+    "attn_config.rope_theta the release ships (500000); with rope_parameters' base 500000 too the gap is 1.7e-4",
+}
