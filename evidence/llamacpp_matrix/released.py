@@ -98,6 +98,6 @@ NOTES = {
     **dict.fromkeys(
         ("gemma4", "gemma4_text", "gemma4_unified"),
         "from position 17 on, at scattered positions; not the partial rotation (with partial_rotary_factor 1 on "
-        "the full-attention layer it differs at the same positions); not traced further",
+        "the full-attention layer it still differs from position 17 on); not traced further",
     ),
 }
