@@ -113,3 +113,25 @@ def test_a_kept_layer_count_keeps_every_per_layer_list(tmp_path) -> None:
     assert config.num_hidden_layers == 4
     assert config.layer_types == ["chunked_attention"] * 3 + ["full_attention"]
     assert config.no_rope_layers == [1, 1, 1, 0]
+
+
+def test_shrink_keeps_a_mamba_head_size_the_config_class_accepts() -> None:
+    """Falcon-H1 sizes its Mamba heads from mamba_d_ssm (heads x head size = d_ssm), not expand x hidden: the shrunk
+    config passes transformers' own validation (the oracle), which the matrix's build runs when it saves."""
+    from transformers import FalconH1Config
+
+    config = FalconH1Config()
+    matrix.shrink(config)
+    config.validate()
+    assert config.mamba_d_head * config.mamba_n_heads == config.mamba_d_ssm
+
+
+def test_shrink_keeps_per_layer_lists_when_the_layer_count_is_given() -> None:
+    """Keys given with their own layer count (a released pattern of 4 layers) keep every per-layer entry."""
+    from transformers import Qwen3NextConfig
+
+    types = ["linear_attention"] * 3 + ["full_attention"]
+    config = Qwen3NextConfig(num_hidden_layers=4, layer_types=types)
+    matrix.shrink(config, kept={"num_hidden_layers", "layer_types"})
+    assert config.num_hidden_layers == 4 and config.layer_types == types
+    config.validate()

@@ -349,3 +349,15 @@ def test_the_warning_oracle_sees_transformers_warnings(transformers_warnings: li
     config = {"head_dim": 64, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "bogus": 1}}
     accepted_by_transformers(config, transformers_warnings)
     assert any("Unrecognized keys" in message and "bogus" in message for message in transformers_warnings)
+
+
+@pytest.mark.hf
+@pytest.mark.parametrize("model_type", ["dbrx", "gptj", "codegen"])
+def test_reads_the_head_size_under_the_names_the_config_class_maps(model_type: str) -> None:
+    """DBRX's config.json names the sizes d_model/n_heads, GPT-J's and CodeGen's n_embd/n_head (transformers maps them
+    to hidden_size/num_attention_heads): the head size is the one transformers' config object gives."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.CONFIG_MAPPING[model_type](rope_parameters={"rope_type": "default", "rope_theta": 1e4})
+    saved = config.to_dict()
+    assert "hidden_size" not in saved and "num_attention_heads" not in saved  # the file has the class's own names
+    assert from_hf_config(saved).head_dim == config.hidden_size // config.num_attention_heads

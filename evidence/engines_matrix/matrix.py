@@ -125,9 +125,9 @@ def shrink(config: Any, depth: int = 0, kept: set[str] = frozenset()) -> None:
         _set(config, "qk_head_dim", config.qk_nope_head_dim + config.qk_rope_head_dim)  # derived at __init__ only
     if _get(config, "kv_lora_rank") is not None and _get(config, "num_key_value_heads"):
         _set(config, "num_key_value_heads", SHRINK["num_attention_heads"])
-    if _get(config, "mamba_n_heads") and _get(config, "mamba_d_head"):  # heads x size = expand x d
-        expand = getattr(config, "mamba_expand", 2)
-        _set(config, "mamba_d_head", expand * SHRINK["hidden_size"] // config.mamba_n_heads)
+    if _get(config, "mamba_n_heads") and _get(config, "mamba_d_head"):  # heads x size = d_ssm, else expand x d
+        inner = _get(config, "mamba_d_ssm") or getattr(config, "mamba_expand", 2) * SHRINK["hidden_size"]
+        _set(config, "mamba_d_head", inner // config.mamba_n_heads)
     if hasattr(config, "attn_layer_indices"):
         _set(config, "attn_layer_indices", [SHRINK["num_hidden_layers"] - 1])
     kept_layers = _get(config, "num_hidden_layers")  # SHRINK's, or the count the keys give

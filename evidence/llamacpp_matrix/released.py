@@ -1,22 +1,25 @@
-"""What llama.cpp needs of a tiny model that its config class's defaults do not give, per architecture, as the
-family's released checkpoints have it.
+"""What makes a tiny random model the architecture as released, for llama.cpp's column: per architecture, the keys,
+their spelling in ``config.json``, the tokenizer and the trained weights that llama.cpp's converter or llama.cpp
+needs and the config class's defaults (``matrix.tiny_folder``) do not give, each as the family's released checkpoints
+have it and with why (:data:`RELEASED`); and, where llama.cpp's row still differs for a reason traced to llama.cpp or
+to the release, that reason (``Released.explained``, printed beside the verdict in ``summary.md``).
 
-The matrix builds each architecture from its config class's defaults (:func:`matrix.tiny_folder`). Where llama.cpp's
-converter or llama.cpp itself refuses that model, or aborts on it, the cause is a default no release ships (a
-sliding window with no sliding layer, no expert routed, every layer of one kind in a family that llama.cpp builds
-from two) or a size the release has and the shrunk model lost (a vocabulary padded to a multiple of 8, as many
-key/value heads as query heads). Each entry gives those keys as config-class arguments (kept as given, as
-:mod:`shipped`'s are), says what llama.cpp requires and where the released checkpoint has it, and names the
-tokenizer the family ships (a SentencePiece ``tokenizer.model``, or the byte-level BPE of
-``tests/helpers/llamacpp_convert.py``). A RoPE key is here only where the converter reads a legacy key the release
-ships (Bamba's ``attn_rotary_emb``) or the class's default has no RoPE at all (Granite 4.0); a family's shipped RoPE
-parameters are :mod:`shipped`'s.
+Where a default, the cut to 2 layers or transformers' random initialisation gives a model no released checkpoint
+looks like (a sliding window with no sliding layer, no expert routed, every layer of one kind in a family llama.cpp
+builds from two, an all-zero router that ties every expert), llama.cpp, which runs what checkpoints ship, computes
+another model or refuses it. The keys are config-class arguments (a composite config's text part under
+``text_config``) and are kept as given, as :mod:`shipped`'s are; a family's shipped RoPE parameters are
+:mod:`shipped`'s, and a RoPE key is here only where the converter reads a legacy key the release ships. Imported by
+``run.py``, which puts ``evidence/engines_matrix`` and ``tests`` on the path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from shipped import SHIPPED
 
 #: one layer of each kind, in the order the released pattern starts (3 sliding : 1 full, cut to two layers)
 SLIDING_THEN_FULL = ["sliding_attention", "full_attention"]
@@ -26,20 +29,27 @@ GRANITE_ATTENTION = ["attention", "attention"]
 
 @dataclass(frozen=True)
 class Released:
-    """One architecture's keys for llama.cpp.
+    """One architecture as released, for llama.cpp.
 
     Attributes:
         keys: config-class arguments (a composite config's text part under ``text_config``).
         why: what llama.cpp (or its converter) requires, and where the released checkpoint has it.
-        tokenizer: ``"bytes"`` (byte-level BPE, ``tokenizer.json``) or ``"sentencepiece"`` (``tokenizer.model``).
+        tokenizer: ``"bytes"`` (byte-level BPE), ``"sentencepiece"`` (a ``tokenizer.model``) or ``"byte_fallback"``
+            (a SentencePiece-style BPE ``tokenizer.json``, as Gemma 4 ships): ``tests/helpers/llamacpp_convert.py``.
         spelled: keys written into the saved ``config.json`` as the release spells them, where transformers reads
             the release's spelling and saves its own, which the converter does not read the same.
+        router: the name suffix of a router transformers initialises to zeros and a release has trained (an
+            all-zero router ties every expert for every token; transformers' topk and llama.cpp's argsort break the
+            tie by different indices): filled as transformers initialises the other linear layers.
+        explained: why llama.cpp's row is not ``same`` for the architecture as released, with the measurement.
     """
 
     keys: dict[str, Any] = field(default_factory=dict)
     why: str = ""
     tokenizer: str = "bytes"
     spelled: dict[str, Any] = field(default_factory=dict)
+    router: str | None = None
+    explained: str = ""
 
 
 #: Llama 4's layers as llama.cpp builds them: it fixes the pattern (a period of 4), so a model of two layers has no
@@ -58,6 +68,33 @@ GEMMA3_WHY = (
     "and llama.cpp refuses the two lengths); llama.cpp fixes the layers as "
     "5 sliding + 1 full (gemma3.cpp: load_swa_pattern(ml, 6)) and scales q by head_dim^-1/2, as google/gemma-3-1b-pt "
     "ships (26 layers, sliding_window_pattern 6, query_pre_attn_scalar 256 = head_dim)"
+)
+
+#: Gemma 4 as google/gemma-4-E2B-it ships it (:data:`shipped.SHIPPED`: one sliding and one full-attention layer, the
+#: full layer's head size from ``global_head_dim``: the converter reads it for its RoPE factors), with a per-layer
+#: embedding table the size of the tiny vocabulary (ids below 300; the shipped 262,144 rows would be 0.5 GB here)
+GEMMA4_TEXT = {**SHIPPED["gemma4_text"].keys, "vocab_size_per_layer_input": 300}
+GEMMA4_WHY = (
+    "Gemma 4 ships a SentencePiece-style BPE vocabulary with byte fallback, the only kind its converter reads; the "
+    "shipped keys of shipped.py"
+)
+GEMMA4_DIFFERS = (
+    "from position 17 on, at scattered positions; not the partial rotation (with partial_rotary_factor 1 on the "
+    "full-attention layer it still differs from position 17 on); not traced further"
+)
+#: Qwen3.5's and Qwen3-Next's shipped layer pattern, 3 Gated DeltaNet layers then one attention layer
+#: (full_attention_interval 4)
+QWEN_HYBRID = {"num_hidden_layers": 4, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+#: Qwen3.5 as Qwen/Qwen3.5-0.8B ships it (:data:`shipped.SHIPPED`: head 256, M-RoPE sections, base 1e7), 4 layers
+QWEN3_5_TEXT = {**SHIPPED["qwen3_5"].keys["text_config"], **QWEN_HYBRID}
+QWEN_WHY = (
+    "llama.cpp's converter writes the layer interval, not the list, so llama.cpp runs shipped.py's two-layer cut as "
+    "two recurrent layers (and aborts: no layer has a KV cache): the shipped pattern of 3 Gated DeltaNet layers then "
+    "one attention layer (full_attention_interval 4); converted with --no-mtp (CONVERTER_FLAGS)"
+)
+QWEN3_5_MOE_DIFFERS = (
+    "one position of 320 (77) is over the tolerance, the median gap 6.5e-5: a local difference (the extended linear "
+    "and yarn models are the same)"
 )
 
 RELEASED: dict[str, Released] = {
@@ -123,4 +160,137 @@ RELEASED: dict[str, Released] = {
     ),
     "gemma3": Released({"text_config": GEMMA3_TEXT}, GEMMA3_WHY, "sentencepiece"),
     "gemma3_text": Released(GEMMA3_TEXT, GEMMA3_WHY, "sentencepiece"),
+    # from here: the keys, routers and traced differences of the rows that were measured and differed
+    "olmo3": Released(
+        {"num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"]},
+        "OLMo 3 scales only its full-attention layers (transformers: rope_parameters keyed by layer type; llama.cpp's "
+        "olmo2 graph gives sliding layers plain RoPE); the 2-layer cut of the shipped 3-sliding-1-full pattern "
+        "(allenai/Olmo-3-7B-Instruct layer_types) keeps no full layer, so one of each (the converter writes the list)",
+    ),
+    "laguna": Released(
+        {"num_hidden_layers": 2, "layer_types": ["full_attention", "sliding_attention"]},
+        "the converter writes no layer pattern for Laguna: llama.cpp's laguna loader takes layer 0 of every 4 as full "
+        "and the rest as sliding (its own base and rotary dims) whenever sliding_window > 0, as Laguna-XS.2 ships; "
+        "the class default pairs sliding_window 512 with every layer full",
+        router="mlp.gate.weight",
+    ),
+    "qwen3_moe": Released(
+        {"norm_topk_prob": True},
+        "llama.cpp's qwen3moe always renormalises the top-k expert weights; Qwen/Qwen3-30B-A3B ships norm_topk_prob "
+        "true (the config class's default is false)",
+    ),
+    "afmoe": Released(
+        {"route_norm": True, "mup_enabled": True},
+        "transformers' AFMoE router always renormalises the top-k scores; llama.cpp does so only when the file says "
+        "expert_weights_norm, which the converter writes from route_norm, a key arcee-ai's Trinity configs ship "
+        "(true); llama.cpp's afmoe always scales the embeddings by sqrt(hidden) (MuP), as the Trinity configs' "
+        "mup_enabled true",
+        router="mlp.router.gate.weight",
+    ),
+    "gemma2": Released(
+        {"query_pre_attn_scalar": 16},
+        "llama.cpp's gemma2 scales queries by 1/sqrt(head_dim) (1/sqrt(hidden/heads) for the 27B only); "
+        "google/gemma-2-2b and -9b ship query_pre_attn_scalar = head_dim (256); the tiny head is 16",
+    ),
+    "ernie4_5_moe": Released(router="mlp.gate.weight", why="Ernie4_5_MoeTopKRouter.weight is initialised to zeros"),
+    "gpt_oss": Released(
+        explained="GPT-OSS ships YaRN with truncate: false; llama.cpp always rounds YaRN's correction range "
+        "(floor/ceil) and the converter drops the key: the source is same (1.1e-4) built with truncate: true; extend "
+        "writes truncating YaRN on both sides, so its cells are same"
+    ),
+    "ministral3": Released(
+        explained="extend refuses the GGUF file, rightly: llama.cpp's mistral3 reads rope.scaling.yarn_log_multiplier "
+        "(the converter's mscale_all_dim, replacing YaRN's 1 + 0.1 ln s) and attention.temperature_scale "
+        "(llama_4_scaling_beta), whose length is rope.scaling.original_context_length; ropekit models neither, so a "
+        "rewritten RoPE would move the temperature's length too"
+    ),
+    "dbrx": Released(
+        {"attn_config": {"clip_qkv": 8, "kv_n_heads": 2, "rope_theta": 500_000}},
+        "transformers' DbrxAttention reads attn_config.rope_theta, which DbrxAttentionConfig does not declare (so the "
+        "defaults do not build); databricks/dbrx-instruct's config.json ships attn_config {clip_qkv: 8, kv_n_heads: "
+        "8, rope_theta: 500000}, and the converter reads the same keys (kv heads 2 of the tiny model's 4)",
+        explained="the RoPE base: transformers 5.18 runs rope_parameters' (absent in the release, so 10000), "
+        "llama.cpp the attn_config.rope_theta the release ships (500000); with rope_parameters' base 500000 too the "
+        "gap is 1.7e-4",
+    ),
+    "dots1": Released(
+        {
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "first_k_dense_replace": 1,
+            "num_key_value_heads": 4,
+            "scoring_func": "sigmoid",
+        },
+        "Dots1Config leaves the expert counts unset (the defaults do not build); rednote-hilab/dots.llm1.inst ships "
+        "128 routed experts, 2 shared, 6 per token and one dense first layer (here 4, 1, 2, 1), and as many key/value "
+        "heads as query heads (llama.cpp's dots1 takes keys and values as wide as queries); llama.cpp reads the "
+        "gating function the converter writes from scoring_func (transformers' router applies a sigmoid whatever "
+        "the config says) and aborts without one",
+    ),
+    "falcon_h1": Released(
+        {"head_dim": 16},
+        "the converter reads head_dim, which FalconH1Config does not declare (transformers derives hidden / heads); "
+        "tiiuae/Falcon-H1-0.5B-Instruct's config.json ships it (64 = 1024 / 16): here 16 = 64 / 4",
+    ),
+    "lfm2_moe": Released(
+        {"num_hidden_layers": 2, "layer_types": ["conv", "full_attention"], "num_dense_layers": 1},
+        "Lfm2MoeConfig leaves layer_types unset (the defaults do not build); LiquidAI/LFM2-8B-A1B ships a list of "
+        "conv and full_attention layers after 2 dense ones: here one of each kind, the first dense",
+    ),
+    "nemotron": Released(
+        {"num_key_value_heads": 2},
+        "NemotronConfig leaves num_key_value_heads unset (the defaults do not build); nvidia/Minitron-8B-Base ships 8 "
+        "of 48 heads: here 2 of the tiny model's 4",
+    ),
+    "gemma3n_text": Released(
+        {
+            "num_hidden_layers": 2,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "num_kv_shared_layers": 0,
+            "activation_sparsity_pattern": [0.95, 0.0],
+            "intermediate_size": [128, 128],
+            "vocab_size_per_layer_input": 300,
+        },
+        "google/gemma-3n-E2B-it ships 30 layers (4 sliding : 1 full), the last 10 reading the keys and values of an "
+        "earlier layer (llama.cpp then expects key and value weights in none of them, which transformers saves for "
+        "every layer), sparse activations in the first 10: here one sliding and one full layer, unshared (the "
+        "defaults cut to 2 layers leave 15 shared layers and no full one, and do not build), with a per-layer "
+        "embedding table the size of the tiny vocabulary",
+    ),
+    "gemma4_text": Released(GEMMA4_TEXT, GEMMA4_WHY, "byte_fallback", explained=GEMMA4_DIFFERS),
+    "gemma4": Released({"text_config": GEMMA4_TEXT}, GEMMA4_WHY, "byte_fallback", explained=GEMMA4_DIFFERS),
+    "gemma4_unified": Released(
+        {"text_config": {**GEMMA4_TEXT, "moe_intermediate_size": None}},
+        GEMMA4_WHY + "; the converter reads moe_intermediate_size for every Gemma 4 (null: no MoE block), which "
+        "Gemma4UnifiedTextConfig does not declare",
+        "byte_fallback",
+        explained=GEMMA4_DIFFERS,
+    ),
+    "qwen3_5": Released({"text_config": QWEN3_5_TEXT}, QWEN_WHY),
+    "qwen3_5_text": Released(QWEN3_5_TEXT, QWEN_WHY),
+    "qwen3_5_moe": Released({"text_config": QWEN3_5_TEXT}, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
+    "qwen3_5_moe_text": Released(QWEN3_5_TEXT, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
+    "qwen3_next": Released({**SHIPPED["qwen3_next"].keys, **QWEN_HYBRID}, QWEN_WHY),
 }
+
+
+def trained_routers(model_type: str, folder: Path) -> None:
+    """Give the saved tiny model at ``folder`` random values for its all-zero router (``Released.router``; seeded,
+    normal with the config's ``initializer_range``)."""
+    released = RELEASED.get(model_type)
+    if released is None or released.router is None:
+        return
+    import json
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    std = json.loads((folder / "config.json").read_text()).get("initializer_range", 0.02)
+    generator = torch.Generator().manual_seed(0)
+    for path in sorted(folder.glob("*.safetensors")):
+        tensors = load_file(path)
+        for name in sorted(tensors):
+            if name.endswith(released.router) and not tensors[name].any():
+                tensors[name] = torch.randn(tensors[name].shape, generator=generator).to(tensors[name].dtype) * std
+        save_file(tensors, path, metadata={"format": "pt"})

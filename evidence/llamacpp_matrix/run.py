@@ -25,12 +25,12 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path[0:0] = [str(HERE), str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
-from as_released import EXPLAINED, KEYS, trained_routers  # noqa: E402
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
-from released import RELEASED  # noqa: E402
+from released import RELEASED, Released, trained_routers  # noqa: E402
 
 from helpers.llamacpp_convert import (  # noqa: E402
     _CHILD,
+    byte_fallback_tokenizer,
     byte_tokenizer,
     convert,
     converter,
@@ -39,6 +39,12 @@ from helpers.llamacpp_convert import (  # noqa: E402
 )
 
 ROWS, SUMMARY = HERE / "rows.json", HERE / "summary.md"
+#: ``Released.tokenizer`` → what saves it
+TOKENIZERS = {
+    "bytes": byte_tokenizer,
+    "sentencepiece": sentencepiece_tokenizer,
+    "byte_fallback": byte_fallback_tokenizer,
+}
 METHODS = ("none", "linear", "yarn")
 #: max |Δlogit| of float32 against float32 through two implementations (measured 1e-4 to 3e-4 where they agree)
 TOLERANCE = 2e-3
@@ -65,18 +71,16 @@ def hf_class(model_type: str) -> str:
 
 
 def build(model_type: str, folder: Path) -> Path:
-    """The tiny ``model_type`` model at ``folder`` with the keys, their spelling in ``config.json`` and the tokenizer
-    llama.cpp needs of it (:data:`released.RELEASED`, :data:`as_released.KEYS`; the config class's defaults and
-    byte-level BPE elsewhere), its all-zero routers trained (:func:`as_released.trained_routers`)."""
-    released = RELEASED.get(model_type)
-    keys = {**KEYS.get(model_type, {}), **(released.keys if released else {})}
-    tiny_folder(model_type, folder, keys or None)
+    """The tiny ``model_type`` model at ``folder`` as released (:data:`released.RELEASED`: the keys, their spelling
+    in ``config.json``, the tokenizer and the trained router llama.cpp needs; the config class's defaults and
+    byte-level BPE elsewhere)."""
+    released = RELEASED.get(model_type, Released())
+    tiny_folder(model_type, folder, released.keys or None)
     trained_routers(model_type, folder)
-    if released and released.spelled:
+    if released.spelled:
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps(config | released.spelled, indent=2) + "\n")
-    tokenizer = sentencepiece_tokenizer if released and released.tokenizer == "sentencepiece" else byte_tokenizer
-    tokenizer(folder)
+    TOKENIZERS[released.tokenizer](folder)
     return folder
 
 
@@ -108,10 +112,19 @@ def llama_logits(path: Path):
 
 
 def compare(folder: Path, gguf: Path, model_type: str) -> dict:
+    """The verdict, the largest gap and, in the detail, the gap at position 0 (where attention sees one key, so no
+    attention score, RoPE's included, plays a part: a gap there is elsewhere); a side whose logits are not finite is
+    named, not compared."""
     import numpy as np
 
-    gap = float(np.abs(llama_logits(gguf) - transformers_logits(folder, model_type)).max())
-    return {"verdict": "same" if gap <= TOLERANCE else "differs", "gap": gap, "detail": f"max |Δlogit| {gap:.3g}"}
+    llama, ours = llama_logits(gguf), transformers_logits(folder, model_type)
+    broken = [name for name, rows in (("llama.cpp", llama), ("transformers", ours)) if not np.isfinite(rows).all()]
+    if broken:
+        return {"verdict": "not run", "detail": f"{' and '.join(broken)} gave non-finite logits on this tiny model"}
+    gaps = np.abs(llama - ours).max(axis=1)  # per position
+    gap = float(gaps.max())
+    detail = f"max |Δlogit| {gap:.3g}; {gaps[0]:.2g} at position 0 (one key)"
+    return {"verdict": "same" if gap <= TOLERANCE else "differs", "gap": gap, "detail": detail}
 
 
 def measure(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]:
@@ -133,7 +146,11 @@ def measure(model_type: str, folder: Path, gguf: Path, work: Path) -> list[dict]
         if status != "ok":
             cells.append({"method": method, "verdict": f"gguf extend {status}", "detail": said})
             continue
-        cells.append({"method": method, **compare(out, Path(f"{out}.gguf"), model_type)})
+        try:
+            cells.append({"method": method, **compare(out, Path(f"{out}.gguf"), model_type)})
+        except Exception as error:  # extend's file, not the source's: the source cell stands
+            said = f"{type(error).__name__}: {error}"[:240]
+            cells.append({"method": method, "verdict": "TRACEBACK", "detail": f"extend's GGUF file: {said}"})
     return cells
 
 
@@ -191,7 +208,8 @@ def main() -> None:
                 try:
                     build(model_type, work / model_type)
                 except Exception as error:
-                    stored[model_type] = {**row, "converter": f"not built: {type(error).__name__}", "cells": []}
+                    why = f"not built: {type(error).__name__}: {' '.join(str(error).split())}"[:240]
+                    stored[model_type] = {**row, "converter": why, "cells": []}
                     continue
                 built[model_type] = row
             done = convert([(work / t, work / f"{t}.gguf") for t in built]) if built else {}
@@ -199,8 +217,8 @@ def main() -> None:
                 why = done[work / f"{model_type}.gguf"]
                 cells = [] if why else timed(model_type, work / model_type, work / f"{model_type}.gguf", work)
                 stored[model_type] = {**row, "converter": why or "converted", "cells": cells}
-                if model_type in EXPLAINED:
-                    stored[model_type]["explained"] = EXPLAINED[model_type]
+                if RELEASED.get(model_type, Released()).explained:
+                    stored[model_type]["explained"] = RELEASED[model_type].explained
                 ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
                 print(model_type, why or [c["verdict"] for c in cells], flush=True)
     ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")
@@ -234,7 +252,7 @@ def summary(stored: dict) -> str:
     for row in supported:
         by = {c["method"]: c for c in row["cells"]}
         shown = [_cell(by.get(m)) for m in ("source", *METHODS)]
-        why = EXPLAINED.get(row["arch"], "").replace("|", "/")
+        why = RELEASED.get(row["arch"], Released()).explained.replace("|", "/")
         lines.append(
             f"| {row['arch']} | {row['converter'][:60].replace('|', '/')} | " + " | ".join(shown) + f" | {why} |"
         )

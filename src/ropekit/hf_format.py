@@ -13,7 +13,8 @@ The shared transformers quirks (checked against the transformers version in :dat
   ``rotary_emb_base``/``rotary_pct`` are read as ``rope_theta``/``partial_rotary_factor``. Model-specific
   defaults (GPT-NeoX's ``rotary_pct`` defaults to 0.25 when absent, some models have another default base) are
   not known here: such configs must state the key.
-* The head size is ``head_dim or hidden_size // num_attention_heads``. ropekit: the same, but a ``hidden_size``
+* The head size is ``head_dim or hidden_size // num_attention_heads`` (the two sizes under the names the config class
+  maps to them where it has no such key: DBRX's ``d_model``/``n_heads``). ropekit: the same, but a ``hidden_size``
   that ``num_attention_heads`` does not divide raises ``ValueError`` (give ``head_dim``) instead of flooring.
 * The rotary dim is ``int(head_dim * partial_rotary_factor)``, a truncation (each method may count otherwise:
   :meth:`~ropekit.scaling.base.ScalingConfig.hf_rotary_dim`). An odd result makes transformers compute
@@ -76,6 +77,12 @@ _TOP_LEVEL = {
     "partial_rotary_factor": ("partial_rotary_factor", "rotary_pct"),
 }
 _DEFAULTS = {"rope_theta": 10000.0, "partial_rotary_factor": 1.0}
+#: the names a config.json gives the sizes the head size is computed from: transformers' own, then those its config
+#: classes map to them (``attribute_map``: DBRX's d_model and n_heads, GPT-J's and CodeGen's n_embd and n_head)
+_ALIASES = {
+    "hidden_size": ("hidden_size", "d_model", "n_embd"),
+    "num_attention_heads": ("num_attention_heads", "n_heads", "n_head"),
+}
 
 
 def _as_dict(config: Any) -> dict[str, Any]:
@@ -131,13 +138,15 @@ def _mrope(params: dict[str, Any], top: dict[str, Any], source: str) -> MRope | 
 def _head_dim(top: dict[str, Any]) -> int:
     if top.get("head_dim"):  # transformers: `head_dim or hidden_size // num_attention_heads`
         return hf_int("head_dim", top["head_dim"])
-    if top.get("hidden_size") and top.get("num_attention_heads"):
-        hidden = hf_int("hidden_size", top["hidden_size"])
-        heads = hf_int("num_attention_heads", top["num_attention_heads"])
+    hidden_key = next((key for key in _ALIASES["hidden_size"] if top.get(key)), None)
+    heads_key = next((key for key in _ALIASES["num_attention_heads"] if top.get(key)), None)
+    if hidden_key and heads_key:
+        hidden = hf_int(hidden_key, top[hidden_key])
+        heads = hf_int(heads_key, top[heads_key])
         if hidden % heads:
             raise ValueError(
-                f"hidden_size={hidden} is not divisible by num_attention_heads={heads}, so the head size is not "
-                f"hidden_size // num_attention_heads = {hidden // heads}; give head_dim"
+                f"{hidden_key}={hidden} is not divisible by {heads_key}={heads}, so the head size is not "
+                f"{hidden_key} // {heads_key} = {hidden // heads}; give head_dim"
             )
         return hidden // heads
     raise ValueError("config needs head_dim, or hidden_size and num_attention_heads, to know the head size")

@@ -27,6 +27,8 @@ def write_source(path: Path, *, arch: str = "llama", metadata: dict | None = Non
             writer.add_string(f"{arch}.{key}", value)
         elif isinstance(value, int):
             writer.add_uint32(f"{arch}.{key}", value)
+        elif isinstance(value, list):
+            writer.add_array(f"{arch}.{key}", value)
         else:
             writer.add_float32(f"{arch}.{key}", value)
     quantised = gguf.quants.quantize(rng.standard_normal((8, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)

@@ -11,6 +11,7 @@ tokens and one merge, which the converter's pre-tokenizer table does not know: t
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,17 @@ from pathlib import Path
 
 #: seconds one conversion may take (a tiny model: about 5 s)
 CONVERT_SECONDS = 300
+#: the converter's own flags for a transformers folder of these architectures (``config.json``'s ``architectures``):
+#: Qwen3.5's and Qwen3-Next's released checkpoints ship multi-token-prediction layers under ``mtp.*``, which
+#: transformers' classes do not build; the converter asserts it finds them unless told ``--no-mtp`` (its flag for a
+#: file without them)
+CONVERTER_FLAGS = {
+    "Qwen3_5ForCausalLM": ("--no-mtp",),
+    "Qwen3_5ForConditionalGeneration": ("--no-mtp",),
+    "Qwen3_5MoeForCausalLM": ("--no-mtp",),
+    "Qwen3_5MoeForConditionalGeneration": ("--no-mtp",),
+    "Qwen3NextForCausalLM": ("--no-mtp",),
+}
 
 _CHILD = """
 import sys
@@ -31,11 +43,13 @@ sentencepiece = model._set_vocab_sentencepiece
 model._set_vocab_sentencepiece = lambda self, add_to_gguf=True: (
     sentencepiece(self, add_to_gguf) if (self.dir_model / "tokenizer.model").is_file() else self._set_vocab_gpt2()
 )
+import json
 import runpy
-script, pairs = sys.argv[1], sys.argv[2:]
+script, flags, pairs = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
 for folder, out in zip(pairs[::2], pairs[1::2]):
-    sys.argv = [script, folder, "--outfile", out, "--outtype", "f32"]
     try:
+        named = json.loads((Path(folder) / "config.json").read_text()).get("architectures") or [""]
+        sys.argv = [script, folder, "--outfile", out, "--outtype", "f32", *flags.get(named[0], [])]
         runpy.run_path(script, run_name="__main__")
     except BaseException as error:
         print(f"{out}: {type(error).__name__}: {error}"[:300], file=sys.stderr, flush=True)
@@ -107,6 +121,24 @@ def sentencepiece_tokenizer(folder: Path) -> None:
     (folder / "tokenizer.model").write_bytes(proto.SerializeToString())
 
 
+def byte_fallback_tokenizer(folder: Path) -> None:
+    """Save a SentencePiece-style BPE tokenizer in ``folder`` as Gemma 4 ships one (``byte_fallback``, a decoder
+    ``Sequence``: llama.cpp's converter reads Gemma 4's vocabulary only from such a file, and keeps as many rows of
+    the embedding as the file has tokens): the 256 byte tokens ``<0x00>``-``<0xFF>`` (ids 0-255), ``▁``, ``t``, one
+    merge (``▁t``, id 258), then ``<unusedN>`` tokens up to the ``vocab_size`` of the folder's ``config.json``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers
+    from transformers import PreTrainedTokenizerFast
+
+    config = json.loads((folder / "config.json").read_text())
+    size = config.get("text_config", config)["vocab_size"]
+    vocab = {f"<0x{i:02X}>": i for i in range(256)} | {"▁": 256, "t": 257, "▁t": 258}
+    vocab |= {f"<unused{i}>": len(vocab) + i for i in range(size - len(vocab))}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[("▁", "t")], byte_fallback=True))
+    tokenizer.normalizer = normalizers.Replace(" ", "▁")
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<0x00>").save_pretrained(folder)
+
+
 def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
     """Convert each transformers folder to its F32 GGUF file (``(folder, out)`` pairs), in one child process (the
     converter's imports once); out → ``None``, or why it was not written (the converter's error line)."""
@@ -117,7 +149,7 @@ def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS)
     env = {**os.environ, "PYTHONPATH": ""}
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(script), *args],
+            [sys.executable, "-c", _CHILD, str(script), json.dumps(CONVERTER_FLAGS), *args],
             capture_output=True,
             text=True,
             timeout=timeout,

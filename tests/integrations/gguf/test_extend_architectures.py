@@ -46,6 +46,21 @@ ARCHITECTURES = {
     "olmo2": {},
     "olmo3": {"num_hidden_layers": 4, "layer_types": _LLLG, "sliding_window": 4096},
     "seed_oss": {},
+    # Qwen3.5 as Qwen/Qwen3.5-0.8B ships its text model (head 256, a quarter rotating in interleaved M-RoPE sections,
+    # base 1e7) in its 3:1 pattern of Gated DeltaNet and attention layers: converted with --no-mtp (transformers
+    # builds no multi-token-prediction layers), its GGUF file keeps rope.dimension_sections through extend
+    "qwen3_5_text": {
+        "head_dim": 256,
+        "num_hidden_layers": 4,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10_000_000,
+            "partial_rotary_factor": 0.25,
+            "mrope_interleaved": True,
+            "mrope_section": [11, 11, 10],
+        },
+    },
 }
 #: token ids past the original length (64) and below the target (256)
 IDS = [(7 * i + 3) % 256 for i in range(160)]

@@ -48,6 +48,18 @@ def test_which_dims_rotate_is_kept_as_the_source_says(tmp_path: Path) -> None:
     assert written["laguna.rope.dimension_count"] == D and written["laguna.rope.scaling.type"] == "yarn"
 
 
+def test_the_rotary_layout_keys_are_kept(tmp_path: Path) -> None:
+    """M-RoPE's sections and the sliding layers' rotary dim say which dims rotate, not how fast: a scaling keeps them
+    (llama.cpp refuses to load a Qwen3.5 file without its sections). The oracle: the source file's own values."""
+    layout = {"rope.dimension_sections": [D // 8, D // 8, D // 4, 0], "rope.dimension_count_swa": D // 2}
+    source = write_source(tmp_path / "in.gguf", arch="qwen35", metadata=layout)
+    out = extend_gguf(source, LinearScaling(factor=2.0), tmp_path / "out.gguf").out
+    written, before = fields(out), fields(source)
+    for key in ("qwen35.rope.dimension_sections", "qwen35.rope.dimension_count_swa", "qwen35.rope.dimension_count"):
+        assert written[key] == before[key]
+    assert written["qwen35.rope.scaling.factor"] == 2.0
+
+
 def test_per_pair_methods_write_rope_freqs_that_llamacpp_divides_by(tmp_path: Path) -> None:
     spec = Llama3Scaling(factor=4.0, original_max_position_embeddings=L0, low_freq_factor=1.0, high_freq_factor=4.0)
     source = write_source(tmp_path / "in.gguf")
