@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ropekit.config import RopeConfig
+    from ropekit.scaling.registry import ScalingConfig
 
 #: the fields of a method config that set its amplitude rather than its frequencies
 AMPLITUDE_KEYS = ("attention_factor", "mscale", "mscale_all_dim")
@@ -66,3 +70,9 @@ def with_kept_amplitude(native: Any, requested: Any) -> Any:
     """``requested`` with the amplitude keys it keeps from ``native`` (:func:`kept_amplitude`)."""
     kept = kept_amplitude(native, requested)
     return dataclasses.replace(requested, **kept) if kept else requested
+
+
+def rescaled(rope: RopeConfig, scaling: ScalingConfig | None) -> RopeConfig:
+    """The model's RoPE ``rope`` with ``scaling`` in place of its own, keeping its amplitude rule
+    (:func:`with_kept_amplitude`): what ``extend`` writes and ``apply_scaling`` installs."""
+    return rope.replace(scaling=with_kept_amplitude(rope.scaling, scaling))

@@ -29,7 +29,7 @@ from typing import Any
 from ropekit.config import RopeConfig
 from ropekit.errors import InvalidArgument
 from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
-from ropekit.integrations.hf.amplitude_rule import kept_amplitude, with_kept_amplitude
+from ropekit.integrations.hf.amplitude_rule import kept_amplitude, rescaled
 from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY as DUAL_CHUNK_KEY
 from ropekit.integrations.hf.legacy_keys import with_legacy_keys
 from ropekit.integrations.hf.native_rope import native_rope, older_transformers_note
@@ -272,7 +272,7 @@ def _with_rope(
     chosen = scaled_layer_types(config, layer_types)  # refuses layer types a model lacks or cannot have
     if nested is None:
         native = rope_of(config)
-        ropes[None] = native.replace(scaling=with_kept_amplitude(native.scaling, scaling))
+        ropes[None] = rescaled(native, scaling)
         written = native_rope(ropes[None], original_length=original_length_of(config, native), named=named)
         # its rope_theta/partial_rotary_factor win over top-level keys
         new[key] = _keep_rotary_key(written.rope_parameters, config.get("rope_scaling") or config.get(key))
@@ -288,7 +288,7 @@ def _with_rope(
             if layer_type not in chosen:
                 ropes[layer_type] = native
                 continue
-            ropes[layer_type] = native.replace(scaling=with_kept_amplitude(native.scaling, scaling))
+            ropes[layer_type] = rescaled(native, scaling)
             length = original_length_of(config, native)
             written = native_rope(ropes[layer_type], original_length=length, named=named)
             if written.rope_parameters["rope_type"] == "longrope":
