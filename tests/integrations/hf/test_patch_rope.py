@@ -138,6 +138,19 @@ def test_ropekit_adapter_equals_transformers(factory: Callable, length: int, mat
         assert max_diff(plain, reference) < ATOL
 
 
+def test_a_fixed_attention_factor_is_kept_by_the_same_method() -> None:
+    """A YaRN model whose attention_factor (1.0) is not YaRN's 0.1·ln s + 1 keeps it under a new YaRN factor, as
+    extend writes it: the logits are transformers' own YaRN x8 model with attention_factor 1.0."""
+    ids = ids_of(150)
+    ours = llama(YARN_32_TO_128 | {"attention_factor": 1.0}, 256)
+    theirs = logits(llama(YARN_32_TO_128 | {"factor": 8.0, "attention_factor": 1.0}, 256), ids)
+    apply_scaling(ours, YarnScaling(factor=8.0, original_max_position_embeddings=32))
+    assert max_diff(logits(ours, ids), theirs) < ATOL
+    assert ours.config.rope_parameters["attention_factor"] == 1.0  # what save_pretrained writes
+    formula = llama(YARN_32_TO_128 | {"factor": 8.0}, 256)  # A = 0.1·ln 8 + 1: the comparison has teeth
+    assert max_diff(logits(formula, ids), theirs) > MATTERS
+
+
 def test_partial_rotary_is_read_from_the_config() -> None:
     assert from_hf_config(gpt_neox().config).dim == 4
     assert from_hf_config(gpt_neox(rotary_pct=0.5).config).dim == 8

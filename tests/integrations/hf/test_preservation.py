@@ -278,3 +278,61 @@ def test_a_writer_that_keeps_deepseek_v4s_shipped_yarn_is_refused(tmp_path, monk
         extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
     assert math.isclose(_giving(str(refused.value)), 160000.0 ** (-31 / 32) / 32, rel_tol=1e-4)  # closed form
     assert not (tmp_path / "out").exists()
+
+
+def _compress_amplitude(folder) -> float:
+    """A of DeepSeek-V4's ``compress`` RoPE: cos at position 0 of transformers' own DeepseekV4RotaryEmbedding."""
+    import torch
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4RotaryEmbedding
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rotary = DeepseekV4RotaryEmbedding(transformers.AutoConfig.from_pretrained(folder))
+    cos, _ = rotary(torch.zeros(1, 1, 4), torch.zeros(1, 1, dtype=torch.long), layer_type="compress")
+    return float(cos.flatten()[0])
+
+
+def test_extend_keeps_deepseek_v4s_compress_amplitude(tmp_path) -> None:
+    """DeepseekV4Config gives a YaRN ``compress`` RoPE attention_factor 1.0 (its reference does not multiply cos/sin
+    by YaRN's 0.1·ln s + 1); the written model keeps A = 1 on its compressed layers at x32."""
+    source = shipped_folder("deepseek-v4", tmp_path / "source")
+    result = extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
+    assert _compress_amplitude(source) == 1.0 and _compress_amplitude(tmp_path / "out") == 1.0
+    layers = measured_layers(json.loads((tmp_path / "out" / "config.json").read_text()), 2)
+    assert [layer.rope_key for layer in layers] == ["main", "compress"]
+    assert [layer.amplitude for layer in layers] == pytest.approx([1.0, 1.0], rel=1e-6)
+    assert result.config["rope_parameters"]["compress"]["attention_factor"] == 1.0
+
+
+def test_a_writer_that_drops_deepseek_v4s_attention_factor_is_refused(tmp_path, monkeypatch) -> None:
+    """Without ``attention_factor`` transformers multiplies the compressed layers' cos/sin by 0.1·ln 32 + 1."""
+
+    def dropped(config):
+        for params in (config["rope_parameters"]["compress"], config.get("rope_scaling") or {}):
+            params.pop("attention_factor", None)
+
+    _wrong_writer(monkeypatch, dropped)
+    source = shipped_folder("deepseek-v4", tmp_path / "source")
+    where = r"^layer 1 \(compressed_sparse_attention, RoPE 'compress'\): its rotation's amplitude is 1.34657"
+    with pytest.raises(ValueError, match=where):
+        extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_writer_that_changes_the_amplitude_of_a_layer_left_alone_is_refused(tmp_path, monkeypatch) -> None:
+    """DeepSeek-V4's ``main`` written as YaRN x1 (its frequencies unchanged) with attention_factor 2: its sliding
+    layer's rotation is 2·R, not the source's R."""
+
+    def main_doubled(config):
+        main = config["rope_parameters"]["main"]
+        main |= {"rope_type": "yarn", "factor": 1.0, "original_max_position_embeddings": 65536, "attention_factor": 2.0}
+
+    _wrong_writer(monkeypatch, main_doubled)
+    source = shipped_folder("deepseek-v4", tmp_path / "source")
+    where = (
+        r"^layer 0 \(sliding_attention, RoPE 'main'\): the request leaves this layer as it is, but its rotation's "
+        r"amplitude is 2, not the source's 1;"
+    )
+    with pytest.raises(ValueError, match=where):
+        extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -29,6 +29,7 @@ from typing import Any
 from ropekit.config import RopeConfig
 from ropekit.errors import InvalidArgument
 from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
+from ropekit.integrations.hf.amplitude_rule import kept_amplitude, rescaled
 from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY as DUAL_CHUNK_KEY
 from ropekit.integrations.hf.legacy_keys import with_legacy_keys
 from ropekit.integrations.hf.native_rope import native_rope, older_transformers_note
@@ -195,7 +196,8 @@ def extended_config(
     """A ``config.json`` dict whose RoPE is the model's own with ``scaling`` (replacing any native scaling), which
     transformers loads and runs as ropekit means it (:mod:`~ropekit.integrations.hf.transformers_reads`).
 
-    A method transformers names is written as itself; where the model's config class does not load that name (Phi-3
+    A method of the model's own ``rope_type`` keeps the model's amplitude rule where the request states none
+    (:mod:`~ropekit.integrations.hf.amplitude_rule`). A method transformers names is written as itself; where the model's config class does not load that name (Phi-3
     accepts ``default`` and ``longrope`` only) its static form is written instead (a new base, or ``longrope`` with
     per-pair factors), and the notes say so; a method with neither form the config class loads is refused.
 
@@ -211,7 +213,8 @@ def extended_config(
         ``(new_config, notes)``; ``notes`` says, per layer type, which native form was written, which layers take no
         RoPE (they are unchanged; ``no_rope_layers`` is copied as it is), and, where the older keys
         ``rope_theta``/``rope_scaling`` cannot say the same (:mod:`~ropekit.integrations.hf.legacy_keys`), why they
-        were left out.
+        were left out, and which amplitude keys a written method keeps from the model's own rule
+        (:mod:`~ropekit.integrations.hf.amplitude_rule`: DeepSeek-V4's ``attention_factor`` 1.0 on ``compress``).
 
     Raises:
         ValueError: no RoPE, an unknown layer type, a scaling transformers cannot express, or a config transformers'
@@ -269,11 +272,11 @@ def _with_rope(
     chosen = scaled_layer_types(config, layer_types)  # refuses layer types a model lacks or cannot have
     if nested is None:
         native = rope_of(config)
-        ropes[None] = native.replace(scaling=scaling)
+        ropes[None] = rescaled(native, scaling)
         written = native_rope(ropes[None], original_length=original_length_of(config, native), named=named)
         # its rope_theta/partial_rotary_factor win over top-level keys
         new[key] = _keep_rotary_key(written.rope_parameters, config.get("rope_scaling") or config.get(key))
-        notes.append(written.how)
+        notes += [written.how, *_amplitude_note(native, None, scaling)]
         if written.max_position_embeddings is not None:
             lengths.add(written.max_position_embeddings)
         original = written.rope_parameters.get("original_max_position_embeddings")
@@ -285,7 +288,7 @@ def _with_rope(
             if layer_type not in chosen:
                 ropes[layer_type] = native
                 continue
-            ropes[layer_type] = native.replace(scaling=scaling)
+            ropes[layer_type] = rescaled(native, scaling)
             length = original_length_of(config, native)
             written = native_rope(ropes[layer_type], original_length=length, named=named)
             if written.rope_parameters["rope_type"] == "longrope":
@@ -296,7 +299,7 @@ def _with_rope(
                     "its own ramp, linear, llama3) or a base change (ntk, or a new base)"
                 )
             params[layer_type] = _keep_rotary_key(written.rope_parameters, params[layer_type])
-            notes.append(f"{layer_type}: {written.how}")
+            notes += [f"{layer_type}: {written.how}", *_amplitude_note(native, layer_type, scaling)]
             if written.max_position_embeddings is not None:
                 lengths.add(written.max_position_embeddings)
             original = written.rope_parameters.get("original_max_position_embeddings", original)
@@ -315,6 +318,17 @@ def _with_rope(
             notes.append(older)
     new, legacy = with_legacy_keys(new)  # rope_theta/rope_scaling for readers of the older keys, where they agree
     return new, notes + ([legacy] if legacy else []), ropes
+
+
+def _amplitude_note(native: RopeConfig, layer_type: str | None, scaling: ScalingConfig | None) -> list[str]:
+    """A note naming the amplitude keys the written method keeps from the model's own rule
+    (:mod:`~ropekit.integrations.hf.amplitude_rule`), if any."""
+    kept = kept_amplitude(native.scaling, scaling)
+    if not kept:
+        return []
+    where = f"{layer_type}: " if layer_type else ""
+    keys = ", ".join(f"{key} {value:g}" for key, value in kept.items())
+    return [f"{where}{keys} kept: the model's own amplitude rule for {scaling.rope_type}, not the method's formula"]
 
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:

@@ -25,7 +25,6 @@ nothing about evaluation.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ import torch
 from torch import nn
 
 from ropekit.config import RopeConfig
+from ropekit.integrations.hf.amplitude_rule import rescaled
 from ropekit.integrations.hf.attention_layouts import refuse_rotary_swap, sync_softmax_scale
 from ropekit.integrations.hf.legacy_keys import LEGACY_KEYS
 from ropekit.integrations.hf.model_config import (
@@ -139,6 +139,8 @@ def apply_scaling(
     (default: :func:`~ropekit.integrations.hf.model_config.scaled_layer_types`, the full-attention layers, or every
     layer type where none is ``full_attention``), each at its own base; the other layer types keep their own RoPE
     exactly as the config states it. The scaled layer types are recorded in ``model.ropekit_scaled_layer_types``.
+    A method of the model's own ``rope_type`` keeps its amplitude rule where ``scaling`` states none
+    (:mod:`~ropekit.integrations.hf.amplitude_rule`), as ``extend`` writes it.
 
     ``model.config`` is rewritten to the native form of the new RoPE (as ``ropekit extend`` writes it: its
     ``rope_parameters``, ``max_position_embeddings`` = the original length × factor or more, and Phi-3's top-level
@@ -161,19 +163,18 @@ def apply_scaling(
             f"{type(model).__name__} has no *RotaryEmbedding module called as rotary_emb(x, position_ids); "
             f"ropekit supports {', '.join(SUPPORTED)}"
         )
-    if types is None:
-        rope: RopeConfig | dict[str, RopeConfig] = dataclasses.replace(native, scaling=scaling)
+    if types is None:  # the method keeps the model's amplitude rule, as extend writes it
+        rope: RopeConfig | dict[str, RopeConfig] = rescaled(native, scaling)
+        installed = rope.scaling
     else:
-        rope = {
-            t: dataclasses.replace(rope_of(source, t), scaling=scaling) if t in chosen else rope_of(source, t)
-            for t in types
-        }
+        rope = {t: rescaled(rope_of(source, t), scaling) if t in chosen else rope_of(source, t) for t in types}
+        installed = rope[chosen[0]].scaling
     for parent, name in targets:
         child = getattr(parent, name)
         complex_output = getattr(child, "complex_output", False) or type(child).__name__ in _COMPLEX_ROTARY
         setattr(parent, name, HFRotaryAdapter(rope, complex_output=complex_output))
     model.ropekit_scaled_layer_types = chosen
-    sync_softmax_scale(model, source.config if hasattr(source, "named_modules") else source, scaling)
+    sync_softmax_scale(model, source.config if hasattr(source, "named_modules") else source, installed)
     _write_native_config(model, source, scaling, chosen, native)
     return model
 

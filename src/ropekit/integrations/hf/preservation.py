@@ -9,22 +9,26 @@ forward of n tokens: the written model at n = :data:`SERVED`, the source within 
 its ``max_position_embeddings`` where that is shorter), since beyond it transformers runs a length-following RoPE
 there (its ``dynamic`` update recomputes Hunyuan's NTK-alpha as dynamic NTK from ``rope_theta``) that is not the RoPE
 the source was trained with. From those matrices alone come each layer's rotated dimensions, its pairs (the
-dimension each one turns with) and each pair's frequency θ (the angle at position 1: θ ≤ 1 rad, so it is never
-wrapped). Each layer is judged by the rope-dict key its rotary call was given in the forward (its layer type, or
-DeepSeek-V4's ``main``/``compress``, which its model class chooses per layer), else by its layer type. Then, layer by
-layer, the written model must:
+dimension each one turns with), each pair's frequency θ (the angle at position 1: θ ≤ 1 rad, so it is never wrapped)
+and its amplitude A (the rotation at position 0 is A·I on the rotated dims: the attention factor on cos and sin).
+Each layer is judged by the rope-dict key its rotary call was given in the forward (its layer type, or DeepSeek-V4's
+``main``/``compress``, which its model class chooses per layer), else by its layer type. Then, layer by layer, the
+written model must:
 
 * rotate in the same layers (a NoPE layer stays NoPE), the same dimensions in the same pairs;
 * leave the layers the request does not scale (sliding layers whose own base the model keeps, DeepSeek-V4's ``main``
-  layers) as the source has them;
+  layers) as the source has them, their frequencies and their amplitude;
 * in the layers it scales, turn its highest- and lowest-frequency pairs as the requested method turns them from the
   unscaled frequencies u: linear, YaRN, Llama 3 and NTK slow the lowest pair by exactly s (where its wavelength is
   beyond the original length); YaRN, Llama 3 and NTK keep the highest one. u is the source layer's own measured
   frequencies where they are plain RoPE (θ₀ = 1 and a constant ratio: a base change such as NTK-alpha included),
-  else plain RoPE at the base transformers' config class reads for the layer, over the measured pairs.
+  else plain RoPE at the base transformers' config class reads for the layer, over the measured pairs;
+* in those layers, have the method's amplitude (YaRN's 0.1·ln s + 1; 1 for linear, Llama 3 and NTK), or the
+  source's measured one where the source's own rule fixes it (:mod:`~ropekit.integrations.hf.amplitude_rule`:
+  DeepSeek-V4's ``attention_factor`` 1.0 on ``compress``, kept by a YaRN written there).
 
-The method's own ratios at those two pairs come from ropekit's float64 frequencies of the method on the measured
-geometry (its formula, not its reading of a config).
+The method's own ratios at those two pairs and its amplitude come from ropekit's float64 frequencies of the method on
+the measured geometry (its formula, not its reading of a config).
 """
 
 from __future__ import annotations
@@ -49,12 +53,14 @@ RTOL = 1e-4
 @dataclass(frozen=True)
 class LayerRope:
     """One layer's rotation as measured: its pairs (each ``(dim, partner)``, ``dim < partner``, in the input's
-    coordinates, sorted), each pair's frequency in radians per token, and the ``layer_type`` its rotary call was given
-    (:meth:`~ropekit.integrations.hf.rotation_capture.Rotation.rope_key`)."""
+    coordinates, sorted), each pair's frequency in radians per token, the ``layer_type`` its rotary call was given
+    (:meth:`~ropekit.integrations.hf.rotation_capture.Rotation.rope_key`), and its amplitude A (the rotation at
+    position 0 is A·I on the rotated dims: the attention factor on cos and sin)."""
 
     pairs: tuple[tuple[int, int], ...]
     freqs: np.ndarray
     rope_key: str | None = None
+    amplitude: float = 1.0
 
     def describe(self) -> str:
         dims = sorted(d for pair in self.pairs for d in pair)
@@ -96,7 +102,8 @@ def measure(rotation: Any, served: int = SERVED) -> LayerRope:
     first = dims[turning & (partner > dims)]
     pairs = [(int(j), int(partner[j])) for j in first]
     freqs = np.arctan2(np.abs(inner[1, first, partner[first]]), inner[1, first, first])
-    return LayerRope(tuple(pairs), np.asarray(freqs), rotation.rope_key())
+    amplitude = float(np.mean(norms[turning])) if turning.any() else 1.0  # |R(0) e_j| = A on the rotated dims
+    return LayerRope(tuple(pairs), np.asarray(freqs), rotation.rope_key(), amplitude)
 
 
 #: recent measurements, keyed by the config's JSON text, the layer count and the served length: a source extended with
@@ -182,7 +189,8 @@ def check_preserved(source: Mapping[str, Any], written: Mapping[str, Any], reque
         layer_type = types[index] if types else None
         key = _rope_key(read, old, layer_type)
         scaled = request.layer_types is None or key in request.layer_types
-        why = _layer_differs(old, new, scaled, request, _plain_base(read, key))
+        wanted, fixed = _wanted(source, key, request) if scaled else (request, False)
+        why = _layer_differs(old, new, scaled, wanted, _plain_base(read, key), fixed)
         if why is not None:
             named = [name for name in (layer_type, None if key == layer_type else f"RoPE {key!r}") if name]
             where = f"layer {index}" + (f" ({', '.join(named)})" if named else "")
@@ -200,6 +208,26 @@ def _rope_key(read: Any, old: LayerRope | None, layer_type: str | None) -> str |
     return layer_type
 
 
+def _wanted(source: Mapping[str, Any], key: str | None, request: Request) -> tuple[Request, bool]:
+    """``(request, fixed)`` for a scaled layer of rope-dict key ``key``: the request's method with the amplitude keys
+    it keeps from the source's own method (:mod:`~ropekit.integrations.hf.amplitude_rule`), and whether the source's
+    rule fixes its amplitude (a kept ``attention_factor``: the written layer's A is then the source's, as measured)."""
+    from ropekit.integrations.hf.amplitude_rule import kept_amplitude
+    from ropekit.integrations.hf.model_config import layer_types_of, rope_of
+
+    nested = layer_types_of(source)
+    try:
+        native = None if nested and key not in nested else rope_of(source, key if nested else None).scaling
+    except ValueError:
+        native = None
+    kept = kept_amplitude(native, request.scaling)
+    if not kept:
+        return request, False
+    return dataclasses.replace(
+        request, scaling=dataclasses.replace(request.scaling, **kept)
+    ), "attention_factor" in kept
+
+
 def _plain_base(read: Any, key: str | None) -> float | None:
     """The base transformers' config object reads for the RoPE of rope-dict key ``key`` (``None`` where it states
     none)."""
@@ -211,7 +239,7 @@ def _plain_base(read: Any, key: str | None) -> float | None:
 
 
 def _layer_differs(
-    old: LayerRope | None, new: LayerRope | None, scaled: bool, request: Request, base: float | None
+    old: LayerRope | None, new: LayerRope | None, scaled: bool, request: Request, base: float | None, fixed: bool
 ) -> str | None:
     if (old is None) != (new is None):
         return "the source rotates no dims (NoPE) and the output does" if old is None else "the output rotates none"
@@ -226,8 +254,13 @@ def _layer_differs(
                 f"the request leaves this layer as it is, but pair {old.pairs[worst]} turns at "
                 f"{new.freqs[worst]:.6g} rad/token, not the source's {old.freqs[worst]:.6g}"
             )
+        if not scaled and not math.isclose(new.amplitude, old.amplitude, rel_tol=RTOL):
+            return (
+                f"the request leaves this layer as it is, but its rotation's amplitude is {new.amplitude:.6g}, not "
+                f"the source's {old.amplitude:.6g}"
+            )
         return None
-    return _scaled_differs(old, new, request, base)
+    return _scaled_differs(old, new, request, base, fixed)
 
 
 #: the methods whose highest and lowest pairs are checked against the method's own ratio
@@ -248,22 +281,34 @@ def _unscaled(old: LayerRope, base: float | None) -> np.ndarray | None:
     return None if base is None else base ** (-steps / len(freqs))
 
 
-def _scaled_differs(old: LayerRope, new: LayerRope, request: Request, base: float | None) -> str | None:
-    """Why the scaled layer ``new`` is not the unscaled frequencies of ``old`` turned by the requested method."""
+def _scaled_differs(old: LayerRope, new: LayerRope, request: Request, base: float | None, fixed: bool) -> str | None:
+    """Why the scaled layer ``new`` is not the unscaled frequencies of ``old`` turned by the requested method, or its
+    amplitude not the method's (the source's, where the source's rule ``fixed`` it)."""
     from ropekit.config import RopeConfig
     from ropekit.scaling.registry import frequencies
 
     unscaled = _unscaled(old, base)
-    if unscaled is None:
-        return None
-    pairs = len(unscaled)
-    plain_base = unscaled[-1] ** (-pairs / (pairs - 1)) if pairs > 1 else base or 10000.0
+    pairs = len(old.freqs)
+    plain_base = unscaled[-1] ** (-pairs / (pairs - 1)) if unscaled is not None and pairs > 1 else base or 10000.0
     scaling = _with_original(request.scaling, request.original_length)
     rope = RopeConfig(2 * pairs, base=float(plain_base))
-    plain = frequencies(rope).inv_freq
-    wanted = frequencies(rope.replace(scaling=scaling), seq_len=SERVED).inv_freq / plain if scaling else plain / plain
-    got = new.by_frequency()
+    method = frequencies(rope.replace(scaling=scaling), seq_len=SERVED) if scaling else frequencies(rope)
     name = scaling.rope_type if scaling is not None else "plain RoPE"
+    if unscaled is not None:
+        why = _pairs_differ(unscaled, new, method.inv_freq / frequencies(rope).inv_freq, name)
+        if why is not None:
+            return why
+    amplitude = old.amplitude if fixed else method.attention_factor
+    if not math.isclose(new.amplitude, amplitude, rel_tol=RTOL):
+        rule = f"the source's own rule keeps its {amplitude:.6g}" if fixed else f"{name} gives {amplitude:.6g}"
+        return f"its rotation's amplitude is {new.amplitude:.6g}, but {rule}"
+    return None
+
+
+def _pairs_differ(unscaled: np.ndarray, new: LayerRope, wanted: np.ndarray, name: str) -> str | None:
+    """Why ``new``'s highest- or lowest-frequency pair is not ``unscaled``'s turned by the method's ratio ``wanted``."""
+    got = new.by_frequency()
+    pairs = len(unscaled)
     for which, k in (("highest", 0), ("lowest", pairs - 1)):
         expected = unscaled[k] * wanted[k]
         if not math.isclose(got[k], expected, rel_tol=10 * RTOL):
