@@ -25,6 +25,7 @@ HERE = Path(__file__).parent
 sys.path[0:0] = [str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
+from released import BUILD, UNCONVERTIBLE, dress  # noqa: E402
 
 from helpers.llamacpp_convert import _CHILD, byte_tokenizer, convert, converter, missing  # noqa: E402
 
@@ -149,7 +150,8 @@ def main() -> None:
                     stored[model_type] = {**row, "converter": "not registered", "cells": []}
                     continue
                 try:
-                    byte_tokenizer(tiny_folder(model_type, work / model_type))
+                    byte_tokenizer(tiny_folder(model_type, work / model_type, BUILD.get(model_type)))
+                    dress(model_type, work / model_type)  # what the release's folder has that the converter reads
                 except Exception as error:
                     stored[model_type] = {**row, "converter": f"not built: {type(error).__name__}", "cells": []}
                     continue
@@ -157,6 +159,8 @@ def main() -> None:
             done = convert([(work / t, work / f"{t}.gguf") for t in built]) if built else {}
             for model_type, row in built.items():
                 why = done[work / f"{model_type}.gguf"]
+                if why and model_type in UNCONVERTIBLE:
+                    why = f"not convertible here: {UNCONVERTIBLE[model_type]} (converter: {why})"
                 cells = [] if why else timed(model_type, work / model_type, work / f"{model_type}.gguf", work)
                 stored[model_type] = {**row, "converter": why or "converted", "cells": cells}
                 ROWS.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n")

@@ -81,6 +81,25 @@ def byte_tokenizer(folder: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=alphabet[0]).save_pretrained(folder)
 
 
+def sentencepiece_model(folder: Path) -> None:
+    """Save ``tokenizer.model`` in ``folder``: a SentencePiece BPE model laid out as Llama 2's (which Phi-3 ships):
+    ``<unk>``, ``<s>``, ``</s>`` (ids 0-2), then the 256 byte pieces ``<0x00>`` … ``<0xFF>`` (ids 3-258), byte
+    fallback on. The converter reads this file where a family ships SentencePiece (``phi.py``'s Phi-3)."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    model = pb.ModelProto()
+    piece = pb.ModelProto.SentencePiece
+    for text, kind in (("<unk>", piece.UNKNOWN), ("<s>", piece.CONTROL), ("</s>", piece.CONTROL)):
+        model.pieces.add(piece=text, score=0.0, type=kind)
+    for byte in range(256):
+        model.pieces.add(piece=f"<0x{byte:02X}>", score=0.0, type=piece.BYTE)
+    spec = model.trainer_spec
+    spec.model_type, spec.vocab_size, spec.byte_fallback = pb.TrainerSpec.BPE, len(model.pieces), True
+    spec.unk_id, spec.bos_id, spec.eos_id, spec.pad_id = 0, 1, 2, -1
+    model.normalizer_spec.name, model.normalizer_spec.add_dummy_prefix = "identity", True
+    (folder / "tokenizer.model").write_bytes(model.SerializeToString())
+
+
 def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
     """Convert each transformers folder to its F32 GGUF file (``(folder, out)`` pairs), in one child process (the
     converter's imports once); out → ``None``, or why it was not written (the converter's error line)."""
