@@ -81,11 +81,16 @@ def byte_tokenizer(folder: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=alphabet[0]).save_pretrained(folder)
 
 
-def sentencepiece_model(folder: Path) -> None:
-    """Save ``tokenizer.model`` in ``folder``: a SentencePiece BPE model laid out as Llama 2's (which Phi-3 ships):
-    ``<unk>``, ``<s>``, ``</s>`` (ids 0-2), then the 256 byte pieces ``<0x00>`` … ``<0xFF>`` (ids 3-258), byte
-    fallback on. The converter reads this file where a family ships SentencePiece (``phi.py``'s Phi-3)."""
+def sentencepiece_tokenizer(folder: Path) -> None:
+    """Save a SentencePiece tokenizer in ``folder`` (in place of :func:`byte_tokenizer`'s files): ``tokenizer.model``,
+    a BPE model laid out as Llama 2's (which Phi-3 ships): ``<unk>``, ``<s>``, ``</s>`` (ids 0-2), then the 256 byte
+    pieces ``<0x00>`` … ``<0xFF>`` (ids 3-258), byte fallback on; and transformers' own ``tokenizer.json`` made from
+    it, so both files name one vocabulary. The converter reads ``tokenizer.model`` where a family ships SentencePiece
+    (``phi.py``'s Phi-3)."""
+    import json
+
     from sentencepiece import sentencepiece_model_pb2 as pb
+    from transformers import AutoTokenizer
 
     model = pb.ModelProto()
     piece = pb.ModelProto.SentencePiece
@@ -97,7 +102,11 @@ def sentencepiece_model(folder: Path) -> None:
     spec.model_type, spec.vocab_size, spec.byte_fallback = pb.TrainerSpec.BPE, len(model.pieces), True
     spec.unk_id, spec.bos_id, spec.eos_id, spec.pad_id = 0, 1, 2, -1
     model.normalizer_spec.name, model.normalizer_spec.add_dummy_prefix = "identity", True
+    (folder / "tokenizer.json").unlink(missing_ok=True)
     (folder / "tokenizer.model").write_bytes(model.SerializeToString())
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer", **special}))
+    AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
 
 
 def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
