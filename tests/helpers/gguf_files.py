@@ -25,6 +25,8 @@ def write_source(path: Path, *, arch: str = "llama", metadata: dict | None = Non
     for key, value in (metadata or {}).items():
         if isinstance(value, str):
             writer.add_string(f"{arch}.{key}", value)
+        elif isinstance(value, list):
+            writer.add_array(f"{arch}.{key}", value)
         elif isinstance(value, int):
             writer.add_uint32(f"{arch}.{key}", value)
         else:

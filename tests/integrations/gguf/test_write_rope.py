@@ -37,6 +37,20 @@ def test_tensors_are_copied_byte_for_byte_and_rope_keys_rewritten(tmp_path: Path
     assert {k: written[k] for k in unchanged} == unchanged
 
 
+@pytest.mark.parametrize(
+    "method", [LinearScaling(factor=2.0), YarnScaling(factor=2.0, original_max_position_embeddings=L0)]
+)
+def test_which_dims_rotate_is_kept(tmp_path: Path, method) -> None:
+    """M-RoPE's sections and the sliding layers' rotating dims are the model's: llama.cpp refuses a qwen3vl-style file
+    without its sections (``key not found in model: qwen4exp.rope.dimension_sections``)."""
+    structure = {"rope.dimension_sections": [8, 12, 12, 0], "rope.dimension_count_swa": D // 2}
+    source = write_source(tmp_path / "in.gguf", arch="qwen3vl", metadata=structure)
+    written = fields(extend_gguf(source, method, tmp_path / "out.gguf").out)
+    assert written["qwen3vl.rope.dimension_sections"] == [8, 12, 12, 0]
+    assert written["qwen3vl.rope.dimension_count_swa"] == D // 2
+    assert written["qwen3vl.rope.scaling.factor"] == 2.0
+
+
 def test_per_pair_methods_write_rope_freqs_that_llamacpp_divides_by(tmp_path: Path) -> None:
     spec = Llama3Scaling(factor=4.0, original_max_position_embeddings=L0, low_freq_factor=1.0, high_freq_factor=4.0)
     source = write_source(tmp_path / "in.gguf")

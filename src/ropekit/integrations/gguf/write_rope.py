@@ -108,7 +108,10 @@ def _write(gguf: Any, reader: Any, partial: Path, arch: str, form: LlamaCppRope,
     """The GGUF file at ``partial``: ``reader``'s keys and tensors with ``form`` as its RoPE."""
     keys = gguf.Keys
     rope_prefix = keys.Rope.FREQ_BASE.format(arch=arch).removesuffix("freq_base")  # "{arch}.rope."
-    kept_rope = {keys.Rope.DIMENSION_COUNT.format(arch=arch), keys.Rope.FREQ_BASE_SWA.format(arch=arch)}
+    # which dims rotate, and how (M-RoPE's sections), is the model's, not its scaling: llama.cpp refuses an M-RoPE
+    # architecture without its sections (Qwen3-VL, Qwen3.5, Qwen3.8-Flash-Next)
+    structure = (keys.Rope.DIMENSION_COUNT, keys.Rope.DIMENSION_COUNT_SWA, keys.Rope.DIMENSION_SECTIONS)
+    kept_rope = {key.format(arch=arch) for key in (*structure, keys.Rope.FREQ_BASE_SWA)}
     rewritten = {keys.LLM.CONTEXT_LENGTH.format(arch=arch), keys.General.ARCHITECTURE}
     writer = gguf.GGUFWriter(str(partial), arch, endianess=reader.endianess)
     try:
