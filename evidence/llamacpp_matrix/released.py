@@ -1,11 +1,14 @@
 """What llama.cpp's converter reads from a released checkpoint's folder that a tiny model built from its config class's
-defaults lacks: per architecture, the config-class arguments the release has (:data:`BUILD`), the legacy keys its
-``config.json`` carries beside what transformers 5 writes (:data:`CONFIG`), and the special tokens its tokenizer has
-(:data:`TOKENS`). Each entry says what the converter (``conversion/<file>.py`` of llama.cpp's
-``convert_hf_to_gguf.py``) requires and where the released checkpoint has it.
+defaults lacks, per architecture: the config-class arguments the release has (:data:`BUILD`), the legacy keys its
+``config.json`` carries beside what transformers 5 writes (:data:`CONFIG`), its tensor names where transformers saves
+others (:data:`TENSORS`), a SentencePiece ``tokenizer.model`` (:data:`SENTENCEPIECE`) and the special tokens its
+tokenizer has (:data:`TOKENS`). Each entry says what the converter (``conversion/<file>.py`` beside llama.cpp's
+``convert_hf_to_gguf.py``) or llama.cpp requires and where the released checkpoint has it; :data:`UNCONVERTIBLE` says
+why a family's release cannot be converted here at all.
 
 Every value a legacy key takes is read from the tiny model's own ``config.json`` (``rotary_pct`` is its
-``partial_rotary_factor``), so transformers, ropekit and the converter read one model.
+``partial_rotary_factor``), so transformers, ropekit and the converter read one model
+(``tests/test_llamacpp_released.py``).
 """
 
 from __future__ import annotations
@@ -122,9 +125,8 @@ def _rotary_dim(config: dict[str, Any]) -> int:
     return int(head * _rotary_pct(config))
 
 
-#: legacy keys released ``config.json`` files carry (key → value from the tiny config, or ``None``: a key the
-#: release does not have, which the converter would read instead of the class's derived value)
-CONFIG: dict[str, dict[str, Callable[[dict[str, Any]], Any] | None]] = {
+#: legacy keys released ``config.json`` files carry (key → its value, from the tiny model's config)
+CONFIG: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {
     # gptneox.py reads rotary_pct; EleutherAI/pythia-* config.json ship rotary_pct 0.25 (transformers 5 writes
     # rope_parameters.partial_rotary_factor instead)
     "gpt_neox": {"rotary_pct": _rotary_pct},
@@ -204,11 +206,7 @@ def dress(model_type: str, folder: Path) -> None:
     if keys:
         path = folder / "config.json"
         config = json.loads(path.read_text())
-        for key, value in keys.items():
-            if value is None:
-                config.pop(key, None)
-            else:
-                config[key] = value(config)
+        config |= {key: value(config) for key, value in keys.items()}
         path.write_text(json.dumps(config, indent=2) + "\n")
     if model_type in TENSORS:
         _rename(folder / "model.safetensors", TENSORS[model_type])

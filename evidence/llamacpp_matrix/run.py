@@ -2,10 +2,11 @@
 shared cores: run it niced in the background).
 
 For every causal-LM architecture of transformers with RoPE (``evidence/engines_matrix``'s list and tiny models: its
-config class's defaults, 2 layers, hidden size 64) whose HF class llama.cpp's own converter registers: the tiny model
-is converted to an F32 GGUF file by the converter (``tests/helpers/llamacpp_convert.py``), then llama.cpp's logits
-(llama-cpp-python) are compared with transformers' on the same ids, for the source and for each method (none, linear,
-yarn; factor 4) written by ``ropekit extend`` twice: into a folder (transformers' side) and into a GGUF file
+config class's defaults, 2 layers, hidden size 64) whose HF class llama.cpp's own converter registers, given what the
+family's released folder has that the converter reads (``released.py``): the tiny model is converted to an F32 GGUF
+file by the converter (``tests/helpers/llamacpp_convert.py``), then llama.cpp's logits (llama-cpp-python) are
+compared with transformers' on the same ids, for the source and for each method (none, linear, yarn; factor 4)
+written by ``ropekit extend`` twice: into a folder (transformers' side) and into a GGUF file
 (llama.cpp's). A cell is ``same`` (max |Δlogit| within :data:`TOLERANCE`), ``differs`` (with the gap), ``extend
 refused`` (its one line) or ``not run`` (why). Rows go to ``rows.json`` as each architecture is measured; the counts
 and the command to ``summary.md``.
