@@ -35,7 +35,7 @@ def _logits(folder: Path):
         return model(torch.tensor([IDS])).logits
 
 
-@pytest.mark.parametrize("model_type", ["gpt_neox", "hy_v4", "glm4_moe_lite", "minimax_m2"])
+@pytest.mark.parametrize("model_type", ["gpt_neox", "hy_v4", "glm4_moe_lite", "minimax_m2", "solar_open"])
 def test_the_released_layout_is_the_same_model_to_transformers(model_type: str, tmp_path: Path) -> None:
     import torch
 

@@ -132,6 +132,9 @@ CONFIG: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {
     "gpt_neox": {"rotary_pct": _rotary_pct},
     # command_r.py's Cohere2Model reads rotary_pct; CohereLabs/c4ai-command-r7b-12-2024's config.json ships 1.0
     "cohere2": {"rotary_pct": _rotary_pct},
+    # glm.py's Glm4MoeModel (Solar-Open's converter) rotates half the head unless the config says otherwise (GLM-4.5's
+    # share); upstage/Solar-Open-100B's config.json ships partial_rotary_factor 1.0 (transformers' default for it)
+    "solar_open": {"partial_rotary_factor": _rotary_pct},
     # minimax.py's MiniMaxM2Model reads rotary_dim; MiniMaxAI/MiniMax-M2's config.json ships rotary_dim 64 of
     # head_dim 128; llama.cpp aborts building the MoE graph without a gating function, which the converter reads from
     # scoring_func: the release ships "sigmoid" (transformers' MiniMaxM2 routes by sigmoid)
