@@ -39,7 +39,8 @@ QWEN4_EXP_TEXT = {
     "indexer_compress_ratio": 4,
 }
 
-#: config-class arguments the released checkpoints have, given to ``tiny_folder`` (kept, never shrunk)
+#: config-class arguments the released checkpoints have, given to ``tiny_folder`` (kept, never shrunk), and where a
+#: family's random init would hide the rotation, the init that shows it
 BUILD: dict[str, dict[str, Any]] = {
     # bitnet.py maps no output tensor (llama.cpp's BitNet reads the tied embedding); microsoft/bitnet-b1.58-2B-4T's
     # config.json has tie_word_embeddings: true
@@ -49,6 +50,10 @@ BUILD: dict[str, dict[str, Any]] = {
     # reorders); llama.cpp's Falcon takes the feed-forward width as 4 x hidden, as FalconConfig derives it where
     # config.json has no ffn_hidden_size (falcon-7b), but the class's default is 4 x 4544
     "falcon": {"num_kv_heads": 1, "ffn_hidden_size": 4 * 64},
+    # not a release key but the random init: HY-V4's initializer_range 0.006 leaves a tiny random model's attention
+    # near uniform, so RoPE moves its logits by 7e-6 (linear x4), far under the matrix's tolerance and no verdict
+    # would test the rotation; at the usual 0.02 linear x4 moves them by 0.054
+    "hy_v4": {"initializer_range": 0.02},
     # qwen4exp.py writes the QSA indexer's sizes (None in the class's defaults) and reads full-attention layers, which
     # the defaults cut to two layers lack: Qwen/Qwen3.8-Flash-Next's indexer (4 heads, 1 key head, head 128,
     # budget 2048, ratio 4) and one recurrent and one attention layer of its 3:1 pattern
