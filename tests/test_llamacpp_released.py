@@ -1,4 +1,6 @@
-"""llama.cpp's column (evidence/llamacpp_matrix): each architecture of :data:`released.RELEASED`, built with the keys
+"""llama.cpp's column (evidence/llamacpp_matrix): what a family's released folder has that llama.cpp's converter reads,
+given to a tiny model, is the same model to transformers (the dressed folder's logits are the saved folder's, bit for
+bit; renamed tensors load where they were); and each architecture of :data:`released.RELEASED`, built with the keys
 and the tokenizer its release ships, is converted by llama.cpp's own converter and loaded by llama.cpp, which refused
 or aborted on the config class's defaults. The oracle: llama.cpp's own load, prefill and decode (a child process), and
 for the SentencePiece tokenizer, SentencePiece's own reading of the file."""
@@ -6,18 +8,28 @@ for the SentencePiece tokenizer, SentencePiece's own reading of the file."""
 from __future__ import annotations
 
 import importlib.util
+import re
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.llamacpp_convert import SENTENCEPIECE_SPECIALS, convert, missing, sentencepiece_tokenizer
+from helpers.llamacpp_convert import (
+    SENTENCEPIECE_SPECIALS,
+    byte_tokenizer,
+    convert,
+    llama_sentencepiece_tokenizer,
+    missing,
+    sentencepiece_tokenizer,
+)
 
 pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).parents[1] / "evidence" / "engines_matrix"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "evidence" / "llamacpp_matrix"))
 
 import released
+from matrix import tiny_folder
 
 RUNNER = Path(released.__file__).with_name("run.py")
 
@@ -26,6 +38,8 @@ pytestmark = [pytest.mark.hf, pytest.mark.usefixtures("quiet_transformers")]
 #: the architectures measured by default (each a different cause: key/value heads and MLP width,
 #: a Llama 4 layer period, SentencePiece); the rest under ``-m slow``
 FAST = ("phi", "llama4_text", "gemma3_text")
+#: the architectures whose release the converter converts here (the others say why not: ``Released.unconvertible``)
+CONVERTIBLE = [t for t, entry in released.RELEASED.items() if not entry.unconvertible]
 
 
 def _runner():
@@ -59,7 +73,7 @@ def converted(tmp_path_factory):
 
     def get(model_type: str) -> tuple[Path, str | None]:
         if model_type not in done:
-            group = [t for t in released.RELEASED if (t in FAST) == (model_type in FAST)]
+            group = [t for t in CONVERTIBLE if (t in FAST) == (model_type in FAST)]
             pairs = [(runner.build(t, work / t), work / f"{t}.gguf") for t in group]
             results = convert(pairs)
             done.update({t: (gguf, results[gguf]) for t, (_, gguf) in zip(group, pairs, strict=True)})
@@ -70,7 +84,8 @@ def converted(tmp_path_factory):
 
 @pytest.mark.llamacpp
 @pytest.mark.parametrize(
-    "model_type", [t if t in FAST else pytest.param(t, marks=pytest.mark.slow) for t in sorted(released.RELEASED)]
+    "model_type",
+    [t if t in FAST else pytest.param(t, marks=pytest.mark.slow) for t in sorted(CONVERTIBLE)],
 )
 def test_released_shape_converts_and_llamacpp_loads_it(converted, model_type: str) -> None:
     from ropekit.eval.backends.llamacpp_probe import probe
@@ -78,3 +93,57 @@ def test_released_shape_converts_and_llamacpp_loads_it(converted, model_type: st
     gguf, why = converted(model_type)
     assert why is None
     assert probe(gguf) is None
+
+
+IDS = [(7 * i + 3) % 256 for i in range(48)]
+
+
+def _logits(folder: Path):
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    with torch.no_grad():
+        return model(torch.tensor([IDS])).logits
+
+
+@pytest.mark.parametrize("model_type", ["gpt_neox", "hy_v4", "glm4_moe_lite", "minimax_m2", "solar_open"])
+def test_the_released_layout_is_the_same_model_to_transformers(model_type: str, tmp_path: Path) -> None:
+    import torch
+
+    saved = tiny_folder(model_type, tmp_path / "saved", released.RELEASED[model_type].keys or None)
+    byte_tokenizer(saved)
+    dressed = shutil.copytree(saved, tmp_path / "dressed")
+    released.dress(model_type, dressed)
+    torch.testing.assert_close(_logits(dressed), _logits(saved), rtol=0, atol=0)
+
+
+def test_tensor_names_are_the_releases(tmp_path: Path) -> None:
+    """HY-V4: the names gguf-py maps for tencent's checkpoint, none of transformers' reversed ones."""
+    from safetensors import safe_open
+
+    folder = tiny_folder("hy_v4", tmp_path / "hy_v4")
+    released.dress("hy_v4", folder)
+    with safe_open(folder / "model.safetensors", "pt") as file:
+        names = set(file.keys())
+    assert {"model.hc_head.hc_head_base", "model.layers.0.hc_attn_layer.hc_pre.hc_fn"} <= names
+    assert "model.layers.0.mlp.gate_proj.weight" in names and "model.layers.0.self_attn.linear_gate.weight" in names
+    assert not [
+        name for name in names if re.match(r"model\.(layers\.\d+\.)?hc_pre\.", name) or "mlp.linear_gate" in name
+    ]
+
+
+def test_the_llama_sentencepiece_tokenizer_is_one_vocabulary(tmp_path: Path) -> None:
+    from sentencepiece import SentencePieceProcessor
+    from transformers import AutoTokenizer
+
+    byte_tokenizer(tmp_path)
+    llama_sentencepiece_tokenizer(tmp_path)
+    processor = SentencePieceProcessor(model_file=str(tmp_path / "tokenizer.model"))
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    assert [processor.id_to_piece(i) for i in (0, 1, 2, 3, 258)] == ["<unk>", "<s>", "</s>", "<0x00>", "<0xFF>"]
+    assert processor.is_byte(13) and processor.is_control(1) and processor.is_unknown(0)
+    text = "héllo\nwörld"
+    expected = [3 + byte for byte in ("▁" + text.replace(" ", "▁")).encode()]  # byte fallback: every byte its piece
+    assert processor.encode(text) == expected
+    assert tokenizer(text, add_special_tokens=False).input_ids == expected

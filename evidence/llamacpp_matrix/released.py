@@ -15,6 +15,9 @@ another model or refuses it. The keys are config-class arguments (a composite co
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,11 @@ class Released:
             all-zero router ties every expert for every token; transformers' topk and llama.cpp's argsort break the
             tie by different indices): filled as transformers initialises the other linear layers.
         explained: why llama.cpp's row is not ``same`` for the architecture as released, with the measurement.
+        legacy: keys the release's ``config.json`` carries beside what transformers 5 writes (key → its value, from
+            the tiny model's own ``config.json``, so transformers, ropekit and the converter read one model).
+        tensors: the release's tensor names where transformers saves others (regex → replacement on the saved names).
+        tokens: special tokens the family's tokenizer has, added after the byte tokens.
+        unconvertible: why the converter cannot convert the family's released layout here at all.
     """
 
     keys: dict[str, Any] = field(default_factory=dict)
@@ -50,6 +58,10 @@ class Released:
     spelled: dict[str, Any] = field(default_factory=dict)
     router: str | None = None
     explained: str = ""
+    legacy: dict[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
+    tensors: tuple[tuple[str, str], ...] = ()
+    tokens: tuple[str, ...] = ()
+    unconvertible: str = ""
 
 
 #: Llama 4's layers as llama.cpp builds them: it fixes the pattern (a period of 4), so a model of two layers has no
@@ -95,6 +107,68 @@ QWEN_WHY = (
 QWEN3_5_MOE_DIFFERS = (
     "one position of 320 (77) is over the tolerance, the median gap 6.5e-5: a local difference (the extended linear "
     "and yarn models are the same)"
+)
+
+#: Qwen3.8-Flash-Next's attention (head 256, a quarter rotated, M-RoPE sections 11/11/10: the QSA index head must
+#: hold the rotated dims), its QSA indexer and a two-layer cut of its layer pattern (config-class arguments)
+QWEN4_EXP_TEXT = {
+    "head_dim": 256,
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 10_000_000,
+        "partial_rotary_factor": 0.25,
+        "mrope_interleaved": True,
+        "mrope_section": [11, 11, 10],
+    },
+    "num_hidden_layers": 2,
+    "layer_types": ["linear_attention", "full_attention"],
+    "indexer_n_heads": 4,
+    "indexer_kv_heads": 1,
+    "indexer_head_dim": 128,
+    "indexer_budget": 2048,
+    "indexer_compress_ratio": 4,
+}
+
+#: GLM-4's added tokens (zai-org/glm-4-9b-chat-hf tokenizer_config.json, ids 151329-151338 in this order)
+GLM4_TOKENS = (
+    "<|endoftext|>",
+    "[MASK]",
+    "[gMASK]",
+    "[sMASK]",
+    "<sop>",
+    "<eop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+)
+
+#: DeepSeek-V4's compress ratio of each attention layer type (transformers' configuration_deepseek_v4.py)
+_COMPRESS_RATIO = {"sliding_attention": 0, "compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+
+
+def _leading(types: list[str], kind: str) -> int:
+    return next((i for i, t in enumerate(types) if t != kind), len(types))
+
+
+def _rotary_pct(config: dict[str, Any]) -> float:
+    return float(config["rope_parameters"].get("partial_rotary_factor", 1.0))
+
+
+def _rotary_dim(config: dict[str, Any]) -> int:
+    head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    return int(head * _rotary_pct(config))
+
+
+QWEN4_WHY = (
+    "qwen4exp.py writes the QSA indexer's sizes (None in the class's defaults) and reads full-attention layers, which "
+    "the defaults cut to two layers lack: Qwen/Qwen3.8-Flash-Next's indexer (4 heads, 1 key head, head 128, budget "
+    "2048, ratio 4) and one recurrent and one attention layer of its 3:1 pattern"
+)
+QWEN4_DIFFERS = "0.093, already 0.012 at position 0, so not from RoPE; the cause was not found"
+GLM_MOE_WHY = (
+    "base.py's _set_vocab_glm (Glm4Moe, Glm4MoeLite, GlmMoeDsa) looks up [gMASK], <|user|>, <|endoftext|>, "
+    "<|observation|>: GLM-4.5/4.7/5's tokenizer has GLM-4's added tokens"
 )
 
 RELEASED: dict[str, Released] = {
@@ -272,6 +346,148 @@ RELEASED: dict[str, Released] = {
     "qwen3_5_moe": Released({"text_config": QWEN3_5_TEXT}, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
     "qwen3_5_moe_text": Released(QWEN3_5_TEXT, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
     "qwen3_next": Released({**SHIPPED["qwen3_next"].keys, **QWEN_HYBRID}, QWEN_WHY),
+    # from here: what the converter reads of the released folder (legacy keys, tensor names, tokens, tokenizer)
+    "bitnet": Released(
+        {"tie_word_embeddings": True},
+        "bitnet.py maps no output tensor (llama.cpp's BitNet reads the tied embedding); "
+        "microsoft/bitnet-b1.58-2B-4T's config.json has tie_word_embeddings: true",
+        unconvertible="the converter maps 1bitLLM's BitNet names (inner_attn_ln, ffn_layernorm), not transformers' "
+        "attn_sub_norm / ffn_sub_norm (microsoft/bitnet-b1.58-2B-4T's names)",
+    ),
+    "falcon": Released(
+        {"num_kv_heads": 1, "ffn_hidden_size": 4 * 64},
+        "falcon.py reads num_kv_heads from FalconConfig, which sets it to the head count where config.json has none "
+        "(tiiuae/falcon-7b), though multi_query computes one key/value head; llama.cpp's Falcon takes the "
+        "feed-forward width as 4 x hidden, as FalconConfig derives it where config.json has no ffn_hidden_size",
+    ),
+    "hy_v4": Released(
+        {"initializer_range": 0.02},
+        "not a release key but the random init: HY-V4's initializer_range 0.006 leaves a tiny random model's "
+        "attention near uniform, so RoPE moves its logits by 7e-6 (linear x4), far under the tolerance; at 0.02 "
+        "linear x4 moves them by 0.054. hy_v4.py and gguf-py map tencent's HY-V4 tensor names, which transformers' "
+        "renaming (reversed on save) does not give back",
+        tensors=(
+            (r"^model\.hc_pre\.hc_head\.", "model.hc_head."),
+            (r"\.hc_pre\.(hc_(?:attn|mlp)_layer)\.(hc_(?:fn|base|scale))$", r".\1.hc_pre.\2"),
+            (r"\.mlp\.(shared_experts\.)?linear_gate\.", r".mlp.\1gate_proj."),
+        ),
+        explained="linear and yarn differ (0.054): transformers' linear x4 moves the logits by 0.054, llama.cpp's "
+        "(the extended file, a runtime freq scale 0.25 or freq_base 1e6) by about 0.0015; not traced (llama.cpp's "
+        "hy_v4 graph source is not here): extend's GGUF for HY-V4 is not trusted",
+    ),
+    "qwen4_exp_text": Released(
+        QWEN4_EXP_TEXT,
+        QWEN4_WHY,
+        explained=QWEN4_DIFFERS,
+    ),
+    "qwen4_exp": Released({"text_config": QWEN4_EXP_TEXT}, QWEN4_WHY, explained=QWEN4_DIFFERS),
+    "glm": Released(
+        why="chatglm.py's set_vocab (GlmForCausalLM) looks up <|endoftext|> and <|user|>: GLM-4's added tokens",
+        tokens=GLM4_TOKENS,
+        explained="a converter defect: chatglm.py reads layernorm_epsilon, not the rms_norm_eps (1.5625e-07) "
+        "zai-org/glm-4-9b-chat-hf ships; with that epsilon forced into llama.cpp the gap is 1.5e-4",
+    ),
+    "glm4": Released(why="glm.py's Glm4Model.set_vocab looks up <|endoftext|> and <|user|>", tokens=GLM4_TOKENS),
+    "glm4_moe": Released(
+        why=GLM_MOE_WHY,
+        tokens=GLM4_TOKENS,
+        explained="one position of 320 (23) over the tolerance, the extended linear and yarn same (1e-4): a router "
+        "near-tie",
+    ),
+    "glm4_moe_lite": Released(
+        why=GLM_MOE_WHY + "; deepseek.py's DeepseekV2Model (GLM-4.7-Flash's converter) counts the leading dense layers "
+        "from first_k_dense_replace, which zai-org/GLM-4.7-Flash's config.json ships (transformers 5 writes "
+        "mlp_layer_types)",
+        tokens=GLM4_TOKENS,
+        legacy={"first_k_dense_replace": lambda c: _leading(c["mlp_layer_types"], "dense")},
+        explained="llama.cpp's deepseek2 routes by softmax where the file has no gating key and the model is not "
+        "47 layers deep (GLM-4.7-Flash's own check); with sigmoid forced the gap is 1.5e-4",
+    ),
+    "glm_moe_dsa": Released(why=GLM_MOE_WHY, tokens=GLM4_TOKENS),
+    "solar_open": Released(
+        why="glm.py's SolarOpenModel.set_vocab looks up <|endoftext|>, <unk>, <|startoftext|> "
+        "(upstage/Solar-Open-100B's added tokens); its Glm4MoeModel rotates half the head unless the config says "
+        "otherwise: the release's config.json ships partial_rotary_factor 1.0",
+        tokens=("<unk>", "<|startoftext|>", "<|endoftext|>"),
+        legacy={"partial_rotary_factor": _rotary_pct},
+    ),
+    "phi3": Released(
+        why="phi.py's Phi3MiniModel.set_vocab reads tokenizer.model (microsoft/Phi-3-mini-4k-instruct ships Llama "
+        "2's); llama.cpp's vocabulary loader sets attributes on <|endoftext|> by name for phi3 (and throws where it "
+        "is missing): Phi-3-mini's added tokens, ids 32000-32010 in this order",
+        tokenizer="llama_sentencepiece",
+        tokens=(
+            "<|endoftext|>",
+            "<|assistant|>",
+            "<|placeholder1|>",
+            "<|placeholder2|>",
+            "<|placeholder3|>",
+            "<|placeholder4|>",
+            "<|system|>",
+            "<|end|>",
+            "<|placeholder5|>",
+            "<|placeholder6|>",
+            "<|user|>",
+        ),
+    ),
+    "gpt_neox": Released(
+        why="gptneox.py reads rotary_pct; EleutherAI/pythia-* config.json ship rotary_pct 0.25",
+        legacy={"rotary_pct": _rotary_pct},
+        unconvertible="gptneox.py reads hparams['rotary_pct'], and transformers 5's GPTNeoXConfig folds Pythia's "
+        "rotary_pct into rope_parameters: AutoConfig(...).to_dict(), which the converter reads, has none",
+    ),
+    "cohere2": Released(
+        why="command_r.py's Cohere2Model reads rotary_pct; CohereLabs/c4ai-command-r7b-12-2024's config.json ships 1.0",
+        legacy={"rotary_pct": _rotary_pct},
+    ),
+    "minimax_m2": Released(
+        why="minimax.py's MiniMaxM2Model reads rotary_dim; MiniMaxAI/MiniMax-M2's config.json ships rotary_dim 64 of "
+        "head_dim 128; llama.cpp aborts building the MoE graph without a gating function, which the converter reads "
+        "from scoring_func: the release ships sigmoid (transformers' MiniMaxM2 routes by sigmoid)",
+        legacy={"rotary_dim": _rotary_dim, "scoring_func": lambda c: "sigmoid"},
+    ),
+    "mimo_v2_flash": Released(
+        why="mimo.py reads the sliding layers' sizes, the layer pattern (1 = sliding) and the router's method as "
+        "XiaomiMiMo/MiMo-V2-Flash's config.json ships them",
+        legacy={
+            "hybrid_layer_pattern": lambda c: [int(t == "sliding_attention") for t in c["layer_types"]],
+            "swa_head_dim": lambda c: c["head_dim"],
+            "swa_v_head_dim": lambda c: c["v_head_dim"],
+            "swa_num_attention_heads": lambda c: c["num_attention_heads"],
+            "swa_num_key_value_heads": lambda c: c["num_key_value_heads"],
+            "topk_method": lambda c: "noaux_tc",
+            "layernorm_epsilon": lambda c: c["rms_norm_eps"],
+        },
+        unconvertible="mimo.py reads rope_parameters['partial_rotary_factor'] at the top level, and transformers "
+        "5's MiMoV2FlashConfig splits MiMo-V2-Flash's rope keys per layer type (full_attention / sliding_attention)",
+    ),
+    "hunyuan_v1_moe": Released(
+        why="hunyuan.py reads per-layer lists: tencent/Hunyuan-A13B-Instruct's config.json ships "
+        "moe_intermediate_size, moe_topk and num_shared_expert one entry a layer",
+        legacy={
+            "moe_intermediate_size": lambda c: [c["intermediate_size"]] * c["num_hidden_layers"],
+            "moe_topk": lambda c: [c["moe_topk"]] * c["num_hidden_layers"],
+            "num_shared_expert": lambda c: [1] * c["num_hidden_layers"],
+        },
+        unconvertible="hunyuan.py reads the tokenizer's tiktoken mergeable_ranks, which only Hunyuan-A13B's own "
+        "tokenization_hy.py provides (code in the model folder, run with trust_remote_code: never run here)",
+    ),
+    "deepseek_v4": Released(
+        why="deepseek.py's DeepseekV4Model reads config.json's legacy keys, which transformers 5 folds into "
+        "layer_types / mlp_layer_types: deepseek-ai/DeepSeek-V4-Flash's config.json ships compress_ratios (0 "
+        "sliding, 4, 128 per layer) and num_hash_layers",
+        legacy={
+            "compress_ratios": lambda c: [_COMPRESS_RATIO[t] for t in c["layer_types"]],
+            "num_hash_layers": lambda c: c["mlp_layer_types"].count("hash_moe"),
+        },
+        unconvertible="deepseek.py reads DeepSeek-V4-Flash's own tensor layout (layers.N.ffn.gate.tid2eid, FP4 "
+        "experts with their .scale tensors, no 'model.' prefix), not the names and float experts transformers saves",
+    ),
+    "deepseek_v32": Released(
+        unconvertible="deepseek.py asserts tokenizer.add_bos_token, which transformers 5 leaves False for a "
+        "tokenizer with tokenizer.json (it drops tokenizer_config.json's add_bos_token: true, as DeepSeek-V3.2-Exp "
+        "ships it)"
+    ),
 }
 
 
@@ -294,3 +510,34 @@ def trained_routers(model_type: str, folder: Path) -> None:
             if name.endswith(released.router) and not tensors[name].any():
                 tensors[name] = torch.randn(tensors[name].shape, generator=generator).to(tensors[name].dtype) * std
         save_file(tensors, path, metadata={"format": "pt"})
+
+
+def dress(model_type: str, folder: Path) -> None:
+    """Give the saved tiny model at ``folder`` what the family's released folder has that the converter reads:
+    ``Released.legacy``'s keys, ``tensors``' names and ``tokens``."""
+    released = RELEASED.get(model_type, Released())
+    if released.legacy:
+        path = folder / "config.json"
+        config = json.loads(path.read_text())
+        config |= {key: value(config) for key, value in released.legacy.items()}
+        path.write_text(json.dumps(config, indent=2) + "\n")
+    if released.tensors:
+        _rename(folder / "model.safetensors", released.tensors)
+    if released.tokens:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer.add_special_tokens({"additional_special_tokens": list(released.tokens)})
+        tokenizer.save_pretrained(folder)
+
+
+def _rename(path: Path, rules: tuple[tuple[str, str], ...]) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(path)
+    renamed = {}
+    for name, tensor in tensors.items():
+        for pattern, replacement in rules:
+            name = re.sub(pattern, replacement, name)
+        renamed[name] = tensor
+    save_file(renamed, path, metadata={"format": "pt"})

@@ -26,7 +26,7 @@ HERE = Path(__file__).parent
 sys.path[0:0] = [str(HERE), str(HERE.parent / "engines_matrix"), str(HERE.parents[1] / "tests")]
 
 from matrix import FACTOR, _invoke, rope_architectures, tiny_folder  # noqa: E402
-from released import RELEASED, Released, trained_routers  # noqa: E402
+from released import RELEASED, Released, dress, trained_routers  # noqa: E402
 
 from helpers.llamacpp_convert import (  # noqa: E402
     _CHILD,
@@ -34,6 +34,7 @@ from helpers.llamacpp_convert import (  # noqa: E402
     byte_tokenizer,
     convert,
     converter,
+    llama_sentencepiece_tokenizer,
     missing,
     sentencepiece_tokenizer,
 )
@@ -43,6 +44,7 @@ ROWS, SUMMARY = HERE / "rows.json", HERE / "summary.md"
 TOKENIZERS = {
     "bytes": byte_tokenizer,
     "sentencepiece": sentencepiece_tokenizer,
+    "llama_sentencepiece": llama_sentencepiece_tokenizer,
     "byte_fallback": byte_fallback_tokenizer,
 }
 METHODS = ("none", "linear", "yarn")
@@ -72,8 +74,8 @@ def hf_class(model_type: str) -> str:
 
 def build(model_type: str, folder: Path) -> Path:
     """The tiny ``model_type`` model at ``folder`` as released (:data:`released.RELEASED`: the keys, their spelling
-    in ``config.json``, the tokenizer and the trained router llama.cpp needs; the config class's defaults and
-    byte-level BPE elsewhere)."""
+    in ``config.json``, the tokenizer, the trained router, the legacy keys, tensor names and special tokens that
+    llama.cpp or its converter needs; the config class's defaults and byte-level BPE elsewhere)."""
     released = RELEASED.get(model_type, Released())
     tiny_folder(model_type, folder, released.keys or None)
     trained_routers(model_type, folder)
@@ -81,6 +83,7 @@ def build(model_type: str, folder: Path) -> Path:
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps(config | released.spelled, indent=2) + "\n")
     TOKENIZERS[released.tokenizer](folder)
+    dress(model_type, folder)
     return folder
 
 
@@ -215,6 +218,9 @@ def main() -> None:
             done = convert([(work / t, work / f"{t}.gguf") for t in built]) if built else {}
             for model_type, row in built.items():
                 why = done[work / f"{model_type}.gguf"]
+                unconvertible = RELEASED.get(model_type, Released()).unconvertible
+                if why and unconvertible:
+                    why = f"not convertible here: {unconvertible} (converter: {why})"
                 cells = [] if why else timed(model_type, work / model_type, work / f"{model_type}.gguf", work)
                 stored[model_type] = {**row, "converter": why or "converted", "cells": cells}
                 if RELEASED.get(model_type, Released()).explained:

@@ -139,6 +139,34 @@ def byte_fallback_tokenizer(folder: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<0x00>").save_pretrained(folder)
 
 
+def llama_sentencepiece_tokenizer(folder: Path) -> None:
+    """Save a SentencePiece tokenizer in ``folder`` (in place of :func:`byte_tokenizer`'s files): ``tokenizer.model``,
+    a BPE model laid out as Llama 2's (which Phi-3 ships): ``<unk>``, ``<s>``, ``</s>`` (ids 0-2), then the 256 byte
+    pieces ``<0x00>`` … ``<0xFF>`` (ids 3-258), byte fallback on; and transformers' own ``tokenizer.json`` made from
+    it, so both files name one vocabulary. The converter reads ``tokenizer.model`` where a family ships SentencePiece
+    (``phi.py``'s Phi-3); :func:`sentencepiece_tokenizer` is Gemma's layout."""
+    import json
+
+    from sentencepiece import sentencepiece_model_pb2 as pb
+    from transformers import AutoTokenizer
+
+    model = pb.ModelProto()
+    piece = pb.ModelProto.SentencePiece
+    for text, kind in (("<unk>", piece.UNKNOWN), ("<s>", piece.CONTROL), ("</s>", piece.CONTROL)):
+        model.pieces.add(piece=text, score=0.0, type=kind)
+    for byte in range(256):
+        model.pieces.add(piece=f"<0x{byte:02X}>", score=0.0, type=piece.BYTE)
+    spec = model.trainer_spec
+    spec.model_type, spec.vocab_size, spec.byte_fallback = pb.TrainerSpec.BPE, len(model.pieces), True
+    spec.unk_id, spec.bos_id, spec.eos_id, spec.pad_id = 0, 1, 2, -1
+    model.normalizer_spec.name, model.normalizer_spec.add_dummy_prefix = "identity", True
+    (folder / "tokenizer.json").unlink(missing_ok=True)
+    (folder / "tokenizer.model").write_bytes(model.SerializeToString())
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer", **special}))
+    AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
+
+
 def convert(pairs: list[tuple[Path, Path]], *, timeout: float = CONVERT_SECONDS) -> dict[Path, str | None]:
     """Convert each transformers folder to its F32 GGUF file (``(folder, out)`` pairs), in one child process (the
     converter's imports once); out → ``None``, or why it was not written (the converter's error line)."""
