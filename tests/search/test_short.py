@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from ropekit.search.objective import SHORT_OVER, SHORT_WEIGHT, floor_exceeds, short_term
 
@@ -62,12 +63,33 @@ def test_the_tolerance_is_the_total_1x_change_the_floor_included():
     assert math.isclose(objective(prepared, candidate) - needle, SHORT_OVER + SHORT_WEIGHT * excess, rel_tol=1e-3)
 
 
-def test_default_search_writes_factors_within_the_tolerance_at_1x():
-    from ropekit.search.journal import Journal
-    from ropekit.search.request import SHORT_TOLERANCE, SearchRequest
-    from ropekit.search.run import execute, prepare
+@pytest.fixture(scope="module")
+def prepared_2x():
+    from ropekit.search.request import SearchRequest
+    from ropekit.search.run import prepare
 
-    prepared = prepare(SearchRequest(target_multiple=2.0, samples=1, heldout_samples=1))
+    return prepare(SearchRequest(target_multiple=2.0, samples=1, heldout_samples=1))
+
+
+def test_a_journal_counted_another_way_is_not_resumed(tmp_path, prepared_2x):
+    """Scores journalled with the short-length term counted on top of the floor (a header without ``short_term``)
+    are another search's: resuming would mix the two rules."""
+    from ropekit.search.journal import Journal, JournalMismatch
+
+    path = tmp_path / "journal.jsonl"
+    header = prepared_2x.header()
+    old = {**header, "settings": {k: v for k, v in header["settings"].items() if k != "short_term"}}
+    Journal(path, old).begin({"evaluations": 1})
+    with pytest.raises(JournalMismatch, match="short_term: absent"):
+        Journal(path, header)
+
+
+def test_default_search_writes_factors_within_the_tolerance_at_1x(prepared_2x):
+    from ropekit.search.journal import Journal
+    from ropekit.search.request import SHORT_TOLERANCE
+    from ropekit.search.run import execute
+
+    prepared = prepared_2x
     trace = execute(prepared, 7, Journal(None, prepared.header()))  # the seeds and one mutant
     best = trace.best[0]
     model, windows = prepared.model, prepared.short

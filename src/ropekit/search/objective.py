@@ -7,11 +7,11 @@ T/2 back: at T >= 2·L0, beyond anything the model saw in training. The search s
 from two seed streams, of two disjoint lists of kinds, and share no sample (checked).
 
 The short-length term: the change of the mean token loss on plain text windows of L0 tokens against the model
-without scaling (what perplexity at 1x measures), beyond a tolerance on that total change, costs
-:data:`SHORT_OVER` nats plus :data:`SHORT_WEIGHT` nats of needle loss per nat over: a candidate over the tolerance
-loses to any within it, so the tolerance is a constraint. The floor, what longrope's attention factor alone costs there (every engine derives
-it from s; no factor list of that s costs less), is inside the total: where it alone exceeds the tolerance no
-candidate is within it, and the term ranks candidates by how far over they are.
+without scaling (what perplexity at 1x measures), beyond a tolerance on that total change, costs :data:`SHORT_OVER`
+nats plus :data:`SHORT_WEIGHT` nats of needle loss per nat over: a candidate over the tolerance loses to any within
+it, so the tolerance is a constraint. The floor, what longrope's attention factor alone costs there (every engine
+derives it from s; no factor list of that s costs less), is inside the total: where it alone exceeds the tolerance
+no candidate is within it, and the term ranks candidates by how far over they are.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ SHORT_WEIGHT = 100.0
 #: nats added to a candidate over the tolerance at all: more than any needle loss of a model that retrieves or not
 #: (a few nats per answer token), so a candidate within the tolerance ranks before every one over it
 SHORT_OVER = 100.0
+#: how the short-length term counts, in every journal's header: a journal whose scores were counted another way
+#: (the tolerance on top of the floor, other weights) is another search's and is not resumed
+SHORT_RULE = {"tolerance": "total 1x change, the floor included", "over": SHORT_OVER, "weight": SHORT_WEIGHT}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ropekit.search.objective import (
     HELDOUT_STREAM,
     SEARCH_STREAM,
     SHORT_HELDOUT_STREAM,
+    SHORT_RULE,
     SHORT_SEARCH_STREAM,
     NeedleSamples,
     ShortWindows,
@@ -77,6 +78,7 @@ class Prepared:
             "dtype": request.dtype,
             "space": request.space,
             "short_tolerance": request.short_tolerance,
+            "short_term": SHORT_RULE,
             "operators": asdict(Operators()),
         }
         return {"model": self.identity, "text": {"sha256": self.text["sha256"]}, "settings": settings}
