@@ -7,7 +7,13 @@ evidence/search (``shipped``) are scored on it once; then per search seed (0-4) 
 own search samples and windows (the search kinds only), its best candidate scored on the same held-out set, paired
 against every other row (bootstrap 95%). Small budgets, so that the whole run fits ~45 min on 2 shared CPU cores.
 
-Usage: PYTHONPATH=src nice -n 10 python evidence/search_seeds/run.py   (writes rows.json and summary.md here)
+The short-length term is the search's default: 1x perplexity may change by 2% in all against the model without
+scaling (the attention factor's floor included); each searched row's 1x change is in the table.
+
+Usage: PYTHONPATH=src nice -n 10 python evidence/search_seeds/run.py [4] [8]   (default both; writes rows.json and
+summary.md here). rows.json is written after every search, and a run whose multiple, form, seed and settings are
+already there is kept, not searched again: a run stopped part-way continues where it stopped, and each multiple can
+run as its own process.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from ropekit.eval.text import shipped_text, tokenize
 from ropekit.search.evolve import SearchSettings, run_search
 from ropekit.search.needles import SEARCH_KINDS
 from ropekit.search.objective import SEARCH_STREAM, SHORT_SEARCH_STREAM, needle_samples, short_windows
-from ropekit.search.request import SearchRequest
+from ropekit.search.request import SHORT_TOLERANCE, SearchRequest
 from ropekit.search.run import objective, prepare
 from ropekit.search.space import seed_candidates, theory_critical_pair
 from ropekit.search.table import SEARCHED, measure_factors, measured_rows, summarize
@@ -72,7 +78,15 @@ def searched(base, filler, seed: int, space: str, sizes: tuple[int, int, int, in
     return best, prepared.parts[best.key()], time.perf_counter() - start
 
 
-def one_length(multiple: int) -> dict:
+def settings(multiple: int) -> dict:
+    """What a run's rows depend on besides its form and seed; a stored run with other settings is searched again."""
+    names = ("search_samples", "heldout_samples", "evaluations", "population")
+    return {"sizes": dict(zip(names, SIZES[multiple], strict=True)), "short_tolerance": SHORT_TOLERANCE}
+
+
+def one_length(multiple: int, done: list[dict], save) -> dict:
+    """The formulas and every search of ``multiple``; ``done``: runs already stored for it (kept when their settings
+    are these); ``save(length)`` is called after every search with what there is so far."""
     samples, heldout, _, _ = SIZES[multiple]
     base = prepare(
         SearchRequest(model="tiny", target_multiple=float(multiple), samples=samples, heldout_samples=heldout)
@@ -83,8 +97,23 @@ def one_length(multiple: int) -> dict:
     rows = measured_rows(base, theory_best, {"shipped": shipped})
     rows.pop(SEARCHED)
     runs = []
+    length = {
+        "multiple": multiple,
+        "target_length": base.target_length,
+        "theory_critical_pair": theory_critical_pair(base.model.rope, base.original_length),
+        "kinds": sorted(set(base.heldout.kinds)),
+        "heldout_samples": heldout,
+        **settings(multiple),
+        "short_floor": math.expm1(base.heldout_short.floor),
+        "formula_losses": {name: row["losses"].tolist() for name, row in rows.items()},
+        "runs": runs,
+    }
+    stored = {(run["space"], run["seed"]): run for run in done}
     for space in SPACES[multiple]:
         for seed in SEEDS:
+            if (space, seed) in stored:
+                runs.append(stored[(space, seed)])
+                continue
             best, parts, seconds = searched(base, filler, seed, space, SIZES[multiple])
             table = summarize({SEARCHED: measure_factors(base, best.factors), **rows}, base.heldout.kinds)
             runs.append(
@@ -96,23 +125,14 @@ def one_length(multiple: int) -> dict:
                     "ntk_base": None if best.log_base_ratio is None else 1e4 * math.exp(best.log_base_ratio),
                     "factors": best.factors,
                     "search_needle": parts["needle"],
+                    "search_short_change": math.expm1(parts["short_change"]),
                     "table": table,
                     "losses": measure_factors(base, best.factors)["losses"].tolist(),
                 }
             )
-            print(f"{multiple}x {space} seed {seed}: {table['verdict']}", file=sys.stderr, flush=True)
-    return {
-        "multiple": multiple,
-        "target_length": base.target_length,
-        "theory_critical_pair": theory_critical_pair(base.model.rope, base.original_length),
-        "kinds": sorted(set(base.heldout.kinds)),
-        "heldout_samples": heldout,
-        "sizes": dict(
-            zip(("search_samples", "heldout_samples", "evaluations", "population"), SIZES[multiple], strict=True)
-        ),
-        "formula_losses": {name: row["losses"].tolist() for name, row in rows.items()},
-        "runs": runs,
-    }
+            save(length)
+            print(f"{multiple}x {space} seed {seed} ({seconds:.0f} s): {table['verdict']}", file=sys.stderr, flush=True)
+    return length
 
 
 def pooled(length: dict, space: str, other: str) -> tuple[float, tuple[float, float]]:
@@ -132,7 +152,11 @@ def summary(lengths: list[dict]) -> str:
             f"{sizes['evaluations']} candidates per search (population {sizes['population']}), "
             f"{sizes['search_samples']} search samples and windows per seed; {length['heldout_samples']} held-out "
             f"samples of {', '.join(length['kinds'])}. Loss: nats per answer token, lower is better; differences are "
-            "the row minus the searched factors (above 0: the search is better), bootstrap 95%.",
+            "the row minus the searched factors (above 0: the search is better), bootstrap 95%. 1x ppl: the "
+            f"perplexity change at L0 on the held-out windows against the model without scaling; the search allows "
+            f"{length['short_tolerance']:.0%} in all, and longrope's attention factor alone costs "
+            f"{length['short_floor']:+.1%} there. Searches took {sum(run['seconds'] for run in length['runs']):.0f} s "
+            "in all.",
             "",
             "| form | seed | critical pair (theory "
             f"{length['theory_critical_pair']}) | NTK base | held-out loss | 1x ppl | yarn − searched | best seed − "
@@ -167,20 +191,39 @@ def summary(lengths: list[dict]) -> str:
             for other in ("yarn", best_seed, "shipped"):
                 difference, (low, high) = pooled(length, space, other)
                 lines.append(f"- {space}: {other} − searched {difference:+.3f} [{low:+.3f}, {high:+.3f}]")
-            pairs = [run["critical_pair"] for run in length["runs"] if run["space"] == space]
+            runs = [run for run in length["runs"] if run["space"] == space]
+            pairs = [run["critical_pair"] for run in runs]
             lines.append(f"- {space}: critical pairs found {pairs} (theory {length['theory_critical_pair']})")
+            changes = ", ".join(f"{run['table']['rows'][SEARCHED]['short_change']:+.1%}" for run in runs)
+            lines.append(
+                f"- {space}: 1x change of the written factors, seeds {[run['seed'] for run in runs]}: {changes}"
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    start = time.perf_counter()
-    lengths = []
-    for multiple in (4, 8):
-        lengths.append(one_length(multiple))
-        (HERE / "rows.json").write_text(json.dumps({"command": COMMAND, "lengths": lengths}, indent=1) + "\n")
-    (HERE / "summary.md").write_text(summary(lengths) + f"\nWall time: {(time.perf_counter() - start) / 60:.1f} min\n")
+def stored_lengths() -> dict[int, dict]:
+    """The lengths rows.json holds (none when there is no file)."""
+    path = HERE / "rows.json"
+    if not path.exists():
+        return {}
+    return {length["multiple"]: length for length in json.loads(path.read_text())["lengths"]}
+
+
+def main(multiples: tuple[int, ...]) -> None:
+    lengths = stored_lengths()
+
+    def save(length: dict) -> None:
+        lengths[length["multiple"]] = length
+        ordered = [lengths[m] for m in sorted(lengths)]
+        (HERE / "rows.json").write_text(json.dumps({"command": COMMAND, "lengths": ordered}, indent=1) + "\n")
+
+    for multiple in multiples:
+        known = lengths.get(multiple, {})
+        same = all(known.get(key) == value for key, value in settings(multiple).items())
+        save(one_length(multiple, known.get("runs", []) if same else [], save))
+    (HERE / "summary.md").write_text(summary([lengths[m] for m in sorted(lengths)]))
 
 
 if __name__ == "__main__":
-    main()
+    main(tuple(int(arg) for arg in sys.argv[1:]) or tuple(SPACES))

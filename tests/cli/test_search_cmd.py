@@ -185,3 +185,19 @@ def test_eval_refuses_factors_searched_for_another_model(tmp_path, change, fragm
     path = _search_json(tmp_path / "s", **change)
     result = run("eval", "perplexity", "--methods", "searched", "--param", f"factors={path}", "--multiples", "2")
     assert_error(result, "factors=", fragment)
+
+
+@pytest.mark.parametrize("tolerance", ["0.005", "0.5"])
+def test_the_plan_says_when_the_attention_factor_alone_is_over_the_tolerance(tmp_path, tolerance):
+    """The plan line prints the floor (the 1x change of longrope's attention factor alone) and the total tolerance;
+    a second line says no factor list is within it exactly when the printed floor is over it."""
+    import re
+
+    flags = ("--samples", "1", "--heldout-samples", "1", "--short-tolerance", tolerance, "--dry-run")
+    result = run("search", "--target-length", "8x", "--out", tmp_path / "o", *flags)
+    assert result.exit_code == 0, result.output
+    floor = float(re.search(r"attention factor alone costs \+([\d.]+)%, and a candidate", result.output).group(1))
+    allowed = float(re.search(r"may cost ([\d.]+)% in all", result.output).group(1))
+    assert allowed == float(tolerance) * 100
+    said = f"no longrope factor list of s = 8 keeps 1x within {allowed:.1f}%" in result.output
+    assert said == (floor > allowed) == (tolerance == "0.005") and not (tmp_path / "o").exists()

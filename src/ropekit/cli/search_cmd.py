@@ -88,7 +88,9 @@ def search_command(
         "free", help="free (every pair searched) or longrope2 (pairs below the critical pair on a searched NTK curve)."
     ),
     short_tolerance: float = typer.Option(
-        0.02, help="1x perplexity rise the factors may add to the attention factor's before the objective counts it."
+        0.02,
+        help="Total 1x perplexity rise against the unscaled model (the attention factor's included) the objective "
+        "allows before it counts.",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Load, time one candidate, print the plan and exit."),
     force: bool = typer.Option(
@@ -192,9 +194,15 @@ def _print_plan(planned: dict[str, Any]) -> None:
         f"(+ formulas and held-out scores) ≈ {planned['estimated_seconds'] / 60:.1f} min; "
         f"{planned['samples']} search + {planned['heldout_samples']} held-out samples at {planned['target_length']:,} "
         f"tokens (s = {planned['factor']:g}); peak memory {memory:,.0f} MiB; at 1x the attention factor alone "
-        f"costs {planned['short_floor']:+.1%} and the factors may add {planned['short_tolerance']:.1%}{rows}",
+        f"costs {planned['short_floor']:+.1%}, and a candidate may cost {planned['short_tolerance']:.1%} in all{rows}",
         err=True,
     )
+    if planned["short_floor_exceeds"]:
+        typer.echo(
+            f"plan: no longrope factor list of s = {planned['factor']:g} keeps 1x within {planned['short_tolerance']:.1%}"
+            f" (the attention factor alone costs {planned['short_floor']:+.1%}); the search minimises the excess",
+            err=True,
+        )
 
 
 def _where(planned: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ def print_table(table: dict[str, Any]) -> None:
     """The table, best held-out row first, then the verdict lines."""
     typer.echo(
         f"  held-out kinds ({table['samples']} samples: {', '.join(table['kinds'])}); 1x on {table['windows']} "
-        f"windows of L0, where the attention factor alone costs {table['short_floor']:+.2%}"
+        f"windows of L0, where the attention factor alone costs {table['short_floor']:+.2%} (the search allows "
+        f"{table['short_tolerance']:.1%} in all)"
     )
     typer.echo(
         f"    {'method':<22}{'loss':>9} {'95%':<20}{'accuracy':>9} {'95%':<15}{'1x ppl':>8}  "

@@ -7,10 +7,11 @@ T/2 back: at T >= 2·L0, beyond anything the model saw in training. The search s
 from two seed streams, of two disjoint lists of kinds, and share no sample (checked).
 
 The short-length term: the change of the mean token loss on plain text windows of L0 tokens against the model
-without scaling (what perplexity at 1x measures), beyond what longrope's attention factor alone costs there (the
-floor, which every engine derives from s and no factor list avoids) plus a tolerance, weighs :data:`SHORT_WEIGHT`
-nats of needle loss per nat: a candidate over the tolerance loses to any within it, so the tolerance acts as a
-constraint.
+without scaling (what perplexity at 1x measures), beyond a tolerance on that total change, costs :data:`SHORT_OVER`
+nats plus :data:`SHORT_WEIGHT` nats of needle loss per nat over: a candidate over the tolerance loses to any within
+it, so the tolerance is a constraint. The floor, what longrope's attention factor alone costs there (every engine
+derives it from s; no factor list of that s costs less), is inside the total: where it alone exceeds the tolerance
+no candidate is within it, and the term ranks candidates by how far over they are.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ from ropekit.search.needles import kind_sample
 
 #: the seed streams of the sample sets (``default_rng([seed, stream, index])``): needles, then L0 windows
 SEARCH_STREAM, HELDOUT_STREAM, SHORT_SEARCH_STREAM, SHORT_HELDOUT_STREAM = 1, 2, 3, 4
-#: nats of needle loss per nat of 1x loss change above the tolerance
+#: nats of needle loss per nat of 1x loss change (against the model without scaling) above the tolerance
 SHORT_WEIGHT = 100.0
+#: nats added to a candidate over the tolerance at all: more than any needle loss of a model that retrieves or not
+#: (a few nats per answer token), so a candidate within the tolerance ranks before every one over it
+SHORT_OVER = 100.0
+#: how the short-length term counts, in every journal's header: a journal whose scores were counted another way
+#: (the tolerance on top of the floor, other weights) is another search's and is not resumed
+SHORT_RULE = {"tolerance": "total 1x change, the floor included", "over": SHORT_OVER, "weight": SHORT_WEIGHT}
 
 
 @dataclass(frozen=True)
@@ -221,10 +228,19 @@ def short_change(model, windows: ShortWindows, scaling: ScalingConfig | None) ->
     return window_losses(model, windows.ids, batch_size=windows.batch_size) - windows.plain
 
 
-def short_term(change: float, floor: float, tolerance: float) -> float:
-    """:data:`SHORT_WEIGHT` × the 1x loss change (nats) above the floor plus ``ln(1 + tolerance)``, else 0: the
-    factors may cost ``tolerance`` at L0 on top of what the attention factor every engine derives costs there."""
-    return SHORT_WEIGHT * max(0.0, change - floor - math.log1p(tolerance))
+def short_term(change: float, tolerance: float) -> float:
+    """0 within the tolerance (the 1x perplexity change against the model without scaling, the attention factor's
+    floor included, at most ``tolerance`` in all); over it, :data:`SHORT_OVER` plus :data:`SHORT_WEIGHT` × the 1x
+    loss change (nats) above ``ln(1 + tolerance)``: every candidate within ranks first, and those over rank by their
+    needle loss plus the weighted excess."""
+    excess = change - math.log1p(tolerance)
+    return SHORT_OVER + SHORT_WEIGHT * excess if excess > 0 else 0.0
+
+
+def floor_exceeds(floor: float, tolerance: float) -> bool:
+    """Whether the attention factor alone (``floor``, nats) costs more than ``tolerance`` at 1x: then no longrope
+    factor list of that s is within it, and the search minimises the excess."""
+    return floor > math.log1p(tolerance)
 
 
 def longrope_of(factors: list[float], *, original_length: int, factor: float, switch: bool = False) -> LongRopeScaling:

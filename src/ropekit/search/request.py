@@ -11,7 +11,8 @@ from ropekit.search.space import SPACES
 
 #: the defaults (why: docs/search.md)
 SAMPLES, HELDOUT_SAMPLES, POPULATION, PARENTS, EVALUATIONS = 16, 32, 16, 6, 96
-#: the 1x perplexity change a candidate may cost before the objective's short-length term counts
+#: the total 1x perplexity change (the attention factor's floor included) a candidate may cost before the
+#: objective's short-length term counts
 SHORT_TOLERANCE = 0.02
 
 
@@ -37,7 +38,8 @@ class SearchRequest:
         device_map: transformers' ``device_map`` (e.g. ``"auto"``: one model over several devices), for a
             transformers model in one process; ``None``: where the loader puts it.
         space: the candidates' form (:data:`ropekit.search.space.SPACES`): ``free`` or ``longrope2``.
-        short_tolerance: the 1x perplexity change (0.02: 2%) a candidate may cost before the short-length term of
+        short_tolerance: the total 1x perplexity change against the model without scaling (0.02: 2%), the floor
+            longrope's attention factor alone costs included, a candidate may cost before the short-length term of
             the objective counts (:mod:`ropekit.search.objective`).
     """
 

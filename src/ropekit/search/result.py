@@ -17,6 +17,9 @@ Top-level keys::
     scores            {"search", "objective", "heldout", "short_change"}: the best candidate's needle loss (nats per
                       answer token) on the search kinds, its objective (with the short-length term), its needle loss
                       on the held-out kinds, and its 1x perplexity change on held-out L0 windows
+    short             {"short_floor", "short_tolerance", "short_floor_exceeds"}: on the search windows, the 1x
+                      perplexity change of longrope's attention factor alone, the total 1x change allowed (the floor
+                      included), and whether the floor alone is over it (then the search minimised the excess)
     seeds             {name: {"critical_pair", "factors", "search", "heldout"}}: each formula as longrope factors
     table             the final table on the held-out kinds (:mod:`ropekit.search.table`): per row loss, accuracy,
                       1x change, the paired difference against the search, each with its 95% interval; winner; verdict
@@ -34,7 +37,7 @@ from typing import Any
 
 from ropekit.search.evolve import SearchTrace
 from ropekit.search.needles import MAX_DEPTH
-from ropekit.search.run import Prepared, score, theory_pair
+from ropekit.search.run import Prepared, score, short_floor, theory_pair
 from ropekit.search.space import ntk_base, seed_candidates
 from ropekit.search.table import final_table
 
@@ -83,6 +86,7 @@ def describe(
             "heldout": rows["searched"]["loss"],
             "short_change": rows["searched"]["short_change"],
         },
+        "short": short_floor(prepared),
         "seeds": seeds,
         "formulas": formulas,
         "table": table,

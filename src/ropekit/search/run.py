@@ -18,10 +18,12 @@ from ropekit.search.objective import (
     HELDOUT_STREAM,
     SEARCH_STREAM,
     SHORT_HELDOUT_STREAM,
+    SHORT_RULE,
     SHORT_SEARCH_STREAM,
     NeedleSamples,
     ShortWindows,
     disjoint,
+    floor_exceeds,
     longrope_of,
     needle_loss,
     needle_samples,
@@ -76,6 +78,7 @@ class Prepared:
             "dtype": request.dtype,
             "space": request.space,
             "short_tolerance": request.short_tolerance,
+            "short_term": SHORT_RULE,
             "operators": asdict(Operators()),
         }
         return {"model": self.identity, "text": {"sha256": self.text["sha256"]}, "settings": settings}
@@ -228,7 +231,7 @@ def objective(prepared: Prepared, candidate: Candidate) -> float:
     )
     change = float(short_change(prepared.model, prepared.short, spec).mean())
     prepared.parts[candidate.key()] = {"needle": needle, "short_change": change}
-    return needle + short_term(change, prepared.short.floor, prepared.request.short_tolerance)
+    return needle + short_term(change, prepared.request.short_tolerance)
 
 
 def peak_memory_bytes() -> int:
@@ -305,10 +308,17 @@ def planned_evaluations(request: SearchRequest, seconds: float, recorded: dict[s
     return max(1, math.floor(request.budget_seconds / seconds))
 
 
-def short_floor(prepared: Prepared) -> dict[str, float]:
-    """The 1x perplexity change of longrope's attention factor alone (every factor 1), which every engine derives
-    from s: no factor list costs less at L0 (``short_floor``); the factors may add ``short_tolerance`` to it."""
-    return {"short_floor": math.expm1(prepared.short.floor), "short_tolerance": prepared.request.short_tolerance}
+def short_floor(prepared: Prepared) -> dict[str, float | bool]:
+    """The 1x perplexity change of longrope's attention factor alone (every factor 1) on the search windows, which
+    every engine derives from s: no factor list costs less at L0 (``short_floor``); ``short_tolerance``, the total
+    1x change a candidate may cost, the floor included; ``short_floor_exceeds``: the floor alone is over it, so no
+    factor list of this s is within it and the search minimises the excess."""
+    tolerance = prepared.request.short_tolerance
+    return {
+        "short_floor": math.expm1(prepared.short.floor),
+        "short_tolerance": tolerance,
+        "short_floor_exceeds": floor_exceeds(prepared.short.floor, tolerance),
+    }
 
 
 def formula_scores(prepared: Prepared, processes: Any = None) -> dict[str, dict[str, float | str]]:

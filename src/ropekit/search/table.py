@@ -6,8 +6,9 @@ interval; retrieval accuracy (the whole answer greedy-decoded right) with its Wi
 change on held-out plain-text windows of L0 tokens with its bootstrap interval; the paired difference of its
 needle loss minus the searched factors', per sample, with its bootstrap interval (above 0: the search is better);
 and the mean per kind. ``short_floor`` is the 1x change of longrope's attention factor alone on the same windows (what
-every engine derives from s; no factor list of that s costs less). The verdict says which row wins and whether the search beats YaRN and its best seed formula
-with intervals that separate.
+every engine derives from s; no factor list of that s costs less); ``short_tolerance`` the total 1x change the search
+allowed (the floor included). The verdict says which row wins and whether the search beats YaRN and its best seed
+formula with intervals that separate.
 """
 
 from __future__ import annotations
@@ -143,5 +144,6 @@ def final_table(
         "samples": len(prepared.heldout.kinds),
         "windows": len(prepared.heldout_short.ids),
         "short_floor": math.expm1(prepared.heldout_short.floor),
+        "short_tolerance": prepared.request.short_tolerance,
         **table,
     }
