@@ -171,6 +171,11 @@ GLM_MOE_WHY = (
     "<|observation|>: GLM-4.5/4.7/5's tokenizer has GLM-4's added tokens"
 )
 
+UNTRACED_ONE_METHOD = (
+    "one extended method differs while the source and the other methods are same: not traced (a MoE routing flip "
+    "shows as one position over the tolerance; a YaRN ramp difference would show in every YaRN row)"
+)
+
 RELEASED: dict[str, Released] = {
     "bamba": Released(
         {"vocab_size": 304, "attn_rotary_emb": 8},
@@ -178,6 +183,8 @@ RELEASED: dict[str, Released] = {
         "and it writes rope.dimension_count only from the legacy attn_rotary_emb (without it llama.cpp rotates the "
         "whole head, transformers half); ibm-ai-platform/Bamba-9B ships vocab_size 128256 and attn_rotary_emb 64 of "
         "a 128 head (here 8 of 16)",
+        explained="a converter defect: it un-permutes q and k over the whole head while only attn_rotary_emb dims "
+        "rotate (8 of 16 here, 64 of 128 in Bamba-9B); with the whole head rotating the gap is 1.1e-4",
     ),
     "granitemoehybrid": Released(
         {
@@ -213,6 +220,8 @@ RELEASED: dict[str, Released] = {
         {"num_experts_per_tok": 2},
         "llama.cpp asserts experts used > 0 where there are experts; the class's default is None, "
         "deepseek-ai/DeepSeek-V2-Lite ships 6 of 64",
+        explained="linear and yarn differ at one position each (91 and 267; median 5e-4): a routing tie flipped by "
+        "float32 noise, not RoPE (the source and none are same)",
     ),
     "deepseek_v3": Released(
         {"n_group": 2, "topk_group": 1},
@@ -231,6 +240,9 @@ RELEASED: dict[str, Released] = {
         "the converter writes the sliding window whenever sliding_window is set, and llama.cpp then asserts a "
         "sliding layer; Mellum 2 ships 3 sliding : 1 full layers (window 1024; SGLang's "
         "test_mellum2_layer_types_are_hybrid_swa)",
+        explained="llama.cpp: mellum.cpp rotates the sliding layers with the full layers' base and ignores "
+        "rope.freq_base_swa; with both bases equal the gap is 1.7e-4, and the release ships 500000 for both (SGLang's "
+        "test config), so a real Mellum 2 agrees",
     ),
     "gemma3": Released({"text_config": GEMMA3_TEXT}, GEMMA3_WHY, "sentencepiece"),
     "gemma3_text": Released(GEMMA3_TEXT, GEMMA3_WHY, "sentencepiece"),
@@ -301,6 +313,7 @@ RELEASED: dict[str, Released] = {
         "heads as query heads (llama.cpp's dots1 takes keys and values as wide as queries); llama.cpp reads the "
         "gating function the converter writes from scoring_func (transformers' router applies a sigmoid whatever "
         "the config says) and aborts without one",
+        explained=UNTRACED_ONE_METHOD,
     ),
     "falcon_h1": Released(
         {"head_dim": 16},
@@ -345,7 +358,7 @@ RELEASED: dict[str, Released] = {
     "qwen3_5_text": Released(QWEN3_5_TEXT, QWEN_WHY),
     "qwen3_5_moe": Released({"text_config": QWEN3_5_TEXT}, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
     "qwen3_5_moe_text": Released(QWEN3_5_TEXT, QWEN_WHY, explained=QWEN3_5_MOE_DIFFERS),
-    "qwen3_next": Released({**SHIPPED["qwen3_next"].keys, **QWEN_HYBRID}, QWEN_WHY),
+    "qwen3_next": Released({**SHIPPED["qwen3_next"].keys, **QWEN_HYBRID}, QWEN_WHY, explained=UNTRACED_ONE_METHOD),
     # from here: what the converter reads of the released folder (legacy keys, tensor names, tokens, tokenizer)
     "bitnet": Released(
         {"tie_word_embeddings": True},
@@ -359,6 +372,7 @@ RELEASED: dict[str, Released] = {
         "falcon.py reads num_kv_heads from FalconConfig, which sets it to the head count where config.json has none "
         "(tiiuae/falcon-7b), though multi_query computes one key/value head; llama.cpp's Falcon takes the "
         "feed-forward width as 4 x hidden, as FalconConfig derives it where config.json has no ffn_hidden_size",
+        explained=UNTRACED_ONE_METHOD,
     ),
     "hy_v4": Released(
         {"initializer_range": 0.02},
@@ -429,6 +443,7 @@ RELEASED: dict[str, Released] = {
             "<|placeholder6|>",
             "<|user|>",
         ),
+        explained=UNTRACED_ONE_METHOD,
     ),
     "gpt_neox": Released(
         why="gptneox.py reads rotary_pct; EleutherAI/pythia-* config.json ship rotary_pct 0.25",
