@@ -148,6 +148,24 @@ def test_top_level_rope_theta_disagreeing_with_the_rope_dict_warns_which_is_used
         assert from_hf_config({"head_dim": 64, "rope_theta": 5e5}).base == 5e5
 
 
+def test_a_top_level_base_beside_per_layer_type_dicts_is_not_a_disagreement() -> None:
+    """DeepSeek-V4 keeps its ``main`` base at the top level (10,000) and ``compress``'s in its own dict (160,000):
+    reading ``compress`` uses its dict's base (transformers' rule) without a warning, since the top-level value is
+    another layer type's, not a rival of this one."""
+    config = {
+        "head_dim": 64,
+        "rope_theta": 10000.0,
+        "rope_parameters": {
+            "main": {"rope_type": "default", "rope_theta": 10000.0},
+            "compress": {"rope_type": "default", "rope_theta": 160000.0},
+        },
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert from_hf_config(config, layer_type="compress").base == 160000.0
+        assert from_hf_config(config, layer_type="main").base == 10000.0
+
+
 def test_hidden_size_not_divisible_by_heads_needs_head_dim() -> None:
     no_warnings_value_error(
         {"hidden_size": 4097, "num_attention_heads": 32}, "hidden_size=4097", "num_attention_heads=32", "head_dim"

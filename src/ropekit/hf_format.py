@@ -186,11 +186,15 @@ def _rope_dict(top: dict[str, Any], layer_type: str | None) -> tuple[dict[str, A
     return params, source
 
 
-def _shared_value(key: str, params: dict[str, Any], source: str, top: dict[str, Any]) -> tuple[str, Any]:
-    """``(where, value)`` of ``rope_theta`` or ``partial_rotary_factor``: the rope dict's, else the top level's."""
+def _shared_value(
+    key: str, params: dict[str, Any], source: str, top: dict[str, Any], layer_type: str | None = None
+) -> tuple[str, Any]:
+    """``(where, value)`` of ``rope_theta`` or ``partial_rotary_factor``: the rope dict's, else the top level's. The
+    disagreement warning is for one rope dict only: beside dicts per layer type, a top-level value is at most one
+    type's (DeepSeek-V4's ``rope_theta`` is its ``main`` base), not a rival of each."""
     top_keys = [name for name in _TOP_LEVEL[key] if top.get(name) is not None]
     if key in params:
-        for name in top_keys:
+        for name in top_keys if layer_type is None else ():
             if top[name] != params[key]:
                 warnings.warn(
                     f"config has {name}={top[name]!r} at the top level and {key}={params[key]!r} in {source}; "
@@ -240,7 +244,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
     top = text_part(_as_dict(config))
     params, source = _rope_dict(top, layer_type)
     head_dim = _head_dim(top)
-    where, partial = _shared_value("partial_rotary_factor", params, source, top)
+    where, partial = _shared_value("partial_rotary_factor", params, source, top, layer_type)
     if (
         where == "partial_rotary_factor"
         and "partial_rotary_factor" not in params
@@ -250,7 +254,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
     partial = hf_float(where, partial, above=0.0)
     if partial > 1:
         raise ValueError(f"{where} must be in (0, 1], got {partial!r}")
-    where, base = _shared_value("rope_theta", params, source, top)
+    where, base = _shared_value("rope_theta", params, source, top, layer_type)
     base = hf_float(where, base, above=1.0)
     base = ntk_alpha_base(params, top, base, head_dim, int(head_dim * partial)) or base  # Hunyuan's NTK-alpha
     name = params.get("rope_type", params.get("type", "default"))
