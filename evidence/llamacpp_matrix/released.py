@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shipped import SHIPPED
+from shipped import QWEN3_5_ROPE, SHIPPED
 
 #: one layer of each kind, in the order the released pattern starts (3 sliding : 1 full, cut to two layers)
 SLIDING_THEN_FULL = ["sliding_attention", "full_attention"]
@@ -113,13 +113,7 @@ QWEN3_5_MOE_DIFFERS = (
 #: hold the rotated dims), its QSA indexer and a two-layer cut of its layer pattern (config-class arguments)
 QWEN4_EXP_TEXT = {
     "head_dim": 256,
-    "rope_parameters": {
-        "rope_type": "default",
-        "rope_theta": 10_000_000,
-        "partial_rotary_factor": 0.25,
-        "mrope_interleaved": True,
-        "mrope_section": [11, 11, 10],
-    },
+    "rope_parameters": QWEN3_5_ROPE,  # as Qwen3.5's
     "num_hidden_layers": 2,
     "layer_types": ["linear_attention", "full_attention"],
     "indexer_n_heads": 4,
