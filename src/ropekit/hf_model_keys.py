@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: model types whose config class reads a top-level ``rotary_dim`` as the partial rotary factor
-ROTARY_DIM_TYPES = frozenset({"minimax_m2", "minimax_m3_vl_text"})
+#: model types whose config class reads a top-level ``rotary_dim`` as the partial rotary factor (MiniMaxM2Config's
+#: ``__post_init__``; MiniMax-M3-VL's text config declares a ``rotary_dim`` that its modeling file never reads: it
+#: rotates ``rope_parameters``' ``partial_rotary_factor`` of the head, the whole head without one)
+ROTARY_DIM_TYPES = frozenset({"minimax_m2"})
 #: model types whose modeling file computes ``dynamic`` with ``alpha`` as NTK-alpha
 NTK_ALPHA_TYPES = frozenset({"hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl"})
 #: the keys of an NTK-alpha dict its modeling file reads (``factor``, ``beta_fast``, ``mscale``, ... it does not)

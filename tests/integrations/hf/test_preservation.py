@@ -336,3 +336,24 @@ def test_a_writer_that_changes_the_amplitude_of_a_layer_left_alone_is_refused(tm
     with pytest.raises(ValueError, match=where):
         extend(source, YarnScaling(factor=32.0, original_max_position_embeddings=65536), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_minimax_m3s_unread_rotary_dim_is_not_read(tmp_path) -> None:
+    """MiniMax-M3-VL's text config declares ``rotary_dim`` (8 of a 16 head here) that its modeling file never reads:
+    transformers rotates the whole head. ``extend`` writes that (the check measured 8 written dims against the
+    source's 16 and refused, when ropekit read the key as MiniMax-M2's config class does)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[3] / "evidence" / "engines_matrix"))
+    import matrix
+
+    source = matrix.tiny_folder("minimax_m3_vl_text", tmp_path / "source")
+    config = json.loads((source / "config.json").read_text())
+    assert config["rotary_dim"] < config["head_dim"]
+    extend(source, LinearScaling(factor=S), tmp_path / "out")
+    layers = config["num_hidden_layers"]
+    before = measured_layers(config, layers)[0]
+    after = measured_layers(json.loads((tmp_path / "out" / "config.json").read_text()), layers)[0]
+    assert 2 * len(before.pairs) == config["head_dim"] and after.pairs == before.pairs
+    np.testing.assert_allclose(after.by_frequency(), np.array(before.by_frequency()) / S, rtol=1e-6)
