@@ -3,7 +3,7 @@ shares.
 
 Every process loads the model and builds the same samples; each generation's candidates are scored by the processes
 in shares (:func:`ropekit.search.evolve.run_search` with
-:meth:`Launched.map <ropekit.eval.parallel.Launched.map>`, which deals them and gathers the scores in candidate
+:meth:`~ropekit.eval.parallel.Launched.map`, which deals them and gathers the scores in candidate
 order), so every process holds the same trace and makes the same next generation; the final scores (the formulas,
 the final table's rows) are shared the same way. The main process alone checks and
 writes the output folder and the journal, and times the plan; what it decides (the journal's scores, the plan, the
