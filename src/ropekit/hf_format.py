@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ropekit.config import MRope, RopeConfig
-from ropekit.hf_model_keys import ntk_alpha_base, rotary_dim_factor
+from ropekit.hf_model_keys import mscale_pair_factor, ntk_alpha_base, rotary_dim_factor
 from ropekit.scaling._hf_numbers import hf_float, hf_int
 from ropekit.scaling.registry import ScalingConfig, get_scaling
 
@@ -270,6 +270,8 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
             "(transformers truncates head_dim * partial_rotary_factor); ropekit needs an even rotary dim >= 2"
         )
     skipped = _SHARED_KEYS | ATTENTION_KEYS | _UNREAD_KEYS
+    params = dict(params)
+    mscale_pair_factor(params, top)  # Phi-3.5-MoE's amplitude keys
     scaling_params = {key: value for key, value in params.items() if key not in skipped}
     try:
         scaling = method.from_hf(scaling_params, top, name=name)

@@ -10,6 +10,13 @@
   transformers computes at every length the model serves, the dict's other keys (``factor``, ``beta_fast``, ``mscale``,
   ...: the released configs carry them) unread as there; ``alpha`` elsewhere, or with partial rotary (the modeling
   file then rotates the whole head), is refused by name.
+* ``short_mscale``/``long_mscale`` (Phi-3.5-MoE): ``PhimoeRotaryEmbedding`` multiplies cos and sin by
+  ``long_mscale`` past ``original_max_position_embeddings`` and by ``short_mscale`` up to it, in place of the rope
+  type's attention factor, for every rope type but ``default``; ``PhimoeConfig`` refuses such a dict without both as
+  numbers. ropekit reads an equal pair as the method's ``attention_factor`` (Phi-3.5-MoE ships 1.2432 for both), refuses
+  a pair that differs (one amplitude per method), and writes both as the written method's amplitude, with the
+  original length the forward indexes. Other model types' classes do not read the pair: it is dropped there, as
+  transformers drops it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from typing import Any
 ROTARY_DIM_TYPES = frozenset({"minimax_m2"})
 #: model types whose modeling file computes ``dynamic`` with ``alpha`` as NTK-alpha
 NTK_ALPHA_TYPES = frozenset({"hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl"})
+#: model types whose modeling file multiplies cos/sin by the rope dict's ``short_mscale``/``long_mscale``
+MSCALE_PAIR_TYPES = frozenset({"phimoe"})
+#: the pair's keys
+MSCALE_PAIR = ("short_mscale", "long_mscale")
 #: the keys of an NTK-alpha dict its modeling file reads (``factor``, ``beta_fast``, ``mscale``, ... it does not)
 _READ_WITH_ALPHA = ("rope_theta", "partial_rotary_factor")
 
@@ -67,3 +78,35 @@ def ntk_alpha_base(
         params.pop(key)
     params["rope_type"] = "default"
     return base * alpha ** (head_dim / (head_dim - 2))
+
+
+def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> None:
+    """Read ``short_mscale``/``long_mscale`` out of ``params`` (in place): on a :data:`MSCALE_PAIR_TYPES` model with a
+    rope type other than ``default``, an equal pair becomes ``attention_factor``; elsewhere the pair is dropped.
+
+    Raises:
+        ValueError: the pair differs, is not two numbers, or disagrees with a stated ``attention_factor``.
+    """
+    pair = {key: params.pop(key) for key in MSCALE_PAIR if key in params}
+    kind = params.get("rope_type", params.get("type", "default"))
+    if not pair or top.get("model_type") not in MSCALE_PAIR_TYPES or kind == "default":
+        return
+    values = set(pair.values())
+    if len(pair) != 2 or len(values) != 1 or not all(isinstance(v, (int, float)) for v in values):
+        raise ValueError(
+            f"short_mscale and long_mscale must be two equal numbers (the amplitude of cos/sin below and past the "
+            f"original length; ropekit keeps one per method), got {pair}"
+        )
+    (value,) = values
+    if params.get("attention_factor") not in (None, value):
+        raise ValueError(f"attention_factor {params['attention_factor']!r} and short/long_mscale {value!r} disagree")
+    params["attention_factor"] = float(value)
+
+
+def with_mscale_pair(written: dict[str, Any], model_type: Any, amplitude: float, original: int) -> dict[str, Any]:
+    """``written`` (a rope dict) as a :data:`MSCALE_PAIR_TYPES` model's class reads it: for a rope type other than
+    ``default``, ``short_mscale`` = ``long_mscale`` = ``amplitude`` and ``original_max_position_embeddings``; else
+    ``written`` itself."""
+    if model_type not in MSCALE_PAIR_TYPES or written.get("rope_type", "default") == "default":
+        return written
+    return {"original_max_position_embeddings": original, **written, **dict.fromkeys(MSCALE_PAIR, amplitude)}

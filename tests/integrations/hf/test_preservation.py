@@ -51,6 +51,12 @@ _HUNYUAN = {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0, "ms
             "type": "dynamic"}  # fmt: skip
 _DEEPSEEK_V4_YARN = {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536, "beta_fast": 32,
                      "beta_slow": 1}  # fmt: skip
+#: Phi-3.5-MoE's LongRoPE (microsoft/Phi-3.5-MoE-instruct config.json: 64 factors a list, both mscales 1.2432; it
+#: ships max_position_embeddings 131072, 32 x 4096: the tiny model says 65536, so that S = 16 extends it)
+_PHIMOE_MSCALE = 1.243163121016122
+_PHIMOE_LONGROPE = {"type": "longrope", "short_factor": [1.0 + 0.01 * i for i in range(64)],
+                    "long_factor": [1.0 + 0.5 * i for i in range(64)], "short_mscale": _PHIMOE_MSCALE,
+                    "long_mscale": _PHIMOE_MSCALE, "original_max_position_embeddings": 4096}  # fmt: skip
 #: Hunyuan's NTK-alpha base: rope_theta · alpha^(d / (d − 2)), d = 128
 _HUNYUAN_BASE = 1e4 * 1000.0 ** (128 / 126)
 
@@ -76,6 +82,8 @@ SHIPPED = {
     "gemma3": ("gemma3_text", 256, 6, {"head_dim": 256, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
                "sliding_window_pattern": 6, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
                "max_position_embeddings": 131072, "sliding_window": 1024}, 131072, 1e6, 256, "full_attention"),
+    "phi3.5-moe": ("phimoe", 128, 2, {"rope_theta": 1e4, "rope_scaling": _PHIMOE_LONGROPE,
+                   "original_max_position_embeddings": 4096, "max_position_embeddings": 65536}, 4096, 1e4, 128, None),
     "smollm3": ("smollm3", 128, 4, {"rope_theta": 5e6, "no_rope_layer_interval": 4,
                 "max_position_embeddings": 65536}, 65536, 5e6, 128, None),
 }  # fmt: skip
@@ -357,3 +365,32 @@ def test_minimax_m3s_unread_rotary_dim_is_not_read(tmp_path) -> None:
     after = measured_layers(json.loads((tmp_path / "out" / "config.json").read_text()), layers)[0]
     assert 2 * len(before.pairs) == config["head_dim"] and after.pairs == before.pairs
     np.testing.assert_allclose(after.by_frequency(), np.array(before.by_frequency()) / S, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["yarn", "linear"])
+def test_phimoe_writes_its_amplitude_as_the_mscale_pair(kind, tmp_path) -> None:
+    """Phi-3.5-MoE's rotary multiplies cos/sin by ``short_mscale``/``long_mscale`` in place of the method's attention
+    factor, and its config class refuses a non-default dict without them: the source's pair is read as its amplitude
+    (1.2432, measured from transformers' forward), and ``extend`` writes the method's own (YaRN 0.1·ln s + 1, linear
+    1) as the pair, measured the same way."""
+    from ropekit.hf_format import from_hf_config
+
+    source = shipped_folder("phi3.5-moe", tmp_path / "source")
+    config = json.loads((source / "config.json").read_text())
+    assert math.isclose(from_hf_config(config).scaling.attention_factor, _PHIMOE_MSCALE)
+    assert math.isclose(measured_layers(config, 2)[0].amplitude, _PHIMOE_MSCALE, rel_tol=1e-5)
+    extend(source, _method(kind, 4096), tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "config.json").read_text())
+    expected = 0.1 * math.log(S) + 1 if kind == "yarn" else 1.0
+    assert math.isclose(measured_layers(written, 2)[0].amplitude, expected, rel_tol=1e-5)
+    pair = {key: written["rope_parameters"][key] for key in ("short_mscale", "long_mscale")}
+    assert pair == dict.fromkeys(pair, pytest.approx(expected))
+
+
+def test_a_phimoe_mscale_pair_that_differs_is_refused() -> None:
+    from ropekit.hf_format import from_hf_config
+
+    rope = {**_PHIMOE_LONGROPE, "long_mscale": 1.5}
+    with pytest.raises(ValueError, match="short_mscale and long_mscale must be two equal numbers"):
+        from_hf_config({"model_type": "phimoe", "head_dim": 128, "max_position_embeddings": 131072,
+                        "rope_scaling": rope})  # fmt: skip

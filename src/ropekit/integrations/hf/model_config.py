@@ -29,6 +29,7 @@ from typing import Any
 from ropekit.config import RopeConfig
 from ropekit.errors import InvalidArgument
 from ropekit.hf_format import ATTENTION_KEYS, from_hf_config
+from ropekit.hf_model_keys import with_mscale_pair
 from ropekit.integrations.hf.amplitude_rule import kept_amplitude, rescaled
 from ropekit.integrations.hf.dual_chunk_config import CONFIG_KEY as DUAL_CHUNK_KEY
 from ropekit.integrations.hf.legacy_keys import with_legacy_keys
@@ -276,6 +277,8 @@ def _with_rope(
         written = native_rope(ropes[None], original_length=original_length_of(config, native), named=named)
         # its rope_theta/partial_rotary_factor win over top-level keys
         new[key] = _keep_rotary_key(written.rope_parameters, config.get("rope_scaling") or config.get(key))
+        amplitude = new[key].get("attention_factor") or _amplitude(ropes[None].scaling)
+        new[key] = with_mscale_pair(new[key], config.get("model_type"), amplitude, original_length_of(config, native))
         notes += [written.how, *_amplitude_note(native, None, scaling)]
         if written.max_position_embeddings is not None:
             lengths.add(written.max_position_embeddings)
@@ -329,6 +332,13 @@ def _amplitude_note(native: RopeConfig, layer_type: str | None, scaling: Scaling
     where = f"{layer_type}: " if layer_type else ""
     keys = ", ".join(f"{key} {value:g}" for key, value in kept.items())
     return [f"{where}{keys} kept: the model's own amplitude rule for {scaling.rope_type}, not the method's formula"]
+
+
+def _amplitude(scaling: Any) -> float:
+    """The factor on cos/sin of ``scaling`` as transformers computes it where the dict states none: YaRN's and
+    LongRoPE's from their formula, 1 for every other method."""
+    resolve = getattr(scaling, "resolved_attention_factor", None)
+    return float(resolve()) if resolve is not None else 1.0
 
 
 def _keep_rotary_key(written: dict[str, Any], source: Any) -> dict[str, Any]:
