@@ -80,9 +80,10 @@ def ntk_alpha_base(
     return base * alpha ** (head_dim / (head_dim - 2))
 
 
-def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> None:
-    """Read ``short_mscale``/``long_mscale`` out of ``params`` (in place): on a :data:`MSCALE_PAIR_TYPES` model with a
-    rope type other than ``default``, an equal pair becomes ``attention_factor``; elsewhere the pair is dropped.
+def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> float | None:
+    """Take ``short_mscale``/``long_mscale`` out of ``params`` (in place): on a :data:`MSCALE_PAIR_TYPES` model with a
+    rope type other than ``default``, the pair's one value (the amplitude transformers applies); elsewhere the pair
+    is dropped and ``None`` returned.
 
     Raises:
         ValueError: the pair differs, is not two numbers, or disagrees with a stated ``attention_factor``.
@@ -90,7 +91,7 @@ def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> None:
     pair = {key: params.pop(key) for key in MSCALE_PAIR if key in params}
     kind = params.get("rope_type", params.get("type", "default"))
     if not pair or top.get("model_type") not in MSCALE_PAIR_TYPES or kind == "default":
-        return
+        return None
     values = set(pair.values())
     if len(pair) != 2 or len(values) != 1 or not all(isinstance(v, (int, float)) for v in values):
         raise ValueError(
@@ -100,7 +101,7 @@ def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> None:
     (value,) = values
     if params.get("attention_factor") not in (None, value):
         raise ValueError(f"attention_factor {params['attention_factor']!r} and short/long_mscale {value!r} disagree")
-    params["attention_factor"] = float(value)
+    return float(value)
 
 
 def with_mscale_pair(written: dict[str, Any], model_type: Any, amplitude: float, original: int) -> dict[str, Any]:

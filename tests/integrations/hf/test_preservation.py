@@ -385,6 +385,7 @@ def test_phimoe_writes_its_amplitude_as_the_mscale_pair(kind, tmp_path) -> None:
     assert math.isclose(measured_layers(written, 2)[0].amplitude, expected, rel_tol=1e-5)
     pair = {key: written["rope_parameters"][key] for key in ("short_mscale", "long_mscale")}
     assert pair == dict.fromkeys(pair, pytest.approx(expected))
+    assert from_hf_config(written).scaling.rope_type == kind  # read back (inspect, engines) as the method written
 
 
 def test_a_phimoe_mscale_pair_that_differs_is_refused() -> None:
