@@ -272,17 +272,7 @@ def from_hf_config(config: Any, *, interleaved: bool = False, layer_type: str | 
         )
     skipped = _SHARED_KEYS | ATTENTION_KEYS | _UNREAD_KEYS
     params = dict(params)
-    amplitude = mscale_pair_factor(params, top)  # Phi-3.5-MoE's amplitude keys
-    fields = {field.name for field in dataclasses.fields(method)}
-    if amplitude is not None and "original_max_position_embeddings" not in fields:
-        params.pop("original_max_position_embeddings", None)  # its rotary's own, which e.g. linear does not read
-    if amplitude is not None and "attention_factor" in fields:
-        params["attention_factor"] = amplitude
-    elif amplitude is not None and not math.isclose(amplitude, 1.0, rel_tol=1e-9):
-        raise ValueError(
-            f"{source}: short_mscale/long_mscale {amplitude!r} on rope_type {name!r}, whose cos/sin ropekit does not "
-            "scale (yarn and longrope take an amplitude); refused"
-        )
+    mscale_pair_factor(params, top, {field.name for field in dataclasses.fields(method)}, f"{source}: {name}")
     scaling_params = {key: value for key, value in params.items() if key not in skipped}
     try:
         scaling = method.from_hf(scaling_params, top, name=name)

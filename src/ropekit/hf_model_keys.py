@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,18 +81,21 @@ def ntk_alpha_base(
     return base * alpha ** (head_dim / (head_dim - 2))
 
 
-def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> float | None:
-    """Take ``short_mscale``/``long_mscale`` out of ``params`` (in place): on a :data:`MSCALE_PAIR_TYPES` model with a
-    rope type other than ``default``, the pair's one value (the amplitude transformers applies); elsewhere the pair
-    is dropped and ``None`` returned.
+def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any], fields: set[str], where: str) -> None:
+    """Take ``short_mscale``/``long_mscale`` out of ``params`` (in place). On a :data:`MSCALE_PAIR_TYPES` model with a
+    rope type other than ``default``, the pair's one value is the amplitude transformers applies: the method's
+    ``attention_factor`` where it has one (``fields``: its config's fields), else it must be 1; and the original length
+    its rotary indexes is dropped where the method does not take one. Elsewhere the pair is dropped, as transformers
+    drops it.
 
     Raises:
-        ValueError: the pair differs, is not two numbers, or disagrees with a stated ``attention_factor``.
+        ValueError: the pair differs, is not two numbers, disagrees with a stated ``attention_factor``, or is not 1 on
+            a method without an amplitude (``where``: the dict and its rope type).
     """
     pair = {key: params.pop(key) for key in MSCALE_PAIR if key in params}
     kind = params.get("rope_type", params.get("type", "default"))
     if not pair or top.get("model_type") not in MSCALE_PAIR_TYPES or kind == "default":
-        return None
+        return
     values = set(pair.values())
     if len(pair) != 2 or len(values) != 1 or not all(isinstance(v, (int, float)) for v in values):
         raise ValueError(
@@ -101,7 +105,15 @@ def mscale_pair_factor(params: dict[str, Any], top: Mapping[str, Any]) -> float 
     (value,) = values
     if params.get("attention_factor") not in (None, value):
         raise ValueError(f"attention_factor {params['attention_factor']!r} and short/long_mscale {value!r} disagree")
-    return float(value)
+    if "original_max_position_embeddings" not in fields:
+        params.pop("original_max_position_embeddings", None)  # the rotary's own, which e.g. linear does not read
+    if "attention_factor" in fields:
+        params["attention_factor"] = float(value)
+    elif not math.isclose(value, 1.0, rel_tol=1e-9):
+        raise ValueError(
+            f"{where}: short_mscale/long_mscale {value!r} on a method whose cos/sin ropekit does not scale (yarn and "
+            "longrope take an amplitude); refused"
+        )
 
 
 def with_mscale_pair(written: dict[str, Any], model_type: Any, amplitude: float, original: int) -> dict[str, Any]:
