@@ -16,9 +16,12 @@ a search candidate).
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for helpers (this file runs as a script)
+
+from helpers.launched import as_launched, free_port, spawn
 
 
 def _inject_failure(rank: int, method: str | None) -> None:
@@ -49,19 +52,7 @@ def _inject_failure(rank: int, method: str | None) -> None:
 
 
 def _worker(rank: int, processes: int, port: int, fail_rank: int | None, fail_method: str | None, commands) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(processes),
-        LOCAL_WORLD_SIZE=str(processes),
-        ACCELERATE_USE_CPU="true",
-        OMP_NUM_THREADS="1",
-    )
-    import torch
-
-    torch.set_num_threads(1)
+    as_launched(rank, processes, port, ACCELERATE_USE_CPU="true")
     if rank == fail_rank:
         _inject_failure(rank, fail_method)
     from ropekit.cli.app import app
@@ -72,12 +63,6 @@ def _worker(rank: int, processes: int, port: int, fail_rank: int | None, fail_me
         except SystemExit as done:  # typer ends every command with its exit code
             if done.code not in (0, None):
                 raise
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,14 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             commands.append([])
         else:
             commands[-1].append(arg)
-    import torch.multiprocessing as mp
-
-    spawn_args = (options.processes, _free_port(), options.fail_rank, options.fail_method, commands)
-    try:
-        mp.spawn(_worker, args=spawn_args, nprocs=options.processes)
-    except mp.ProcessExitedException as failed:
-        return failed.exit_code
-    return 0
+    spawn_args = (options.processes, free_port(), options.fail_rank, options.fail_method, commands)
+    return spawn(_worker, spawn_args, options.processes)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,12 @@ it ``device_id=cpu:0`` and torch refuses ("Inconsistent compute device and `devi
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for helpers (this file runs as a script)
+
+from helpers.launched import as_launched, free_port, run_command, spawn
 
 #: FSDP keys that need an accelerator device: FSDP1's ``sync_module_states`` broadcasts from a GPU (every worker
 #: here builds the same weights from the same files, so there is nothing to broadcast)
@@ -64,37 +66,12 @@ def _as_on_gpus() -> str:
 
 
 def _worker(rank: int, processes: int, port: int, config: str, args: list[str]) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(processes),
-        LOCAL_WORLD_SIZE=str(processes),
-        ACCELERATE_USE_CPU="true",
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        **fsdp_environment(Path(config)),
-    )
-    import torch
-
-    torch.set_num_threads(1)
+    environment = fsdp_environment(Path(config))
+    as_launched(rank, processes, port, ACCELERATE_USE_CPU="true", TOKENIZERS_PARALLELISM="false", **environment)
     chosen = _as_on_gpus()
     if rank == 0:
         print(f"accelerate chose {chosen} for this FSDP config on CPU; running it as FSDP", flush=True)
-    from ropekit.cli.app import app
-
-    try:
-        app(args, prog_name="ropekit")  # its exit code (130 after Ctrl-C) becomes the worker's
-    finally:  # gloo's threads must not outlive the interpreter's exit ("terminate called without an active exception")
-        if torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    run_command(args)  # its exit code (130 after Ctrl-C) becomes the worker's
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,16 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
     import signal
 
-    import torch.multiprocessing as mp
-
     # Ctrl-C is for the workers (ropekit stops them all after a step, with a checkpoint); the spawning parent would
     # kill them instead. SIG_IGN survives exec, and ropekit's training loop installs its own handler in each worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        mp.spawn(_worker, args=(options.processes, _free_port(), options.config, args), nprocs=options.processes)
-    except mp.ProcessExitedException as failed:  # a worker's exit code, e.g. ropekit's 130 after Ctrl-C
-        return failed.exit_code
-    return 0
+    return spawn(_worker, (options.processes, free_port(), options.config, args), options.processes)
 
 
 if __name__ == "__main__":

@@ -13,40 +13,20 @@ DeepSpeed then runs every collective on gloo, as its CPU accelerator does wherev
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for helpers (this file runs as a script)
+
+from helpers.launched import as_launched, free_port, run_command, spawn
 
 
 def _worker(rank: int, processes: int, port: int, args: list[str]) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(processes),
-        LOCAL_WORLD_SIZE=str(processes),
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-    )
+    as_launched(rank, processes, port, TOKENIZERS_PARALLELISM="false")
     import deepspeed.ops
-    import torch
 
-    torch.set_num_threads(1)
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # gloo for every collective (module docstring)
-    from ropekit.cli.app import app
-
-    try:
-        app(args, prog_name="ropekit")
-    finally:  # gloo's threads must not outlive the interpreter's exit
-        if torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    run_command(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,13 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="-- finetune ARGS...")
     options = parser.parse_args(argv)
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
-    import torch.multiprocessing as mp
-
-    try:
-        mp.spawn(_worker, args=(options.processes, _free_port(), args), nprocs=options.processes)
-    except mp.ProcessExitedException as failed:
-        return failed.exit_code
-    return 0
+    return spawn(_worker, (options.processes, free_port(), args), options.processes)
 
 
 if __name__ == "__main__":

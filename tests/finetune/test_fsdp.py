@@ -9,7 +9,6 @@ alone). accelerate 1.15 shards only on GPUs, so ``fsdp_worker.py`` initialises a
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -21,18 +20,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from helpers.same_training import assert_same_training
+from helpers.same_training import assert_same_run, step_losses
 from ropekit.cli.app import app
 
 pytestmark = pytest.mark.distributed
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("fsdp_worker.py")
-
-
-def _losses(out: Path) -> list[float]:
-    with (out / "finetune" / "loss.csv").open() as handle:
-        return [float(row["loss"]) for row in csv.DictReader(handle) if row["step"] != "0"]
 
 
 def _args(model: Path, text: Path, out: Path, batch_size: int, lora_rank: int) -> list[str]:
@@ -64,18 +58,7 @@ def test_fsdp2_on_two_cpu_processes_matches_one_process(llama_dir, text_file, tm
     shards = sorted(p.name for p in (tmp_path / "sharded" / "finetune" / "checkpoint").rglob("*.distcp"))
     assert shards == ["__0_0.distcp", "__0_0.distcp", "__1_0.distcp", "__1_0.distcp"]  # model and optimizer, 2 ranks
 
-    assert len(_losses(tmp_path / "sharded")) == 3
-    # loss.csv has 6 decimals: 1e-6 of rounding on each side, plus float32 reduction order
-    assert _losses(tmp_path / "sharded") == pytest.approx(_losses(tmp_path / "one"), abs=4e-6)
-    for key in ("heldout_loss_before", "heldout_loss_after"):
-        assert reports["sharded"][key] == pytest.approx(reports["one"][key], rel=1e-6), key
-    from safetensors.torch import load_file
-
-    sharded_weights = load_file(tmp_path / "sharded" / "model.safetensors")
-    one_weights = load_file(tmp_path / "one" / "model.safetensors")
-    assert sharded_weights.keys() == one_weights.keys()
-    for name, weight in one_weights.items():
-        assert_same_training(sharded_weights[name], weight, name, steps=3, lr=1e-3)
+    assert_same_run(tmp_path / "sharded", tmp_path / "one", steps=3, lr=1e-3)
 
 
 @pytest.mark.slow
@@ -107,5 +90,5 @@ def test_fsdp2_run_stopped_by_ctrl_c_resumes_from_its_sharded_checkpoint(llama_d
     one_args[one_args.index("--steps") + 1] = "8"
     one = CliRunner().invoke(app, one_args)
     assert one.exit_code == 0, one.output
-    assert len(_losses(out)) == 8
-    assert _losses(out) == pytest.approx(_losses(tmp_path / "one"), abs=4e-6)
+    assert len(step_losses(out)) == 8
+    assert step_losses(out) == pytest.approx(step_losses(tmp_path / "one"), abs=4e-6)

@@ -1,8 +1,14 @@
-"""Two trainings of one weight tensor that differ only in float32 reduction order (sharded against one process):
-the bound :func:`assert_same_training` checks (tests/finetune/test_fsdp.py, test_sharded.py)."""
+"""Two trainings that differ only in float32 reduction order (sharded against one process): the bound
+:func:`assert_same_training` checks on one weight tensor, and :func:`assert_same_run` on two whole ``finetune``
+outputs (tests/finetune/test_fsdp.py, test_sharded.py)."""
 
 from __future__ import annotations
 
+import csv
+import json
+from pathlib import Path
+
+import pytest
 import torch
 
 #: AdamW's betas in ropekit's training loop (``finetune/train.py``)
@@ -42,3 +48,26 @@ def assert_same_training(
     assert difference.max().item() <= envelope, (name, difference.max().item(), envelope)
     outside = int((difference > rounding).sum())
     assert outside <= max(1, one.numel() // 1000), (name, outside, one.numel(), difference.max().item(), rounding)
+
+
+def step_losses(out: Path) -> list[float]:
+    """The training losses ``finetune`` logged in ``out`` (its ``loss.csv``), step 0's held-out row left out."""
+    with (out / "finetune" / "loss.csv").open() as handle:
+        return [float(row["loss"]) for row in csv.DictReader(handle) if row["step"] != "0"]
+
+
+def assert_same_run(sharded: Path, one: Path, *, steps: int, lr: float, rounding: float | None = None) -> None:
+    """Two ``finetune`` outputs of the same run: ``steps`` step losses equal to loss.csv's 6 decimals (1e-6 of
+    rounding each side, plus float32 reduction order), the held-out losses before and after within 1e-6, and every
+    weight within :func:`assert_same_training`'s bound."""
+    from safetensors.torch import load_file
+
+    assert len(step_losses(sharded)) == steps
+    assert step_losses(sharded) == pytest.approx(step_losses(one), abs=4e-6)
+    reports = [json.loads((out / "finetune" / "report.json").read_text()) for out in (sharded, one)]
+    for key in ("heldout_loss_before", "heldout_loss_after"):
+        assert reports[0][key] == pytest.approx(reports[1][key], rel=1e-6), key
+    sharded_weights, one_weights = load_file(sharded / "model.safetensors"), load_file(one / "model.safetensors")
+    assert sharded_weights.keys() == one_weights.keys()
+    for name, weight in one_weights.items():
+        assert_same_training(sharded_weights[name], weight, name, steps=steps, lr=lr, rounding=rounding)
