@@ -506,8 +506,6 @@ def trained_routers(model_type: str, folder: Path) -> None:
     released = RELEASED.get(model_type)
     if released is None or released.router is None:
         return
-    import json
-
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -523,12 +521,12 @@ def trained_routers(model_type: str, folder: Path) -> None:
 
 def dress(model_type: str, folder: Path) -> None:
     """Give the saved tiny model at ``folder`` what the family's released folder has that the converter reads:
-    ``Released.legacy``'s keys, ``tensors``' names and ``tokens``."""
+    ``Released.legacy``'s and ``spelled``'s keys in its ``config.json``, ``tensors``' names and ``tokens``."""
     released = RELEASED.get(model_type, Released())
-    if released.legacy:
+    if released.legacy or released.spelled:
         path = folder / "config.json"
         config = json.loads(path.read_text())
-        config |= {key: value(config) for key, value in released.legacy.items()}
+        config |= {key: value(config) for key, value in released.legacy.items()} | released.spelled
         path.write_text(json.dumps(config, indent=2) + "\n")
     if released.tensors:
         _rename(folder / "model.safetensors", released.tensors)

@@ -79,9 +79,6 @@ def build(model_type: str, folder: Path) -> Path:
     released = RELEASED.get(model_type, Released())
     tiny_folder(model_type, folder, released.keys or None)
     trained_routers(model_type, folder)
-    if released.spelled:
-        config = json.loads((folder / "config.json").read_text())
-        (folder / "config.json").write_text(json.dumps(config | released.spelled, indent=2) + "\n")
     TOKENIZERS[released.tokenizer](folder)
     dress(model_type, folder)
     return folder
