@@ -395,3 +395,13 @@ def test_a_phimoe_mscale_pair_that_differs_is_refused() -> None:
     with pytest.raises(ValueError, match="short_mscale and long_mscale must be two equal numbers"):
         from_hf_config({"model_type": "phimoe", "head_dim": 128, "max_position_embeddings": 131072,
                         "rope_scaling": rope})  # fmt: skip
+
+
+def test_a_phimoe_mscale_pair_on_a_method_without_an_amplitude_is_refused() -> None:
+    """Linear scales no cos/sin in ropekit: a Phi-3.5-MoE linear dict whose pair is not 1 is refused by name."""
+    from ropekit.hf_format import from_hf_config
+
+    rope = {"rope_type": "linear", "factor": 4.0, "short_mscale": 1.2, "long_mscale": 1.2,
+            "original_max_position_embeddings": 4096}  # fmt: skip
+    with pytest.raises(ValueError, match=r"short_mscale/long_mscale 1\.2 on a method whose cos/sin ropekit does not"):
+        from_hf_config({"model_type": "phimoe", "head_dim": 128, "rope_parameters": rope})
